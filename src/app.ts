@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { AppConfig, AuthKey } from './config.js';
+import { Database } from './store/mongo.js';
+import { createTokenVerifier, type TokenVerifier } from './http/auth.js';
+import { registerErrorHandling } from './http/errorHandler.js';
+import { healthRoutes } from './http/healthRoutes.js';
+import { typedRequestRoutes } from './http/typedRequest.js';
+import { serviceRoutes } from './http/serviceRoutes.js';
+import { createOperations } from './http/operations.js';
+import { createStores } from './store/index.js';
+
+export type ResolvedConfig = AppConfig & { mongodbUri: string, auth: AuthKey };
+
+export interface BuildAppOptions {
+  config: ResolvedConfig;
+  /** Fastify logger options; defaults to pino at `config.logLevel` with secrets redacted. */
+  logger?: FastifyServerOptions['logger'];
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    database: Database;
+    verifier: TokenVerifier;
+  }
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Never logged: tokens, in headers and in TypedRequest identities. */
+export const redactPaths = ['req.headers.authorization', 'req.headers.cookie', 'request.identity.jwt', '*.identity.jwt', 'token'];
+
+/**
+ * Wires the service together and returns it un-started (tests use `inject` or
+ * `listen` on port 0). The database is connected lazily; indexes are created
+ * at ready time, or later by /readyz when the database was away at start-up.
+ */
+export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance> {
+  const { config } = opts;
+  const app = Fastify({
+    logger: opts.logger ?? { level: config.logLevel, redact: { paths: redactPaths, censor: '[redacted]' } },
+    bodyLimit: config.bodyLimitBytes,
+    requestIdHeader: 'x-request-id',
+    genReqId: (req) => {
+      const offered = req.headers['x-request-id'];
+      return typeof offered === 'string' && REQUEST_ID.test(offered) ? offered : randomUUID();
+    },
+    // Slow or stuck clients cannot hold a connection forever.
+    connectionTimeout: 60_000,
+    requestTimeout: 30_000,
+    keepAliveTimeout: 5_000,
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+
+  app.decorate('database', new Database({ uri: config.mongodbUri, dbName: config.mongodbDb, timeoutMs: config.mongodbTimeoutMs }));
+  app.decorate('verifier', await createTokenVerifier(config.auth));
+  app.addHook('onClose', async () => { await app.database.close(); });
+  app.addHook('onReady', async () => {
+    try {
+      await app.database.ensureIndexes();
+    } catch (err) {
+      app.log.warn({ err }, 'database not reachable at start-up; /readyz fails until it is');
+    }
+  });
+  app.addHook('onSend', async (request, reply) => { reply.header('x-request-id', request.id); });
+
+  registerErrorHandling(app);
+
+  await app.register(swagger, {
+    openapi: {
+      info: {
+        title: 'Cloudly image-release control plane',
+        version: '0.1.0',
+        description: 'Promote, roll back and verify container images by immutable sha256 digest.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  const stores = createStores(app.database);
+  const operations = createOperations(stores);
+  await app.register(healthRoutes);
+  await app.register(typedRequestRoutes, { operations: Object.values(operations), verifier: app.verifier });
+  await app.register(serviceRoutes, { operations, verifier: app.verifier });
+
+  return app;
+}

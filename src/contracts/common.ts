@@ -1,0 +1,76 @@
+/**
+ * Building blocks shared by the contract schemas: one place for the length and
+ * size limits, so that every string that can end up in a database query or a
+ * log line is bounded and every array has a ceiling.
+ *
+ * The limits are this project's choice (upstream declares plain `string`,
+ * `number` and `T[]`); they are deliberately generous for real fleets.
+ */
+import { Type, type TProperties, type TObject } from '@sinclair/typebox';
+
+export const contractLimits = {
+  /** ids: service, release, rollout, event, image, user, cluster, node, session ids */
+  idLength: 128,
+  /** names: service, node, registry host, repository, tag-like names */
+  nameLength: 256,
+  /** OCI tags are at most 128 characters (distribution spec). */
+  tagLength: 128,
+  /** image references, image URLs, repo digests */
+  referenceLength: 1024,
+  descriptionLength: 4096,
+  logLineLength: 4096,
+  jwtLength: 16384,
+  idempotencyKeyLength: 256,
+  environmentValueLength: 32768,
+  environmentEntries: 512,
+  customPortEntries: 256,
+  clusters: 256,
+  nodes: 4096,
+  reporters: 1024,
+  observedTags: 1024,
+  repoDigests: 64,
+  deploymentsPerReport: 4096,
+  deploymentLogLines: 1000,
+  deploymentIds: 10000,
+  domains: 256,
+  imageVersions: 10000,
+  releasesPerResponse: 10000,
+  /** replicas per node and scale factor */
+  replicas: 1024,
+} as const;
+
+/**
+ * Every object in the contract rejects unknown properties.
+ * (Fastify's default Ajv options silently strip them instead — `removeAdditional: true`;
+ * the HTTP layer must configure Ajv with `removeAdditional: false` to get rejection.)
+ */
+export const strictObject = <T extends TProperties>(properties: T): TObject<T> =>
+  Type.Object(properties, { additionalProperties: false });
+
+/** Identifier: non-empty, bounded. */
+export const Id = Type.String({ minLength: 1, maxLength: contractLimits.idLength });
+
+/** A human or DNS-ish name: non-empty, bounded. */
+export const Name = Type.String({ minLength: 1, maxLength: contractLimits.nameLength });
+
+/** An image reference or URL: non-empty, bounded. */
+export const Reference = Type.String({ minLength: 1, maxLength: contractLimits.referenceLength });
+
+/** OCI tag: non-empty, at most 128 characters. */
+export const Tag = Type.String({ minLength: 1, maxLength: contractLimits.tagLength });
+
+/** A registry host (`host[:port]`); canonical form is checked by the upstream helpers. */
+export const RegistryHost = Type.String({ minLength: 1, maxLength: contractLimits.nameLength });
+
+/** A repository path; canonical form is checked by the upstream helpers. */
+export const Repository = Type.String({ minLength: 1, maxLength: contractLimits.nameLength });
+
+/** Milliseconds since the epoch: a safe non-negative integer. */
+export const Timestamp = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+
+/**
+ * Replica counts, rollout generations, report sequences: safe non-negative integers.
+ * Rules such as "generation ≥ 1" belong to the upstream validators, which report
+ * them with upstream's own messages.
+ */
+export const NonNegativeSafeInteger = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });

@@ -1,0 +1,114 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import {
+  SignJWT, errors as joseErrors, importPKCS8, importSPKI, jwtVerify,
+  type CryptoKey, type JWTPayload, type KeyObject,
+} from 'jose';
+import type { AuthKey } from '../config.js';
+import { forbidden, unauthenticated } from '../errors.js';
+import { PrincipalType, Role, type Principal } from '../domain/principal.js';
+
+const ClusterId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]*$' });
+
+/** The claims a token must carry; other registered claims (iat, iss, …) may be present. */
+export const TokenClaims = Type.Object({
+  sub: Type.String({ minLength: 1, maxLength: 256 }),
+  role: Role,
+  type: PrincipalType,
+  clusterId: Type.Optional(ClusterId),
+  exp: Type.Integer({ minimum: 1 }),
+});
+export type TokenClaims = Static<typeof TokenClaims>;
+
+export interface TokenVerifier {
+  /** Resolves to the verified principal or throws AppError `unauthenticated`. */
+  verify(token: string): Promise<Principal>;
+}
+
+type VerifyKey = Uint8Array | CryptoKey | KeyObject;
+
+/** Bearer tokens are at most this long: a token is a few hundred bytes, anything bigger is abuse. */
+const MAX_TOKEN_LENGTH = 8192;
+
+export async function createTokenVerifier (key: AuthKey): Promise<TokenVerifier> {
+  const { verifyKey, algorithm } = key.kind === 'secret'
+    ? { verifyKey: new TextEncoder().encode(key.secret) as VerifyKey, algorithm: 'HS256' }
+    : { verifyKey: await importSPKI(key.pem, key.algorithm) as VerifyKey, algorithm: key.algorithm };
+
+  return {
+    async verify (token: string): Promise<Principal> {
+      if (token.length === 0) throw unauthenticated('the token is empty');
+      if (token.length > MAX_TOKEN_LENGTH) throw unauthenticated('the token is too long');
+      let payload: JWTPayload;
+      try {
+        // `algorithms` pins the one algorithm we accept: `alg: none`, HS/RS confusion and
+        // any other algorithm are refused before the signature is even looked at.
+        ({ payload } = await jwtVerify(token, verifyKey, { algorithms: [algorithm], requiredClaims: ['exp', 'sub'] }));
+      } catch (err) {
+        throw unauthenticated(describeJoseError(err));
+      }
+      if (!Value.Check(TokenClaims, payload)) {
+        const first = Value.Errors(TokenClaims, payload).First();
+        throw unauthenticated(`token claim ${first?.path.replace(/^\//, '') || '?'} is invalid: ${first?.message ?? 'invalid'}`);
+      }
+      if (payload.role === 'cluster' && payload.clusterId === undefined) {
+        throw unauthenticated('a cluster token must carry clusterId');
+      }
+      return {
+        subject: payload.sub,
+        role: payload.role,
+        type: payload.type,
+        ...(payload.clusterId === undefined ? {} : { clusterId: payload.clusterId }),
+      };
+    },
+  };
+}
+
+function describeJoseError (err: unknown): string {
+  if (err instanceof joseErrors.JWTExpired) return 'the token has expired';
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'the token is signed with an algorithm that is not accepted';
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'the token signature is not valid';
+  if (err instanceof joseErrors.JWTClaimValidationFailed) return `token claim ${err.claim} is invalid: ${err.reason}`;
+  if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid) return 'the token is malformed';
+  return 'the token could not be verified';
+}
+
+/** Reads `Authorization: Bearer <token>`; throws `unauthenticated` naming what is wrong. */
+export function bearerToken (header: string | undefined): string {
+  if (header === undefined || header === '') throw unauthenticated('missing Authorization header (expected "Bearer <token>")');
+  const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
+  if (!match?.[1]) throw unauthenticated('malformed Authorization header (expected "Bearer <token>")');
+  return match[1];
+}
+
+export function assertRole (principal: Principal, allowed: readonly string[], action: string): void {
+  if (!allowed.includes(principal.role)) {
+    throw forbidden(`role '${principal.role}' may not ${action} (allowed: ${allowed.join(', ')})`);
+  }
+}
+
+export interface MintOptions {
+  subject: string;
+  role: Role;
+  type?: PrincipalType;
+  clusterId?: string;
+  ttlSeconds?: number;
+}
+
+/** Signs a token. With a secret: HS256. With a PKCS#8 private key PEM: the given algorithm. */
+export async function mintToken (
+  signing: { kind: 'secret', secret: string } | { kind: 'private-key', pem: string, algorithm: string },
+  opts: MintOptions
+): Promise<string> {
+  const claims: Record<string, unknown> = { role: opts.role, type: opts.type ?? (opts.role === 'admin' || opts.role === 'user' ? 'human' : 'machine') };
+  if (opts.clusterId !== undefined) claims['clusterId'] = opts.clusterId;
+  const jwt = new SignJWT(claims)
+    .setSubject(opts.subject)
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(Date.now() / 1000) + (opts.ttlSeconds ?? 3600));
+  if (signing.kind === 'secret') {
+    return jwt.setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(new TextEncoder().encode(signing.secret));
+  }
+  const key = await importPKCS8(signing.pem, signing.algorithm);
+  return jwt.setProtectedHeader({ alg: signing.algorithm, typ: 'JWT' }).sign(key);
+}

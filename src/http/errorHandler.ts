@@ -1,0 +1,120 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, isAppError, databaseUnavailable, validationFailed, type Problem } from '../errors.js';
+import { isDatabaseUnavailableError } from '../store/mongo.js';
+
+interface FastifyValidationItem { instancePath?: string, message?: string }
+
+/**
+ * Turns whatever was thrown into an AppError. Fastify's own errors (body too
+ * large, bad JSON, schema validation, prototype poisoning) become coded 4xx;
+ * an unreachable database becomes `database-unavailable`; everything else is
+ * an internal error whose details stay in the log.
+ */
+export function toAppError (err: unknown): AppError {
+  if (isAppError(err)) return err;
+  if (isDatabaseUnavailableError(err)) return databaseUnavailable(err);
+  const fe = err as Partial<FastifyError> & { validation?: FastifyValidationItem[], validationContext?: string };
+  if (Array.isArray(fe.validation)) {
+    const part = fe.validationContext ?? 'body';
+    const problems: Problem[] = fe.validation.map((v) => ({
+      field: `/${part}${v.instancePath ?? ''}`,
+      message: v.message ?? 'is invalid',
+    }));
+    return validationFailed(problems);
+  }
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload-too-large', fe.message);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('unsupported-media-type', fe.message);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return validationFailed([{ field: '/body', message: fe.message ?? 'invalid JSON' }]);
+    default:
+      break;
+  }
+  // JSON.parse SyntaxError and secure-json-parse's prototype-poisoning error carry status 400.
+  if (fe.statusCode === 400) {
+    return validationFailed([{ field: '/body', message: fe.message ?? 'invalid body' }]);
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return new AppError(fe.statusCode === 413 ? 'payload-too-large' : fe.statusCode === 415 ? 'unsupported-media-type' : 'validation-failed', fe.message);
+  }
+  return new AppError('internal-error', 'An internal error occurred; the request id identifies it in the server log', { cause: err });
+}
+
+export function problemDocument (error: AppError, request: FastifyRequest): Record<string, unknown> {
+  return {
+    type: `urn:cloudly-release:error:${error.code}`,
+    title: error.title,
+    status: error.statusCode,
+    detail: error.message,
+    code: error.code,
+    instance: request.url.split('?')[0],
+    requestId: request.id,
+    ...error.details,
+  };
+}
+
+/** The TypedRequest error payload: `error.data.code` is the stable code. */
+export function typedRequestError (error: AppError, request: FastifyRequest): { text: string, data: Record<string, unknown> } {
+  return { text: error.message, data: { code: error.code, requestId: request.id, ...error.details } };
+}
+
+export function registerErrorHandling (app: FastifyInstance): void {
+  app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const error = toAppError(err);
+    if (error.statusCode >= 500) {
+      request.log.error({ err: error.code === 'internal-error' ? err : error }, 'request failed');
+    } else {
+      request.log.info({ code: error.code, detail: error.message }, 'request rejected');
+    }
+    if (request.routeOptions.config.typedRequest === true) {
+      return reply.code(200).send(typedRequestFailure(error, request));
+    }
+    for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+    return reply.code(error.statusCode).type('application/problem+json').send(problemDocument(error, request));
+  });
+
+  app.setNotFoundHandler(async (request, reply) => {
+    const error = new AppError('not-found', `no route ${request.method} ${request.url.split('?')[0]}`);
+    return reply.code(404).type('application/problem+json').send(problemDocument(error, request));
+  });
+}
+
+/**
+ * The TypedRequest reply for a failure. The real client turns any non-2xx into a
+ * bare error, so failures are HTTP 200 with `error`, or with `retry` when the
+ * client should simply send the same request again later.
+ */
+export function typedRequestFailure (error: AppError, request: FastifyRequest): Record<string, unknown> {
+  const body = request.body as { method?: unknown, request?: unknown, correlation?: { id?: unknown } } | undefined;
+  const envelope: Record<string, unknown> = {
+    method: typeof body?.method === 'string' ? body.method : '',
+    request: withoutIdentity(body?.request),
+    response: null,
+    correlation: { id: typeof body?.correlation?.id === 'string' ? body.correlation.id : request.id, phase: 'response' },
+  };
+  const retryAfterMs = error.details['retryAfterMs'];
+  if (error.code === 'idempotency-request-in-progress' && typeof retryAfterMs === 'number') {
+    envelope['retry'] = { waitForMs: retryAfterMs, reason: error.message };
+  } else {
+    envelope['error'] = typedRequestError(error, request);
+  }
+  return envelope;
+}
+
+/** Echoes the request payload back as the protocol expects, minus the caller's token. */
+export function withoutIdentity (payload: unknown): Record<string, unknown> {
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return {};
+  const { identity: _identity, ...rest } = payload as Record<string, unknown>;
+  return rest;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set on POST /typedrequest: failures are answered as TypedRequest envelopes. */
+    typedRequest?: boolean;
+  }
+}

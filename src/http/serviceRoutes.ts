@@ -1,0 +1,58 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Id, IService, TServiceWritableData } from '../contracts/index.js';
+import { rejectServerManagedFields } from '../domain/services.js';
+import type { TokenVerifier } from './auth.js';
+import type { Operations } from './operations.js';
+import { ProblemResponses } from './problemSchema.js';
+import { authorize, principalOf } from './restAuth.js';
+
+export interface ServiceRoutesOptions {
+  operations: Operations;
+  verifier: TokenVerifier;
+}
+
+const ServiceParams = Type.Object({ serviceId: Id }, { additionalProperties: false });
+const ServiceReply = Type.Object({ service: IService });
+
+/** REST: create, read and update services (body = `TServiceWritableData`). */
+export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = async (app, { operations, verifier }) => {
+  const ctx = (request: Parameters<typeof principalOf>[0]) => ({ principal: principalOf(request), log: request.log, requestId: request.id });
+  const refuseServerManaged = async (request: { body: unknown }) => rejectServerManagedFields(request.body, '/body');
+
+  app.post('/v1/services', {
+    onRequest: authorize(verifier, operations.createService.roles, operations.createService.action),
+    preValidation: refuseServerManaged,
+    schema: {
+      tags: ['services'],
+      summary: 'Create a service (admin)',
+      body: TServiceWritableData,
+      response: { 201: ServiceReply, ...ProblemResponses },
+    },
+  }, async (request, reply) => {
+    const result = await operations.createService.handle({ serviceData: request.body }, ctx(request));
+    return reply.code(201).header('location', `/v1/services/${encodeURIComponent(result.service.id)}`).send(result);
+  });
+
+  app.get('/v1/services/:serviceId', {
+    onRequest: authorize(verifier, operations.getServiceById.roles, operations.getServiceById.action),
+    schema: {
+      tags: ['services'],
+      summary: 'Read a service',
+      params: ServiceParams,
+      response: { 200: ServiceReply, ...ProblemResponses },
+    },
+  }, async (request) => operations.getServiceById.handle({ serviceId: request.params.serviceId }, ctx(request)));
+
+  app.put('/v1/services/:serviceId', {
+    onRequest: authorize(verifier, operations.updateService.roles, operations.updateService.action),
+    preValidation: refuseServerManaged,
+    schema: {
+      tags: ['services'],
+      summary: 'Replace the caller-writable data of a service (admin)',
+      params: ServiceParams,
+      body: TServiceWritableData,
+      response: { 200: ServiceReply, ...ProblemResponses },
+    },
+  }, async (request) => operations.updateService.handle({ serviceId: request.params.serviceId, serviceData: request.body }, ctx(request)));
+};

@@ -1,0 +1,28 @@
+/**
+ * The index plan: every query the service makes is served by one of these
+ * indexes (README "Index plan" lists the queries next to them). Created at
+ * start-up, idempotently. No TTL or partial indexes: the local development
+ * database does not support them (DESIGN §2).
+ */
+export interface IndexPlanEntry {
+  collection: string;
+  name: string;
+  key: Record<string, 1 | -1>;
+  unique?: boolean;
+  /** Which queries it serves (documentation, also printed in the README). */
+  serves: string;
+}
+
+export const collections = {
+  services: 'services',
+} as const;
+
+export const indexPlan: readonly IndexPlanEntry[] = [
+  {
+    collection: collections.services,
+    name: 'services_name_unique',
+    key: { 'data.name': 1 },
+    unique: true,
+    serves: 'createService/updateService: one service per name',
+  },
+];

@@ -1,0 +1,91 @@
+import {
+  MongoClient, MongoNetworkError, MongoOperationTimeoutError, MongoServerSelectionError,
+  MongoNotConnectedError, MongoTopologyClosedError, MongoError,
+  type Db, type IndexDescription,
+} from 'mongodb';
+import { indexPlan } from './indexPlan.js';
+
+export interface DatabaseOptions {
+  uri: string;
+  dbName: string;
+  /** Server selection / connect timeout: how long a request waits for an absent database. */
+  timeoutMs: number;
+  appName?: string;
+}
+
+/**
+ * The one owner of the driver. Everything that talks to MongoDB gets its
+ * collections from here. Connection timeouts are bounded so that a request
+ * fails with `database-unavailable` in about `timeoutMs` instead of hanging.
+ */
+export class Database {
+  readonly client: MongoClient;
+  readonly db: Db;
+  #indexesReady = false;
+
+  constructor (opts: DatabaseOptions) {
+    this.client = new MongoClient(opts.uri, {
+      appName: opts.appName ?? 'cloudly-release-control-plane',
+      serverSelectionTimeoutMS: opts.timeoutMs,
+      connectTimeoutMS: opts.timeoutMs,
+      socketTimeoutMS: Math.max(10_000, opts.timeoutMs * 5),
+      heartbeatFrequencyMS: 2_000,
+      maxPoolSize: 50,
+      // Writes are compare-and-swap or idempotent upserts: a driver retry of a
+      // write whose reply was lost is safe (and exactly-once on replica sets).
+      retryWrites: true,
+    });
+    this.db = this.client.db(opts.dbName);
+  }
+
+  get indexesReady (): boolean {
+    return this.#indexesReady;
+  }
+
+  /** Creates every index of the plan. Idempotent: re-creating an identical index is a no-op. */
+  async ensureIndexes (): Promise<void> {
+    const byCollection = new Map<string, IndexDescription[]>();
+    for (const entry of indexPlan) {
+      const list = byCollection.get(entry.collection) ?? [];
+      list.push({ key: entry.key, name: entry.name, ...(entry.unique ? { unique: true } : {}) });
+      byCollection.set(entry.collection, list);
+    }
+    for (const [collection, indexes] of byCollection) {
+      await this.db.collection(collection).createIndexes(indexes);
+    }
+    this.#indexesReady = true;
+  }
+
+  /** True when the database answers a ping within `timeoutMs`. Never throws. */
+  async ping (timeoutMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs); });
+    try {
+      return await Promise.race([
+        this.db.command({ ping: 1 }).then((reply) => reply['ok'] === 1, () => false),
+        timeout,
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async close (): Promise<void> {
+    await this.client.close();
+  }
+}
+
+/**
+ * Errors that mean "the database is not reachable right now" (as opposed to a
+ * bug or a rejected write). They become `database-unavailable` + Retry-After.
+ */
+export function isDatabaseUnavailableError (err: unknown): boolean {
+  if (!(err instanceof MongoError)) return false;
+  return err instanceof MongoNetworkError ||
+    err instanceof MongoServerSelectionError ||
+    err instanceof MongoOperationTimeoutError ||
+    err instanceof MongoNotConnectedError ||
+    err instanceof MongoTopologyClosedError ||
+    err.hasErrorLabel('RetryableWriteError') ||
+    err.hasErrorLabel('TransientTransactionError');
+}
