@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config'
+import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
@@ -10,4 +10,4 @@ export default defineConfig({
     // The first run builds the local development database with mvn, which downloads its jars.
     hookTimeout: 120_000
   }
-})
+});

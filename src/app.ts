@@ -57,6 +57,8 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  // The API speaks JSON only: anything else is 415, not a string that fails validation later.
+  app.removeContentTypeParser(['text/plain']);
 
   app.decorate('database', new Database({ uri: config.mongodbUri, dbName: config.mongodbDb, timeoutMs: config.mongodbTimeoutMs }));
   app.decorate('verifier', await createTokenVerifier(config.auth));

@@ -1,5 +1,5 @@
-import type { TestProject } from 'vitest/node'
-import { resolveTestDatabase } from '../src/store/databaseResolution.js'
+import type { TestProject } from 'vitest/node';
+import { resolveTestDatabase } from '../src/store/databaseResolution.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -9,7 +9,7 @@ declare module 'vitest' {
 }
 
 export default async function setup (project: TestProject): Promise<() => Promise<void>> {
-  const database = await resolveTestDatabase((line) => { console.log(`[globalSetup] ${line}`) })
-  project.provide('mongoUri', database.uri)
-  return async () => { await database.stop() }
+  const database = await resolveTestDatabase((line) => { console.log(`[globalSetup] ${line}`); });
+  project.provide('mongoUri', database.uri);
+  return async () => { await database.stop(); };
 }

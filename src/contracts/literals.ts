@@ -11,4 +11,4 @@ export const literalUnion = <const T extends readonly [string, string, ...string
   values: T,
 ): TUnion<[...LiteralSchemas<T>]> =>
   // The mapped tuple type cannot be inferred through Array#map; the runtime value is exactly it.
-  Type.Union(values.map((value) => Type.Literal(value))) as unknown as TUnion<[...LiteralSchemas<T>]>;
+    Type.Union(values.map((value) => Type.Literal(value))) as unknown as TUnion<[...LiteralSchemas<T>]>;

@@ -1,10 +1,10 @@
 // Which MongoDB to use (DESIGN §2): MONGODB_URI, else (tests only) testcontainers when a Docker
 // engine answers, else the local development database.
-import { request } from 'node:http'
-import { createServer } from 'node:net'
-import os from 'node:os'
-import path from 'node:path'
-import { startLocalMongo, type LogLine } from './localMongo.js'
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { startLocalMongo, type LogLine } from './localMongo.js';
 
 export interface ResolvedDatabase {
   uri: string
@@ -14,9 +14,9 @@ export interface ResolvedDatabase {
 }
 
 /** The port `npm start` prefers for its local database, so a developer can point a shell at it. */
-export const LOCAL_DEV_PORT = 27027
+export const LOCAL_DEV_PORT = 27027;
 
-type DockerEndpoint = { socketPath: string } | { host: string, port: number }
+type DockerEndpoint = { socketPath: string } | { host: string, port: number };
 
 /**
  * True when a Docker engine answers GET /_ping within timeoutMs. Looks where testcontainers looks:
@@ -24,66 +24,66 @@ type DockerEndpoint = { socketPath: string } | { host: string, port: number }
  * not enough: the docker CLI and a stale socket file can exist without a daemon behind them.
  */
 export async function dockerAnswers (timeoutMs = 2000): Promise<boolean> {
-  const endpoints = dockerEndpoints()
-  const answers = await Promise.all(endpoints.map(async (endpoint) => await pings(endpoint, timeoutMs)))
-  return answers.includes(true)
+  const endpoints = dockerEndpoints();
+  const answers = await Promise.all(endpoints.map(async (endpoint) => await pings(endpoint, timeoutMs)));
+  return answers.includes(true);
 }
 
 function dockerEndpoints (): DockerEndpoint[] {
-  const dockerHost = process.env.DOCKER_HOST
+  const dockerHost = process.env.DOCKER_HOST;
   if (dockerHost !== undefined && dockerHost !== '') {
-    if (dockerHost.startsWith('unix://')) return [{ socketPath: dockerHost.slice('unix://'.length) }]
+    if (dockerHost.startsWith('unix://')) return [{ socketPath: dockerHost.slice('unix://'.length) }];
     if (dockerHost.startsWith('tcp://')) {
-      const url = new URL(dockerHost.replace(/^tcp:/, 'http:'))
-      return [{ host: url.hostname, port: Number(url.port || 2375) }]
+      const url = new URL(dockerHost.replace(/^tcp:/, 'http:'));
+      return [{ host: url.hostname, port: Number(url.port || 2375) }];
     }
-    return [] // npipe:// and ssh:// are not this project's platforms
+    return []; // npipe:// and ssh:// are not this project's platforms
   }
-  const candidates = ['/var/run/docker.sock', path.join(os.homedir(), '.docker', 'run', 'docker.sock')]
-  const runtimeDir = process.env.XDG_RUNTIME_DIR
-  if (runtimeDir !== undefined && runtimeDir !== '') candidates.push(path.join(runtimeDir, 'docker.sock'))
-  return candidates.map((socketPath) => ({ socketPath }))
+  const candidates = ['/var/run/docker.sock', path.join(os.homedir(), '.docker', 'run', 'docker.sock')];
+  const runtimeDir = process.env.XDG_RUNTIME_DIR;
+  if (runtimeDir !== undefined && runtimeDir !== '') candidates.push(path.join(runtimeDir, 'docker.sock'));
+  return candidates.map((socketPath) => ({ socketPath }));
 }
 
 function pings (endpoint: DockerEndpoint, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
     const req = request({ ...endpoint, path: '/_ping', method: 'GET', timeout: timeoutMs }, (res) => {
-      res.resume()
-      resolve(res.statusCode === 200)
-    })
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
     // `timeout` only covers idleness; this bounds connect + answer together.
-    const timer = setTimeout(() => req.destroy(), timeoutMs)
-    req.on('timeout', () => req.destroy())
-    req.on('error', () => resolve(false))
+    const timer = setTimeout(() => req.destroy(), timeoutMs);
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
     req.on('close', () => {
-      clearTimeout(timer)
-      resolve(false) // no-op when already resolved with the answer
-    })
-    req.end()
-  })
+      clearTimeout(timer);
+      resolve(false); // no-op when already resolved with the answer
+    });
+    req.end();
+  });
 }
 
 export async function resolveTestDatabase (log: LogLine): Promise<ResolvedDatabase> {
-  const fromEnv = process.env.MONGODB_URI
+  const fromEnv = process.env.MONGODB_URI;
   if (fromEnv !== undefined && fromEnv !== '') {
-    log('test database: MONGODB_URI')
-    return { uri: fromEnv, kind: 'env', stop: async () => {} }
+    log('test database: MONGODB_URI');
+    return { uri: fromEnv, kind: 'env', stop: async () => {} };
   }
   if (await dockerAnswers()) {
-    log('test database: Docker answers, starting mongo:7 with testcontainers')
+    log('test database: Docker answers, starting mongo:7 with testcontainers');
     // Imported here: testcontainers is a devDependency and this module also ships in dist/.
-    const { MongoDBContainer } = await import('@testcontainers/mongodb')
-    const container = await new MongoDBContainer('mongo:7').start()
+    const { MongoDBContainer } = await import('@testcontainers/mongodb');
+    const container = await new MongoDBContainer('mongo:7').start();
     // A single-node replica set announces its container hostname; talk to the mapped port directly.
     return {
       uri: `${container.getConnectionString()}/?directConnection=true`,
       kind: 'testcontainers',
-      stop: async () => { await container.stop() }
-    }
+      stop: async () => { await container.stop(); }
+    };
   }
-  log('test database: no MONGODB_URI and no Docker, starting the local development database (memory)')
-  const local = await startLocalMongo({ backend: 'memory', port: 0, log })
-  return { uri: local.uri, kind: 'local-memory', stop: local.stop }
+  log('test database: no MONGODB_URI and no Docker, starting the local development database (memory)');
+  const local = await startLocalMongo({ backend: 'memory', port: 0, log });
+  return { uri: local.uri, kind: 'local-memory', stop: local.stop };
 }
 
 /** For `npm start`: MONGODB_URI, else the local development database on disk under dataDir. */
@@ -92,21 +92,21 @@ export async function resolveServiceDatabase (
   log: LogLine
 ): Promise<ResolvedDatabase> {
   if (cfg.mongodbUri !== undefined && cfg.mongodbUri !== '') {
-    return { uri: cfg.mongodbUri, kind: 'env', stop: async () => {} }
+    return { uri: cfg.mongodbUri, kind: 'env', stop: async () => {} };
   }
-  const dataFile = path.resolve(cfg.dataDir, 'mongo-dev', 'data.mv')
-  const port = await portFree('127.0.0.1', LOCAL_DEV_PORT) ? LOCAL_DEV_PORT : 0
-  log(`database: no MONGODB_URI, starting the local development database (h2, ${dataFile})`)
-  const local = await startLocalMongo({ backend: 'h2', dataFile, port, log })
-  log(`database: local development database listening at ${local.uri}`)
-  return { uri: local.uri, kind: 'local-h2', stop: local.stop }
+  const dataFile = path.resolve(cfg.dataDir, 'mongo-dev', 'data.mv');
+  const port = await portFree('127.0.0.1', LOCAL_DEV_PORT) ? LOCAL_DEV_PORT : 0;
+  log(`database: no MONGODB_URI, starting the local development database (h2, ${dataFile})`);
+  const local = await startLocalMongo({ backend: 'h2', dataFile, port, log });
+  log(`database: local development database listening at ${local.uri}`);
+  return { uri: local.uri, kind: 'local-h2', stop: local.stop };
 }
 
 /** A hint, not a reservation: another process may take the port in between, then start fails. */
 function portFree (host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const server = createServer()
-    server.once('error', () => resolve(false))
-    server.listen(port, host, () => server.close(() => resolve(true)))
-  })
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
+  });
 }

@@ -1,14 +1,14 @@
-import { randomBytes } from 'node:crypto'
-import { MongoClient, type Db, type MongoClientOptions } from 'mongodb'
-import { inject } from 'vitest'
+import { randomBytes } from 'node:crypto';
+import { MongoClient, type Db, type MongoClientOptions } from 'mongodb';
+import { inject } from 'vitest';
 
 /**
  * A database name no other test file uses: `<prefix>_<random>`. MongoDB allows at most 63 bytes and
  * no `/\. "$`; the prefix is cleaned to match so callers can pass a file or suite name.
  */
 export function freshDatabaseName (prefix = 't'): string {
-  const cleanPrefix = prefix.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 40) || 't'
-  return `${cleanPrefix}_${randomBytes(8).toString('hex')}`
+  const cleanPrefix = prefix.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 40) || 't';
+  return `${cleanPrefix}_${randomBytes(8).toString('hex')}`;
 }
 
 export interface TestDatabase {
@@ -20,17 +20,17 @@ export interface TestDatabase {
 
 /** Connects to the URI provided by test/globalSetup.ts and opens a fresh database for one test file. */
 export async function openTestDatabase (prefix = 't', options: MongoClientOptions = {}): Promise<TestDatabase> {
-  const client = await new MongoClient(inject('mongoUri'), { serverSelectionTimeoutMS: 5_000, ...options }).connect()
-  const db = client.db(freshDatabaseName(prefix))
+  const client = await new MongoClient(inject('mongoUri'), { serverSelectionTimeoutMS: 5_000, ...options }).connect();
+  const db = client.db(freshDatabaseName(prefix));
   return {
     client,
     db,
     close: async () => {
       try {
-        await db.dropDatabase()
+        await db.dropDatabase();
       } finally {
-        await client.close()
+        await client.close();
       }
     }
-  }
+  };
 }
