@@ -65,8 +65,11 @@ export function typedRequestError (error: AppError, request: FastifyRequest): { 
 export function registerErrorHandling (app: FastifyInstance): void {
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const error = toAppError(err);
-    if (error.statusCode >= 500) {
-      request.log.error({ err: error.code === 'internal-error' ? err : error }, 'request failed');
+    if (error.code === 'internal-error') {
+      request.log.error({ err }, 'request failed');
+    } else if (error.statusCode >= 500) {
+      // Expected outages (database away, shutting down): one line, no stack per request.
+      request.log.warn({ code: error.code, cause: error.cause instanceof Error ? error.cause.message : undefined }, error.message);
     } else {
       request.log.info({ code: error.code, detail: error.message }, 'request rejected');
     }
