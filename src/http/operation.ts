@@ -6,6 +6,8 @@ export interface OperationContext {
   principal: Principal;
   log: FastifyBaseLogger;
   requestId: string;
+  /** REST adapters set response headers through this (e.g. Idempotent-Replayed); TypedRequest ignores it. */
+  setHeader?: (name: string, value: string) => void;
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * The index plan: every query the service makes is served by one of these
  * indexes (README "Index plan" lists the queries next to them). Created at
- * start-up, idempotently. No TTL or partial indexes: the local development
- * database does not support them (DESIGN §2).
+ * start-up, idempotently. No partial indexes, and nothing relies on TTL expiry:
+ * the local development database supports neither (DESIGN §2).
  */
 export interface IndexPlanEntry {
   collection: string;
@@ -15,6 +15,12 @@ export interface IndexPlanEntry {
 
 export const collections = {
   services: 'services',
+  clusters: 'clusters',
+  nodes: 'nodes',
+  releases: 'releases',
+  pushEvents: 'pushEvents',
+  rollouts: 'rollouts',
+  idempotency: 'idempotency',
 } as const;
 
 export const indexPlan: readonly IndexPlanEntry[] = [
