@@ -10,8 +10,15 @@ import { registerErrorHandling } from './http/errorHandler.js';
 import { healthRoutes } from './http/healthRoutes.js';
 import { typedRequestRoutes } from './http/typedRequest.js';
 import { serviceRoutes } from './http/serviceRoutes.js';
+import { releaseRoutes } from './http/releaseRoutes.js';
+import { clusterRoutes } from './http/clusterRoutes.js';
 import { createOperations } from './http/operations.js';
 import { createStores } from './store/index.js';
+import { releaseLifecycle } from './domain/releaseLifecycle.js';
+import { computeTargetScope } from './domain/clusters.js';
+import { rolloutHistory } from './domain/history.js';
+import { lifecycleRoutes } from './http/lifecycleRoutes.js';
+import { faultHookFromConfig, type FaultHook } from './faults.js';
 
 export type ResolvedConfig = AppConfig & { mongodbUri: string, auth: AuthKey };
 
@@ -19,6 +26,8 @@ export interface BuildAppOptions {
   config: ResolvedConfig;
   /** Fastify logger options; defaults to pino at `config.logLevel` with secrets redacted. */
   logger?: FastifyServerOptions['logger'];
+  /** Crash injection for tests; defaults to FAULT_INJECTION (off). */
+  fault?: FaultHook;
 }
 
 declare module 'fastify' {
@@ -43,6 +52,8 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   const app = Fastify({
     logger: opts.logger ?? { level: config.logLevel, redact: { paths: redactPaths, censor: '[redacted]' } },
     bodyLimit: config.bodyLimitBytes,
+    // Ids in paths may be 128 characters (contracts `Id`); Fastify's default of 100 answers 414.
+    routerOptions: { maxParamLength: 256 },
     requestIdHeader: 'x-request-id',
     genReqId: (req) => {
       const offered = req.headers['x-request-id'];
@@ -88,10 +99,27 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   const stores = createStores(app.database);
-  const operations = createOperations(stores);
+  const lifecycle = releaseLifecycle({
+    repos: stores,
+    computeTargetScope,
+    now: Date.now,
+    leaseMs: config.idempotencyLeaseMs,
+    fault: opts.fault ?? faultHookFromConfig(config.faultInjection),
+  });
+  const operations = createOperations({ stores, lifecycle });
   await app.register(healthRoutes);
   await app.register(typedRequestRoutes, { operations: Object.values(operations), verifier: app.verifier });
-  await app.register(serviceRoutes, { operations, verifier: app.verifier });
+  await app.register(serviceRoutes, { operations, verifier: app.verifier, serviceView: (id) => stores.services.findWithHold(id) });
+  await app.register(lifecycleRoutes, {
+    operations,
+    verifier: app.verifier,
+    rolloutHistory: (serviceId, limit, cursor) => rolloutHistory({
+      serviceExists: async (id) => (await stores.services.findById(id)) !== null,
+      listRollouts: (id, n, before) => stores.rollouts.list(id, n, before),
+    }, serviceId, limit, cursor),
+  });
+  await app.register(releaseRoutes, { operations, verifier: app.verifier });
+  await app.register(clusterRoutes, { operations, verifier: app.verifier });
 
   return app;
 }

@@ -40,6 +40,16 @@ export const EnvSchema = Type.Object({
     default: 2_000,
     description: 'server selection / connect timeout: how fast a request fails when the database is away',
   }),
+  IDEMPOTENCY_LEASE_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 15_000,
+    description: 'how long an in-flight idempotent request owns its key before another process may take it over',
+  }),
+  FAULT_INJECTION: Type.Optional(Type.String({
+    pattern: '^[a-z-]+(,[a-z-]+)*$',
+    description: 'TEST ONLY: comma-separated fault points at which the process kills itself (crash-safety tests)',
+  })),
 });
 
 export type Env = Static<typeof EnvSchema>;
@@ -60,6 +70,9 @@ export interface AppConfig {
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
   mongodbTimeoutMs: number;
+  idempotencyLeaseMs: number;
+  /** TEST ONLY: fault points at which the process SIGKILLs itself. */
+  faultInjection: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -111,5 +124,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): AppConfig {
     bodyLimitBytes: parsed.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
     mongodbTimeoutMs: parsed.MONGODB_TIMEOUT_MS,
+    idempotencyLeaseMs: parsed.IDEMPOTENCY_LEASE_MS,
+    faultInjection: parsed.FAULT_INJECTION ? parsed.FAULT_INJECTION.split(',') : [],
   };
 }

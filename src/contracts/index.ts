@@ -26,4 +26,6 @@ export * from './deployment.js';
 export * from './service.js';
 export * from './identity.js';
 export * from './requests.js';
+export * from './releases.js';
+export * from './clusters.js';
 export * from './helpers.js';

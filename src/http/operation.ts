@@ -8,6 +8,8 @@ export interface OperationContext {
   requestId: string;
   /** REST adapters set response headers through this (e.g. Idempotent-Replayed); TypedRequest ignores it. */
   setHeader?: (name: string, value: string) => void;
+  /** Free-text reason a REST caller gave (kept in the rollout history); TypedRequest has none. */
+  reason?: string;
 }
 
 /**

@@ -1,4 +1,6 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
+import type { AutomationHold } from '../domain/rollouts.js';
+import { AppError } from '../errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Id, IService, TServiceWritableData } from '../contracts/index.js';
 import { rejectServerManagedFields } from '../domain/services.js';
@@ -10,13 +12,21 @@ import { authorize, principalOf } from './restAuth.js';
 export interface ServiceRoutesOptions {
   operations: Operations;
   verifier: TokenVerifier;
+  /** The service plus what REST shows beside it (the automation hold). */
+  serviceView: (serviceId: string) => Promise<{ service: Static<typeof IService>, automationHold?: AutomationHold } | null>;
 }
+
+const AutomationHoldSchema = Type.Object({
+  since: Type.Integer(),
+  rolloutId: Type.String(),
+  by: Type.String(),
+}, { description: 'set by a manual rollback: automatic promotion is off until the next explicit promotion' });
 
 const ServiceParams = Type.Object({ serviceId: Id }, { additionalProperties: false });
 const ServiceReply = Type.Object({ service: IService });
 
 /** REST: create, read and update services (body = `TServiceWritableData`). */
-export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = async (app, { operations, verifier }) => {
+export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = async (app, { operations, verifier, serviceView }) => {
   const ctx = (request: Parameters<typeof principalOf>[0]) => ({ principal: principalOf(request), log: request.log, requestId: request.id });
   const refuseServerManaged = async (request: { body: unknown }) => rejectServerManagedFields(request.body, '/body');
 
@@ -38,11 +48,15 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = as
     onRequest: authorize(verifier, operations.getServiceById.roles, operations.getServiceById.action),
     schema: {
       tags: ['services'],
-      summary: 'Read a service',
+      summary: 'Read a service (and whether automatic promotion is on hold)',
       params: ServiceParams,
-      response: { 200: ServiceReply, ...ProblemResponses },
+      response: { 200: Type.Object({ service: IService, automationHold: Type.Optional(AutomationHoldSchema) }), ...ProblemResponses },
     },
-  }, async (request) => operations.getServiceById.handle({ serviceId: request.params.serviceId }, ctx(request)));
+  }, async (request) => {
+    const view = await serviceView(request.params.serviceId);
+    if (!view) throw new AppError('service-not-found', `service '${request.params.serviceId}' does not exist`, { details: { serviceId: request.params.serviceId } });
+    return view;
+  });
 
   app.put('/v1/services/:serviceId', {
     onRequest: authorize(verifier, operations.updateService.roles, operations.updateService.action),

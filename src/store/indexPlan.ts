@@ -9,6 +9,8 @@ export interface IndexPlanEntry {
   name: string;
   key: Record<string, 1 | -1>;
   unique?: boolean;
+  /** TTL clean-up where the database supports it (the local development database ignores it). */
+  expireAfterSeconds?: number;
   /** Which queries it serves (documentation, also printed in the README). */
   serves: string;
 }
@@ -30,5 +32,69 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     key: { 'data.name': 1 },
     unique: true,
     serves: 'createService/updateService: one service per name',
+  },
+  {
+    collection: collections.releases,
+    name: 'releases_identity_unique',
+    key: { 'data.serviceId': 1, 'data.registryHost': 1, 'data.repository': 1, 'data.registryRootDigest': 1 },
+    unique: true,
+    serves: 'one release per (service, registry host, repository, root digest): the push-event identity check and the final guard of the release upsert',
+  },
+  {
+    collection: collections.releases,
+    name: 'releases_service_newest',
+    key: { 'data.serviceId': 1, 'data.lastObservedAt': -1, _id: -1 },
+    serves: 'getServiceImageReleases and GET /v1/services/:serviceId/image-releases: newest observation first, keyset pagination',
+  },
+  {
+    collection: collections.pushEvents,
+    name: 'pushEvents_release',
+    key: { releaseId: 1 },
+    serves: 'observationCount: the number of stored events of a release (countDocuments on push-event ingestion)',
+  },
+  {
+    collection: collections.pushEvents,
+    name: 'pushEvents_tag_ledger',
+    key: { serviceId: 1, tag: 1, observedAt: -1, _id: -1 },
+    serves: 'the tag ledger GET /v1/services/:serviceId/tags/:tag/history (newest first, keyset pagination, `at`)',
+  },
+  {
+    collection: collections.nodes,
+    name: 'nodes_clusterId_id',
+    key: { clusterId: 1, _id: 1 },
+    serves: 'a cluster\'s node names, sorted (getCluster, listClusters, findClustersWithNodes), stale-node removal and node counts on registerCluster; node owners and claims use _id',
+  },
+  {
+    collection: collections.rollouts,
+    name: 'rollouts_service_generation_unique',
+    key: { serviceId: 1, generation: -1 },
+    unique: true,
+    serves: 'THE compare-and-swap: one rollout per (service, generation); rollout history newest first',
+  },
+  {
+    collection: collections.rollouts,
+    name: 'rollouts_idempotency_record_unique',
+    key: { idempotencyRecordId: 1 },
+    unique: true,
+    serves: 'at most one rollout per idempotent request; resuming a crashed request',
+  },
+  {
+    collection: collections.rollouts,
+    name: 'rollouts_service_state',
+    key: { serviceId: 1, state: 1, generation: 1 },
+    serves: 'rollouts left pending by a crash, finished by the next writer',
+  },
+  {
+    collection: collections.rollouts,
+    name: 'rollouts_release_mode',
+    key: { releaseId: 1, mode: 1 },
+    serves: "a release's promotionCount",
+  },
+  {
+    collection: collections.idempotency,
+    name: 'idempotency_expiry',
+    key: { expiresAt: 1 },
+    expireAfterSeconds: 0,
+    serves: 'removes idempotency records 48 h after creation (TTL; ignored by the local development database)',
   },
 ];

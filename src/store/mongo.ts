@@ -47,7 +47,12 @@ export class Database {
     const byCollection = new Map<string, IndexDescription[]>();
     for (const entry of indexPlan) {
       const list = byCollection.get(entry.collection) ?? [];
-      list.push({ key: entry.key, name: entry.name, ...(entry.unique ? { unique: true } : {}) });
+      list.push({
+        key: entry.key,
+        name: entry.name,
+        ...(entry.unique ? { unique: true } : {}),
+        ...(entry.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: entry.expireAfterSeconds }),
+      });
       byCollection.set(entry.collection, list);
     }
     for (const [collection, indexes] of byCollection) {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
-import { buildApp, type ResolvedConfig } from '../../src/app.js';
+import { buildApp, type BuildAppOptions, type ResolvedConfig } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Role } from '../../src/domain/principal.js';
 import { mintToken, type MintOptions } from '../../src/http/auth.js';
@@ -19,7 +19,7 @@ export interface TestApp {
  * The real app on a fresh database of the test database server (one per call,
  * so test files run in parallel). Logging is off unless TEST_LOG is set.
  */
-export async function buildTestApp (overrides: Partial<ResolvedConfig> = {}): Promise<TestApp> {
+export async function buildTestApp (overrides: Partial<ResolvedConfig> = {}, appOptions: Omit<BuildAppOptions, 'config'> = {}): Promise<TestApp> {
   const secret = randomBytes(32).toString('base64url');
   const config: ResolvedConfig = {
     ...loadConfig({}),
@@ -28,7 +28,7 @@ export async function buildTestApp (overrides: Partial<ResolvedConfig> = {}): Pr
     auth: { kind: 'secret', secret },
     ...overrides,
   };
-  const app = await buildApp({ config, logger: process.env['TEST_LOG'] ? { level: 'debug' } : false });
+  const app = await buildApp({ config, logger: process.env['TEST_LOG'] ? { level: 'debug' } : false, ...appOptions });
   await app.ready();
   return {
     app,

@@ -1,0 +1,27 @@
+/**
+ * Crash injection for the crash-safety tests: at a named step boundary the
+ * process kills itself with SIGKILL (no cleanup, no flushing — a real crash).
+ * Off unless FAULT_INJECTION names the point; production never sets it.
+ */
+export const faultPoints = [
+  'after-idempotency-record',
+  'after-rollout-record',
+  'after-plan-write',
+  'after-release-update',
+] as const;
+export type FaultPoint = typeof faultPoints[number];
+
+export type FaultHook = (point: FaultPoint) => void;
+
+export const noFaults: FaultHook = () => {};
+
+export function faultHookFromConfig (enabled: readonly string[]): FaultHook {
+  const points = new Set(enabled);
+  if (points.size === 0) return noFaults;
+  return (point) => {
+    if (points.has(point)) {
+      process.stderr.write(`FAULT_INJECTION: crashing at ${point}\n`);
+      process.kill(process.pid, 'SIGKILL');
+    }
+  };
+}

@@ -1,0 +1,167 @@
+import { MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection } from 'mongodb';
+import type { ClusterNodes, ClusterRecord, ClusterRepository, NodeClaimResult } from '../domain/clusters.js';
+import type { Database } from './mongo.js';
+import { collections } from './indexPlan.js';
+
+export interface ClusterDocument {
+  _id: string;
+  name?: string;
+  /** Raised by every registration that changes the cluster (compare-and-swap). */
+  revision: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** One node's claim: `_id` is the node name, so a node belongs to at most one cluster. */
+export interface NodeDocument {
+  _id: string;
+  clusterId: string;
+  /** The highest registration revision that claimed this node. */
+  revision: number;
+  createdAt: number;
+}
+
+const DUPLICATE_KEY = 11000;
+
+const isDuplicateKey = (err: unknown): boolean =>
+  err instanceof MongoServerError && err.code === DUPLICATE_KEY;
+
+export class ClusterStore implements ClusterRepository {
+  readonly clusters: Collection<ClusterDocument>;
+  readonly nodes: Collection<NodeDocument>;
+
+  constructor (database: Database) {
+    this.clusters = database.db.collection<ClusterDocument>(collections.clusters);
+    this.nodes = database.db.collection<NodeDocument>(collections.nodes);
+  }
+
+  async findById (clusterId: string): Promise<ClusterRecord | null> {
+    const [doc, nodeNames] = await Promise.all([
+      this.clusters.findOne({ _id: clusterId }),
+      this.nodes.find({ clusterId }, { projection: { _id: 1 } }).sort({ _id: 1 }).map((node) => node._id).toArray(),
+    ]);
+    return doc ? toRecord(doc, nodeNames) : null;
+  }
+
+  async list ({ limit, after }: { limit: number, after?: string }): Promise<ClusterRecord[]> {
+    const docs = await this.clusters.find(after === undefined ? {} : { _id: { $gt: after } }).sort({ _id: 1 }).limit(limit).toArray();
+    const nodesByCluster = await this.nodeNamesOf(docs.map((doc) => doc._id));
+    return docs.map((doc) => toRecord(doc, nodesByCluster.get(doc._id) ?? []));
+  }
+
+  /**
+   * The registered clusters among `clusterIds`, in the order asked, each with its
+   * node names sorted; ids that are not registered are left out. Two queries: the
+   * cluster documents by `_id`, the nodes by `{ clusterId, _id }`.
+   */
+  async findClustersWithNodes (clusterIds: readonly string[]): Promise<ClusterNodes[]> {
+    const ids = [...new Set(clusterIds)];
+    if (ids.length === 0) return [];
+    const [registered, nodesByCluster] = await Promise.all([
+      this.clusters.find({ _id: { $in: ids } }, { projection: { _id: 1 } }).map((doc) => doc._id).toArray(),
+      this.nodeNamesOf(ids),
+    ]);
+    const known = new Set(registered);
+    return ids.filter((id) => known.has(id)).map((id) => ({ id, nodeNames: nodesByCluster.get(id) ?? [] }));
+  }
+
+  /** nodeName → clusterId for each of the names that some cluster holds. */
+  async findNodeOwners (nodeNames: readonly string[]): Promise<Map<string, string>> {
+    const owners = new Map<string, string>();
+    if (nodeNames.length === 0) return owners;
+    const docs = await this.nodes.find({ _id: { $in: [...nodeNames] } }, { projection: { _id: 1, clusterId: 1 } }).toArray();
+    for (const doc of docs) owners.set(doc._id, doc.clusterId);
+    return owners;
+  }
+
+  async claimNodes (clusterId: string, nodeNames: readonly string[], revision: number, now: number): Promise<NodeClaimResult> {
+    if (nodeNames.length === 0) return { inserted: [], refused: [] };
+    // Filter on `_id` and `clusterId`: a node of another cluster does not match, so the
+    // upsert tries to insert its `_id` and the unique `_id` refuses it (E11000).
+    const operations: Array<AnyBulkWriteOperation<NodeDocument>> = nodeNames.map((nodeName) => ({
+      updateOne: {
+        filter: { _id: nodeName, clusterId },
+        update: { $max: { revision }, $setOnInsert: { createdAt: now } },
+        upsert: true,
+      },
+    }));
+    try {
+      const result = await this.nodes.bulkWrite(operations, { ordered: false });
+      return { inserted: upsertedNames(nodeNames, result.upsertedIds), refused: [] };
+    } catch (err) {
+      if (!(err instanceof MongoBulkWriteError)) throw err;
+      const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+      if (errors.some((writeError) => writeError.code !== DUPLICATE_KEY)) throw err;
+      return {
+        inserted: upsertedNames(nodeNames, err.result.upsertedIds),
+        refused: errors.flatMap((writeError) => nodeNames[writeError.index] ?? []),
+      };
+    }
+  }
+
+  async releaseNodes (clusterId: string, nodeNames: readonly string[]): Promise<void> {
+    if (nodeNames.length === 0) return;
+    await this.nodes.deleteMany({ _id: { $in: [...nodeNames] }, clusterId });
+  }
+
+  async commit (
+    cluster: { id: string, name?: string, revision: number, now: number },
+    expectedRevision: number | null
+  ): Promise<{ createdAt: number, updatedAt: number } | null> {
+    const { id, name, revision, now } = cluster;
+    if (expectedRevision === null) {
+      try {
+        await this.clusters.insertOne({ _id: id, ...(name === undefined ? {} : { name }), revision, createdAt: now, updatedAt: now });
+        return { createdAt: now, updatedAt: now };
+      } catch (err) {
+        if (isDuplicateKey(err)) return null;
+        throw err;
+      }
+    }
+    const doc = await this.clusters.findOneAndUpdate(
+      { _id: id, revision: expectedRevision },
+      name === undefined
+        ? { $set: { revision, updatedAt: now }, $unset: { name: '' } }
+        : { $set: { revision, updatedAt: now, name } },
+      { returnDocument: 'after', projection: { createdAt: 1, updatedAt: 1 } }
+    );
+    return doc ? { createdAt: doc.createdAt, updatedAt: doc.updatedAt } : null;
+  }
+
+  async removeStaleNodes (clusterId: string, keep: readonly string[], revision: number): Promise<void> {
+    await this.nodes.deleteMany({ clusterId, _id: { $nin: [...keep] }, revision: { $lte: revision } });
+  }
+
+  async countNodes (clusterId: string, nodeNames: readonly string[]): Promise<number> {
+    if (nodeNames.length === 0) return 0;
+    return this.nodes.countDocuments({ _id: { $in: [...nodeNames] }, clusterId });
+  }
+
+  /** clusterId → its node names (sorted) for the given clusters; one query. */
+  private async nodeNamesOf (clusterIds: readonly string[]): Promise<Map<string, string[]>> {
+    const byCluster = new Map<string, string[]>();
+    if (clusterIds.length === 0) return byCluster;
+    const nodes = await this.nodes
+      .find({ clusterId: { $in: [...clusterIds] } }, { projection: { _id: 1, clusterId: 1 } })
+      .sort({ clusterId: 1, _id: 1 })
+      .toArray();
+    for (const node of nodes) {
+      const names = byCluster.get(node.clusterId) ?? [];
+      names.push(node._id);
+      byCluster.set(node.clusterId, names);
+    }
+    return byCluster;
+  }
+}
+
+const toRecord = (doc: ClusterDocument, nodeNames: string[]): ClusterRecord => ({
+  id: doc._id,
+  ...(doc.name === undefined ? {} : { name: doc.name }),
+  nodeNames,
+  createdAt: doc.createdAt,
+  updatedAt: doc.updatedAt,
+  revision: doc.revision,
+});
+
+const upsertedNames = (nodeNames: readonly string[], upsertedIds: Record<number, unknown>): string[] =>
+  Object.keys(upsertedIds).flatMap((index) => nodeNames[Number(index)] ?? []);

@@ -1,0 +1,114 @@
+import { MongoServerError, type Collection } from 'mongodb';
+import type { Database } from './mongo.js';
+import { collections } from './indexPlan.js';
+
+/** What a completed request answered: replayed verbatim for the same key and request. */
+export type StoredOutcome =
+  | { kind: 'success', body: unknown }
+  | { kind: 'error', code: string, message: string, details: Record<string, unknown> };
+
+export interface IdempotencyDocument {
+  _id: string;
+  serviceId: string;
+  key: string;
+  operation: string;
+  fingerprint: string;
+  state: 'in-progress' | 'completed';
+  /** Who works on it now, and until when; a crashed owner's lease runs out and another takes over. */
+  leaseOwner: string;
+  leaseUntil: number;
+  createdAt: number;
+  /** Kept at least 24 h; a TTL index removes it afterwards where the database supports TTL. */
+  expiresAt: Date;
+  completedAt?: number;
+  outcome?: StoredOutcome;
+}
+
+export type ClaimResult =
+  | { kind: 'claimed' }
+  | { kind: 'taken-over' }
+  | { kind: 'replay', outcome: StoredOutcome }
+  | { kind: 'in-progress', retryAfterMs: number }
+  | { kind: 'reused', operation: string };
+
+export interface ClaimInput {
+  recordId: string;
+  serviceId: string;
+  key: string;
+  operation: string;
+  fingerprint: string;
+  owner: string;
+  now: number;
+  leaseMs: number;
+  retentionMs: number;
+}
+
+const DUPLICATE_KEY = 11000;
+
+/**
+ * Idempotency records (IETF Idempotency-Key draft, Stripe's practice). A key
+ * is claimed by inserting its record (the unique _id decides between
+ * concurrent duplicates); a finished request stores its outcome; an abandoned
+ * one is taken over by compare-and-swap on its lease.
+ */
+export class IdempotencyStore {
+  readonly collection: Collection<IdempotencyDocument>;
+
+  constructor (database: Database) {
+    this.collection = database.db.collection<IdempotencyDocument>(collections.idempotency);
+  }
+
+  async claim (input: ClaimInput): Promise<ClaimResult> {
+    const { recordId, owner, now, leaseMs } = input;
+    try {
+      await this.collection.insertOne({
+        _id: recordId,
+        serviceId: input.serviceId,
+        key: input.key,
+        operation: input.operation,
+        fingerprint: input.fingerprint,
+        state: 'in-progress',
+        leaseOwner: owner,
+        leaseUntil: now + leaseMs,
+        createdAt: now,
+        expiresAt: new Date(now + input.retentionMs),
+      });
+      return { kind: 'claimed' };
+    } catch (err) {
+      if (!(err instanceof MongoServerError) || err.code !== DUPLICATE_KEY) throw err;
+    }
+    // Someone holds the key. A few rounds settle races between takers-over.
+    for (let round = 0; round < 3; round++) {
+      const existing = await this.collection.findOne({ _id: recordId });
+      if (!existing) return this.claim(input);
+      if (existing.fingerprint !== input.fingerprint) return { kind: 'reused', operation: existing.operation };
+      if (existing.state === 'completed' && existing.outcome) return { kind: 'replay', outcome: existing.outcome };
+      if (existing.leaseUntil > now) return { kind: 'in-progress', retryAfterMs: Math.min(existing.leaseUntil - now, 1000) };
+      const taken = await this.collection.updateOne(
+        { _id: recordId, state: 'in-progress', leaseOwner: existing.leaseOwner, leaseUntil: existing.leaseUntil },
+        { $set: { leaseOwner: owner, leaseUntil: now + leaseMs } }
+      );
+      if (taken.modifiedCount === 1) return { kind: 'taken-over' };
+    }
+    return { kind: 'in-progress', retryAfterMs: 500 };
+  }
+
+  /** Stores the outcome. Idempotent: completing twice with the same outcome is harmless. */
+  async complete (recordId: string, outcome: StoredOutcome, now: number): Promise<void> {
+    await this.collection.updateOne(
+      { _id: recordId, state: 'in-progress' },
+      { $set: { state: 'completed', outcome, completedAt: now } }
+    );
+  }
+
+  /** Gives the key back after a transient failure so that the client's retry need not wait for the lease. */
+  async release (recordId: string, owner: string): Promise<void> {
+    await this.collection.updateOne({ _id: recordId, state: 'in-progress', leaseOwner: owner }, { $set: { leaseUntil: 0 } });
+  }
+
+  /** The stored outcome when the record is completed (a request that raced its own completion). */
+  async outcome (recordId: string): Promise<StoredOutcome | undefined> {
+    const doc = await this.collection.findOne({ _id: recordId, state: 'completed' });
+    return doc?.outcome;
+  }
+}

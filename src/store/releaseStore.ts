@@ -1,0 +1,132 @@
+import { MongoServerError, type Collection, type Filter } from 'mongodb';
+import type { IImageRelease } from '../contracts/index.js';
+import type {
+  KeysetPosition, RecordObservationResult, ReleaseIdentity, ReleaseObservation, ReleaseRepository,
+} from '../domain/releases.js';
+import type { Database } from './mongo.js';
+import { collections } from './indexPlan.js';
+
+/**
+ * One document per release: `_id` = releaseId, `data` = `IImageRelease['data']`.
+ * Unique on (data.serviceId, data.registryHost, data.repository, data.registryRootDigest).
+ * `observedTags` is stored in arrival order (`$addToSet`) and returned sorted, so
+ * every reader sees the same document whatever order the events came in.
+ * Promotion owns `acceptedAt`, `lastPromotedAt`, `promotionCount`; this store never
+ * writes them and hands them through.
+ */
+export interface ReleaseDocument {
+  _id: string;
+  data: IImageRelease['data'];
+}
+
+const DUPLICATE_KEY = 11000;
+const isDuplicateKey = (err: unknown): boolean => err instanceof MongoServerError && err.code === DUPLICATE_KEY;
+
+const newestFirst = { 'data.lastObservedAt': -1, _id: -1 } as const;
+
+export function toRelease (doc: ReleaseDocument): IImageRelease {
+  const d = doc.data;
+  return {
+    id: doc._id,
+    data: {
+      serviceId: d.serviceId,
+      imageId: d.imageId,
+      registryHost: d.registryHost,
+      repository: d.repository,
+      registryRootDigest: d.registryRootDigest,
+      digestPinnedImageReference: d.digestPinnedImageReference,
+      manifestMediaType: d.manifestMediaType,
+      observedTags: [...d.observedTags].sort(),
+      firstObservedAt: d.firstObservedAt,
+      lastObservedAt: d.lastObservedAt,
+      observationCount: d.observationCount,
+      ...(d.acceptedAt !== undefined ? { acceptedAt: d.acceptedAt } : {}),
+      ...(d.lastPromotedAt !== undefined ? { lastPromotedAt: d.lastPromotedAt } : {}),
+      ...(d.promotionCount !== undefined ? { promotionCount: d.promotionCount } : {}),
+    },
+  };
+}
+
+const tupleFilter = (identity: ReleaseIdentity): Filter<ReleaseDocument> => ({
+  'data.serviceId': identity.serviceId,
+  'data.registryHost': identity.registryHost,
+  'data.repository': identity.repository,
+  'data.registryRootDigest': identity.registryRootDigest,
+});
+
+export class ReleaseStore implements ReleaseRepository {
+  readonly collection: Collection<ReleaseDocument>;
+
+  constructor (database: Database) {
+    this.collection = database.db.collection<ReleaseDocument>(collections.releases);
+  }
+
+  async findById (releaseId: string): Promise<IImageRelease | null> {
+    const doc = await this.collection.findOne({ _id: releaseId });
+    return doc ? toRelease(doc) : null;
+  }
+
+  async findByIdOrTuple (identity: ReleaseIdentity): Promise<IImageRelease[]> {
+    const docs = await this.collection.find({ $or: [{ _id: identity.releaseId }, tupleFilter(identity)] }).limit(2).toArray();
+    return docs.map(toRelease);
+  }
+
+  /**
+   * The filter names the whole identity (id, tuple, imageId, media type), so the
+   * update only ever touches the release the event names; when another release
+   * holds the id or the tuple, the implied insert hits `_id` or the unique tuple
+   * index. A duplicate key can also be a concurrent first observation of this very
+   * release, so it is retried once: then the document exists and either matches
+   * (update) or does not (a real conflict).
+   */
+  async recordObservation (observation: ReleaseObservation): Promise<RecordObservationResult> {
+    const { identity, tag, observedAt, observationCount } = observation;
+    const filter: Filter<ReleaseDocument> = {
+      _id: identity.releaseId,
+      ...tupleFilter(identity),
+      'data.imageId': identity.imageId,
+      'data.manifestMediaType': identity.manifestMediaType,
+    };
+    const update = {
+      $setOnInsert: { 'data.digestPinnedImageReference': identity.digestPinnedImageReference },
+      $addToSet: { 'data.observedTags': tag },
+      $min: { 'data.firstObservedAt': observedAt },
+      $max: { 'data.lastObservedAt': observedAt, 'data.observationCount': observationCount },
+    };
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      try {
+        const doc = await this.collection.findOneAndUpdate(filter, update, { upsert: true, returnDocument: 'after' });
+        if (doc) return { outcome: 'recorded', release: toRelease(doc) };
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err;
+      }
+    }
+    return { outcome: 'identity-conflict' };
+  }
+
+  /**
+   * For promotion (the lifecycle's `releases.recordPromotion`): acceptedAt = min(acceptedAt, at),
+   * lastPromotedAt = max(…, at), promotionCount = max(…, count) — idempotent, never lowers anything.
+   */
+  async recordPromotion (releaseId: string, at: number, promotionCount: number): Promise<void> {
+    await this.collection.updateOne({ _id: releaseId }, {
+      $min: { 'data.acceptedAt': at },
+      $max: { 'data.lastPromotedAt': at, 'data.promotionCount': promotionCount },
+    });
+  }
+
+  async listByService (serviceId: string, page: { limit: number, after?: KeysetPosition }): Promise<IImageRelease[]> {
+    const { after } = page;
+    const filter: Filter<ReleaseDocument> = after
+      ? {
+          'data.serviceId': serviceId,
+          $or: [
+            { 'data.lastObservedAt': { $lt: after.time } },
+            { 'data.lastObservedAt': after.time, _id: { $lt: after.id } },
+          ],
+        }
+      : { 'data.serviceId': serviceId };
+    const docs = await this.collection.find(filter).sort(newestFirst).limit(page.limit).toArray();
+    return docs.map(toRelease);
+  }
+}

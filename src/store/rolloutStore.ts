@@ -1,0 +1,77 @@
+import { MongoServerError, type Collection } from 'mongodb';
+import type { RolloutRecord } from '../domain/rollouts.js';
+import type { Database } from './mongo.js';
+import { collections } from './indexPlan.js';
+
+export interface RolloutDocument extends Omit<RolloutRecord, 'rolloutId'> {
+  _id: string;
+}
+
+const DUPLICATE_KEY = 11000;
+
+const toRecord = ({ _id, ...rest }: RolloutDocument): RolloutRecord => ({ rolloutId: _id, ...rest });
+
+export type InsertRolloutResult =
+  | { kind: 'inserted' }
+  /** This idempotency record already created a rollout (a resumed request). */
+  | { kind: 'exists-for-record', record: RolloutRecord }
+  /** Another rollout took this generation first: the caller lost the compare-and-swap. */
+  | { kind: 'generation-taken' };
+
+/**
+ * The rollout history, and the commit point of every promotion and rollback:
+ * the unique index on (serviceId, generation) lets exactly one rollout claim a
+ * generation, across any number of processes; the unique index on
+ * idempotencyRecordId gives each idempotent request at most one rollout.
+ */
+export class RolloutStore {
+  readonly collection: Collection<RolloutDocument>;
+
+  constructor (database: Database) {
+    this.collection = database.db.collection<RolloutDocument>(collections.rollouts);
+  }
+
+  async insert (record: RolloutRecord): Promise<InsertRolloutResult> {
+    const { rolloutId, ...rest } = record;
+    try {
+      await this.collection.insertOne({ _id: rolloutId, ...rest });
+      return { kind: 'inserted' };
+    } catch (err) {
+      if (!(err instanceof MongoServerError) || err.code !== DUPLICATE_KEY) throw err;
+    }
+    const mine = await this.findByIdempotencyRecord(record.idempotencyRecordId);
+    if (mine) return { kind: 'exists-for-record', record: mine };
+    return { kind: 'generation-taken' };
+  }
+
+  async findByIdempotencyRecord (idempotencyRecordId: string): Promise<RolloutRecord | null> {
+    const doc = await this.collection.findOne({ idempotencyRecordId });
+    return doc ? toRecord(doc) : null;
+  }
+
+  /** Rollouts inserted but not yet applied to the service (left by a crash), oldest first. */
+  async findPending (serviceId: string): Promise<RolloutRecord[]> {
+    const docs = await this.collection.find({ serviceId, state: 'pending' }).sort({ generation: 1 }).limit(10).toArray();
+    return docs.map(toRecord);
+  }
+
+  async markApplied (rolloutId: string): Promise<void> {
+    await this.collection.updateOne({ _id: rolloutId, state: 'pending' }, { $set: { state: 'applied' } });
+  }
+
+  /** Promotions (manual or automatic) of a release: the release's promotionCount. */
+  async countPromotions (releaseId: string): Promise<number> {
+    return this.collection.countDocuments({ releaseId, mode: { $in: ['promotion', 'automatic'] } });
+  }
+
+  /** History page, newest generation first; `beforeGeneration` is the keyset cursor. */
+  async list (serviceId: string, limit: number, beforeGeneration?: number): Promise<RolloutRecord[]> {
+    const filter = beforeGeneration === undefined ? { serviceId } : { serviceId, generation: { $lt: beforeGeneration } };
+    const docs = await this.collection.find(filter, { projection: { serviceAfter: 0 } }).sort({ generation: -1 }).limit(limit).toArray();
+    return docs.map((doc) => toRecord({ ...doc, serviceAfter: undefined as never }));
+  }
+
+  async countForService (serviceId: string): Promise<number> {
+    return this.collection.countDocuments({ serviceId });
+  }
+}

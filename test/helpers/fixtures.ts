@@ -1,0 +1,101 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { serviceData } from './app.js';
+
+/** The registry every fixture service pulls from. */
+export const registryHost = 'registry.example.com';
+
+export const digestOf = (seed: string): `sha256:${string}` => `sha256:${createHash('sha256').update(seed).digest('hex')}`;
+
+export interface FixtureService {
+  id: string;
+  repository: string;
+}
+
+type Inject = FastifyInstance['inject'];
+interface Caller { inject: Inject }
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** Registers a cluster with its nodes (PUT semantics). */
+export async function registerCluster (app: Caller, admin: string, clusterId: string, nodeNames: string[]): Promise<void> {
+  const res = await app.inject({ method: 'PUT', url: `/v1/clusters/${clusterId}`, headers: bearer(admin), payload: { nodeNames } });
+  if (res.statusCode !== 200) throw new Error(`registerCluster ${clusterId}: ${res.statusCode} ${res.body}`);
+}
+
+/** A service placed on the given clusters, pulling from registry.example.com/<repository>. */
+export async function createFixtureService (app: Caller, admin: string, opts: {
+  clusterIds?: string[], replicasPerNode?: number, deployOnPush?: boolean, withPlacement?: boolean
+} = {}): Promise<FixtureService> {
+  const repository = `team/app-${randomBytes(4).toString('hex')}`;
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/services',
+    headers: bearer(admin),
+    payload: serviceData({
+      registryTarget: { protocol: 'oci', registryHost, repository },
+      ...(opts.deployOnPush ? { deployOnPush: true } : {}),
+      ...(opts.withPlacement === false ? {} : { placement: { clusterIds: opts.clusterIds ?? ['c1'], replicasPerNode: opts.replicasPerNode ?? 2 } }),
+    }),
+  });
+  if (res.statusCode !== 201) throw new Error(`createService: ${res.statusCode} ${res.body}`);
+  return { id: res.json().service.id, repository };
+}
+
+export interface PushOptions { tag?: string, seed?: string, observedAt?: number, eventId?: string, releaseId?: string }
+
+/** An IImmutableRegistryPushEvent for the service's registry target. */
+export function pushEvent (service: FixtureService, opts: PushOptions = {}): Record<string, unknown> {
+  const seed = opts.seed ?? randomBytes(8).toString('hex');
+  const digest = digestOf(seed);
+  const tag = opts.tag ?? 'latest';
+  return {
+    deploymentPolicy: 'immutable-digest',
+    eventId: opts.eventId ?? `evt_${randomBytes(8).toString('hex')}`,
+    releaseId: opts.releaseId ?? `rel_${createHash('sha256').update(`${service.id}/${digest}`).digest('hex').slice(0, 24)}`,
+    protocol: 'oci',
+    registryHost,
+    repository: service.repository,
+    tag,
+    registryRootDigest: digest,
+    digestPinnedImageReference: `${registryHost}/${service.repository}@${digest}`,
+    imageUrl: `${registryHost}/${service.repository}:${tag}`,
+    observedAt: opts.observedAt ?? Date.now(),
+    serviceId: service.id,
+    imageId: 'img-1',
+    manifestMediaType: 'application/vnd.oci.image.index.v1+json',
+  };
+}
+
+/** Pushes an event and returns the release id. */
+export async function pushRelease (app: Caller, token: string, service: FixtureService, opts: PushOptions = {}): Promise<{ releaseId: string, digest: string, body: Record<string, unknown> }> {
+  const event = pushEvent(service, opts);
+  const res = await app.inject({ method: 'POST', url: '/v1/registry/push-events', headers: bearer(token), payload: event });
+  if (res.statusCode !== 201 && res.statusCode !== 200) throw new Error(`push: ${res.statusCode} ${res.body}`);
+  return { releaseId: event['releaseId'] as string, digest: event['registryRootDigest'] as string, body: res.json() };
+}
+
+export interface RolloutCall { generation: number, currentRolloutId?: string, key?: string, reason?: string }
+
+export function promote (app: Caller, token: string, serviceId: string, releaseId: string, call: RolloutCall) {
+  return app.inject({
+    method: 'POST',
+    url: `/v1/services/${serviceId}/image-releases/${releaseId}/promote`,
+    headers: { ...bearer(token), 'idempotency-key': call.key ?? randomBytes(12).toString('hex') },
+    payload: {
+      expectedRolloutGeneration: call.generation,
+      ...(call.currentRolloutId ? { expectedCurrentRolloutId: call.currentRolloutId } : {}),
+      enableImmutableImage: true,
+      ...(call.reason ? { reason: call.reason } : {}),
+    },
+  });
+}
+
+export function rollback (app: Caller, token: string, serviceId: string, releaseId: string, call: RolloutCall & { currentRolloutId: string }) {
+  return app.inject({
+    method: 'POST',
+    url: `/v1/services/${serviceId}/image-releases/${releaseId}/rollback`,
+    headers: { ...bearer(token), 'idempotency-key': call.key ?? randomBytes(12).toString('hex') },
+    payload: { expectedRolloutGeneration: call.generation, expectedCurrentRolloutId: call.currentRolloutId, ...(call.reason ? { reason: call.reason } : {}) },
+  });
+}
