@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
 import { serviceData } from './app.js';
 
 /** The registry every fixture service pulls from. */
@@ -12,8 +11,32 @@ export interface FixtureService {
   repository: string;
 }
 
-type Inject = FastifyInstance['inject'];
-interface Caller { inject: Inject }
+/** What the fixtures need of a server: `app.inject` in-process, or `httpCaller(url)` over a real port. */
+export interface CallerResponse {
+  statusCode: number;
+  body: string;
+  headers: Record<string, string | string[] | number | undefined>;
+  json(): any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+export interface Caller {
+  inject(opts: { method: 'GET' | 'POST' | 'PUT', url: string, headers?: Record<string, string>, payload?: object }): Promise<CallerResponse>;
+}
+
+/** A Caller over real HTTP (several server processes). */
+export function httpCaller (baseUrl: string): Caller {
+  return {
+    async inject ({ method, url, headers = {}, payload }) {
+      const res = await fetch(`${baseUrl}${url}`, {
+        method,
+        headers: { ...headers, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
+        signal: AbortSignal.timeout(30_000),
+      });
+      const body = await res.text();
+      return { statusCode: res.status, body, headers: Object.fromEntries(res.headers), json: () => JSON.parse(body) };
+    },
+  };
+}
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
