@@ -18,6 +18,8 @@ import { releaseLifecycle } from './domain/releaseLifecycle.js';
 import { computeTargetScope } from './domain/clusters.js';
 import { rolloutHistory } from './domain/history.js';
 import { lifecycleRoutes } from './http/lifecycleRoutes.js';
+import { reportRoutes } from './http/reportRoutes.js';
+import { reportOperations } from './domain/reports.js';
 import { faultHookFromConfig, type FaultHook } from './faults.js';
 
 export type ResolvedConfig = AppConfig & { mongodbUri: string, auth: AuthKey };
@@ -106,10 +108,12 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
     leaseMs: config.idempotencyLeaseMs,
     fault: opts.fault ?? faultHookFromConfig(config.faultInjection),
   });
-  const operations = createOperations({ stores, lifecycle });
+  const reports = reportOperations({ repos: stores, now: Date.now });
+  const operations = createOperations({ stores, lifecycle, reports });
   await app.register(healthRoutes);
   await app.register(typedRequestRoutes, { operations: Object.values(operations), verifier: app.verifier });
   await app.register(serviceRoutes, { operations, verifier: app.verifier, serviceView: (id) => stores.services.findWithHold(id) });
+  await app.register(reportRoutes, { operations, verifier: app.verifier });
   await app.register(lifecycleRoutes, {
     operations,
     verifier: app.verifier,

@@ -8,6 +8,8 @@ export interface OperationContext {
   requestId: string;
   /** REST adapters set response headers through this (e.g. Idempotent-Replayed); TypedRequest ignores it. */
   setHeader?: (name: string, value: string) => void;
+  /** REST adapters that answer with more than the upstream response receive it here. */
+  setOutcome?: (outcome: unknown) => void;
   /** Free-text reason a REST caller gave (kept in the rollout history); TypedRequest has none. */
   reason?: string;
 }

@@ -11,6 +11,9 @@ import type { AutomaticPromotionOutcome } from '../contracts/releases.js';
 import type { PushEventIngestResult } from '../domain/releases.js';
 import type { ReleaseLifecycle } from '../domain/releaseLifecycle.js';
 import { issuerOf } from '../domain/rollouts.js';
+import { rejectMissingCapability, type ReportOutcome } from '../domain/reports.js';
+import { ReportDeploymentSnapshotsInput } from '../contracts/reports.js';
+import type { Principal } from '../domain/principal.js';
 import { defineOperation, type OperationContext } from './operation.js';
 
 /**
@@ -20,10 +23,11 @@ import { defineOperation, type OperationContext } from './operation.js';
 export interface OperationDeps {
   stores: Stores;
   lifecycle: ReleaseLifecycle;
+  reports: { report(input: ReportDeploymentSnapshotsInput, principal: Principal): Promise<ReportOutcome> };
   now?: () => number;
 }
 
-export function createOperations ({ stores, lifecycle, now = Date.now }: OperationDeps) {
+export function createOperations ({ stores, lifecycle, reports, now = Date.now }: OperationDeps) {
   const services = serviceOperations({ services: stores.services, now });
   const markReplayed = (ctx: OperationContext, replayed: boolean): void => {
     if (replayed) ctx.setHeader?.('idempotent-replayed', 'true');
@@ -180,6 +184,20 @@ export function createOperations ({ stores, lifecycle, now = Date.now }: Operati
         markReplayed(ctx, result.replayed);
         if (!result.replayed) ctx.log.info({ serviceId: input.serviceId, releaseId: input.releaseId, rolloutId: result.rolloutId }, 'rolled back');
         return { service: result.service };
+      },
+    }),
+    reportDeploymentSnapshots: defineOperation({
+      method: c.reportDeploymentSnapshots.method,
+      action: 'report deployment snapshots',
+      roles: can.report,
+      request: ReportDeploymentSnapshotsInput,
+      response: c.reportDeploymentSnapshots.response,
+      precheck: rejectMissingCapability,
+      handle: async (input, ctx) => {
+        const outcome = await reports.report(input, ctx.principal);
+        ctx.log.info({ serviceId: input.serviceId, outcome: outcome.kind, status: 'status' in outcome ? outcome.status.status : undefined }, 'snapshot report');
+        ctx.setOutcome?.(outcome);
+        return {};
       },
     }),
     getServiceImageReleases: defineOperation({

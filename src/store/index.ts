@@ -5,6 +5,7 @@ import { PushEventStore } from './pushEventStore.js';
 import { ClusterStore } from './clusterStore.js';
 import { RolloutStore } from './rolloutStore.js';
 import { IdempotencyStore } from './idempotencyStore.js';
+import { DeploymentStore } from './deploymentStore.js';
 
 /** The repositories, one per collection, over one database. */
 export interface Stores {
@@ -14,6 +15,7 @@ export interface Stores {
   clusters: ClusterStore;
   rollouts: RolloutStore;
   idempotency: IdempotencyStore;
+  deployments: DeploymentStore;
 }
 
 export const createStores = (database: Database): Stores => ({
@@ -23,4 +25,5 @@ export const createStores = (database: Database): Stores => ({
   clusters: new ClusterStore(database),
   rollouts: new RolloutStore(database),
   idempotency: new IdempotencyStore(database),
+  deployments: new DeploymentStore(database),
 });

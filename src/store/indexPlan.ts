@@ -23,6 +23,7 @@ export const collections = {
   pushEvents: 'pushEvents',
   rollouts: 'rollouts',
   idempotency: 'idempotency',
+  deployments: 'deployments',
 } as const;
 
 export const indexPlan: readonly IndexPlanEntry[] = [
@@ -96,5 +97,11 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     key: { expiresAt: 1 },
     expireAfterSeconds: 0,
     serves: 'removes idempotency records 48 h after creation (TTL; ignored by the local development database)',
+  },
+  {
+    collection: collections.deployments,
+    name: 'deployments_service_cluster_node',
+    key: { serviceId: 1, clusterId: 1, nodeName: 1 },
+    serves: "snapshot replacement: a cluster's deployments of a service, or those on the reporter's nodes; listing by service",
   },
 ];

@@ -2,6 +2,8 @@ import { MongoServerError, type Collection } from 'mongodb';
 import type { IService, IServiceData, TServiceWritableData } from '../contracts/index.js';
 import type { ServiceRepository } from '../domain/services.js';
 import type { AutomationHold, RolloutRecord } from '../domain/rollouts.js';
+import type { IImageRolloutStatus } from '../contracts/index.js';
+import { STATUS_EVENTS_KEPT, statusEventOf, type RolloutEvidence, type StatusEvent } from '../domain/rolloutStatus.js';
 import { AppError } from '../errors.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
@@ -11,6 +13,12 @@ export interface ServiceDocument {
   data: IServiceData;
   /** Set by a manual rollback; automatic promotion stays off until an explicit promotion clears it. */
   automationHold?: AutomationHold;
+  /** +1 on every change of data.imageRolloutStatus: the compare-and-swap token of status updates. */
+  statusRevision?: number;
+  /** The last status changes, oldest first (what the SSE stream replays). */
+  statusEvents?: StatusEvent[];
+  /** Per-replica detail of each reporter's latest accepted report for the current rollout. */
+  rolloutEvidence?: RolloutEvidence;
   createdAt: number;
   updatedAt: number;
 }
@@ -22,6 +30,15 @@ const atGeneration = (id: string, generation: number): Record<string, unknown> =
     : { _id: id, 'data.imageDeployment.rolloutGeneration': generation };
 
 export type ApplyRolloutResult = 'applied' | 'already-applied' | 'service-missing';
+
+/** What a snapshot report reads: the service with its status bookkeeping. */
+export interface ServiceRolloutState {
+  service: IService;
+  statusRevision: number;
+  rolloutEvidence?: RolloutEvidence;
+  statusEvents: StatusEvent[];
+  automationHold?: AutomationHold;
+}
 
 const DUPLICATE_KEY = 11000;
 
@@ -60,6 +77,40 @@ export class ServiceStore implements ServiceRepository {
     return { service: toService(doc), ...(doc.automationHold ? { automationHold: doc.automationHold } : {}) };
   }
 
+  async findRolloutState (id: string): Promise<ServiceRolloutState | null> {
+    const doc = await this.collection.findOne({ _id: id });
+    if (!doc) return null;
+    return {
+      service: toService(doc),
+      statusRevision: doc.statusRevision ?? 0,
+      statusEvents: doc.statusEvents ?? [],
+      ...(doc.rolloutEvidence ? { rolloutEvidence: doc.rolloutEvidence } : {}),
+      ...(doc.automationHold ? { automationHold: doc.automationHold } : {}),
+    };
+  }
+
+  /**
+   * Stores a new rollout status if nobody changed it since `revision` and the
+   * rollout is still current (single-document compare-and-swap). False: retry.
+   */
+  async compareAndSetStatus (id: string, rolloutId: string, revision: number, status: IImageRolloutStatus, evidence: RolloutEvidence, event: boolean, now: number): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      { _id: id, 'data.imageDeployment.rolloutId': rolloutId, ...(revision === 0 ? { statusRevision: { $exists: false } } : { statusRevision: revision }) },
+      {
+        $set: { 'data.imageRolloutStatus': status, rolloutEvidence: evidence, statusRevision: revision + 1, updatedAt: now },
+        ...(event ? { $push: { statusEvents: { $each: [statusEventOf(status, revision + 1, now)], $slice: -STATUS_EVENTS_KEPT } } } : {}),
+      }
+    );
+    return result.matchedCount === 1;
+  }
+
+  /** The status events after `revision`, oldest first (SSE). */
+  async statusEventsAfter (id: string, revision: number): Promise<{ revision: number, events: StatusEvent[] } | null> {
+    const doc = await this.collection.findOne({ _id: id }, { projection: { statusRevision: 1, statusEvents: 1 } });
+    if (!doc) return null;
+    return { revision: doc.statusRevision ?? 0, events: (doc.statusEvents ?? []).filter((e) => e.revision > revision) };
+  }
+
   /**
    * Writes a rollout's plan onto the service, only if the service is still at
    * the generation the plan was made from (single-document compare-and-swap).
@@ -71,17 +122,29 @@ export class ServiceStore implements ServiceRepository {
       'data.immutableImageRequired': true,
       'data.imageDeployment': after.imageDeployment,
       'data.imageRolloutStatus': after.imageRolloutStatus,
+      rolloutEvidence: { rolloutId: record.rolloutId, reporters: [] } satisfies RolloutEvidence,
       updatedAt: now,
     };
-    let update: Record<string, unknown> = { $set: set };
     if (record.hold === 'set') set['automationHold'] = { since: record.createdAt, rolloutId: record.rolloutId, by: record.issuedBy.subject };
-    if (record.hold === 'cleared') update = { $set: set, $unset: { automationHold: '' } };
-    const result = await this.collection.updateOne(atGeneration(record.serviceId, record.generation - 1), update);
-    if (result.matchedCount === 1) return 'applied';
-    const current = await this.collection.findOne({ _id: record.serviceId }, { projection: { 'data.imageDeployment.rolloutGeneration': 1 } });
-    if (!current) return 'service-missing';
-    // The generation only grows, and only through a rollout record: at or past ours means ours was applied.
-    return 'already-applied';
+    const status = after.imageRolloutStatus;
+    // Compare-and-swap on the generation (the plan) and on the status revision (so that the
+    // status event gets the next revision number even while reports of the old rollout land).
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const current = await this.collection.findOne({ _id: record.serviceId }, { projection: { statusRevision: 1, 'data.imageDeployment.rolloutGeneration': 1 } });
+      if (!current) return 'service-missing';
+      if ((current.data?.imageDeployment?.rolloutGeneration ?? 0) >= record.generation) return 'already-applied';
+      const revision = current.statusRevision ?? 0;
+      const result = await this.collection.updateOne(
+        { ...atGeneration(record.serviceId, record.generation - 1), ...(revision === 0 ? { statusRevision: { $exists: false } } : { statusRevision: revision }) },
+        {
+          $set: { ...set, statusRevision: revision + 1 },
+          ...(status ? { $push: { statusEvents: { $each: [statusEventOf(status, revision + 1, now)], $slice: -STATUS_EVENTS_KEPT } } } : {}),
+          ...(record.hold === 'cleared' ? { $unset: { automationHold: '' } } : {}),
+        }
+      );
+      if (result.matchedCount === 1) return 'applied';
+    }
+    throw new Error(`could not apply rollout ${record.rolloutId}: the status kept changing`);
   }
 
   async replaceWritableData (id: string, data: TServiceWritableData, writableFields: readonly string[], now: number): Promise<IService | null> {

@@ -1,0 +1,64 @@
+import type { AnyBulkWriteOperation, Collection } from 'mongodb';
+import type { ReportedDeployment } from '../contracts/reports.js';
+import type { Database } from './mongo.js';
+import { collections } from './indexPlan.js';
+
+export interface DeploymentDocument {
+  /** `<serviceId>/<deployment id>`: one service's ids never collide with another's. */
+  _id: string;
+  serviceId: string;
+  /** The reporting cluster: a snapshot only ever replaces its own cluster's deployments. */
+  clusterId: string;
+  nodeName?: string;
+  deployment: ReportedDeployment;
+  reportedAt: number;
+  reportedBy: string;
+}
+
+/** Coreflow's deployment snapshots, one document per deployment (task). */
+export class DeploymentStore {
+  readonly collection: Collection<DeploymentDocument>;
+
+  constructor (database: Database) {
+    this.collection = database.db.collection<DeploymentDocument>(collections.deployments);
+  }
+
+  /**
+   * Replaces the reporting cluster's deployments of the service — all of them,
+   * or only those on `nodeScope` — with the snapshot. Upserts first, then
+   * removes what the snapshot no longer has: a crash in between leaves extra
+   * stale entries (healed by the next snapshot) rather than missing ones.
+   */
+  async replaceSnapshot (serviceId: string, clusterId: string, deployments: ReportedDeployment[], nodeScope: string[] | undefined, reportedAt: number, reportedBy: string): Promise<void> {
+    const idOf = (deploymentId: string): string => `${serviceId}/${deploymentId}`;
+    if (deployments.length > 0) {
+      const ops: AnyBulkWriteOperation<DeploymentDocument>[] = deployments.map((deployment) => ({
+        replaceOne: {
+          filter: { _id: idOf(deployment.id) },
+          replacement: {
+            serviceId,
+            clusterId,
+            ...(deployment.nodeName === undefined ? {} : { nodeName: deployment.nodeName }),
+            deployment,
+            reportedAt,
+            reportedBy,
+          },
+          upsert: true,
+        },
+      }));
+      await this.collection.bulkWrite(ops, { ordered: false });
+    }
+    const keep = deployments.map((d) => idOf(d.id));
+    await this.collection.deleteMany({
+      serviceId,
+      clusterId,
+      ...(nodeScope === undefined ? {} : { nodeName: { $in: nodeScope } }),
+      _id: { $nin: keep },
+    });
+  }
+
+  async listForService (serviceId: string, limit = 10_000): Promise<ReportedDeployment[]> {
+    const docs = await this.collection.find({ serviceId }).sort({ nodeName: 1, _id: 1 }).limit(limit).toArray();
+    return docs.map((d) => d.deployment);
+  }
+}
