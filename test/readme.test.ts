@@ -27,7 +27,7 @@ describe('README', () => {
   });
 
   it('documents every error code a client can receive', () => {
-    const internalOnly = new Set(['automatic-promotion-skipped', 'rate-limited', 'shutting-down', 'stale-rollout-report', 'immutable-plan-missing', 'runtime-capability-missing', 'runtime-attestation-missing']);
+    const internalOnly = new Set(['automatic-promotion-skipped']);
     for (const code of Object.keys(errorStatus)) {
       if (!internalOnly.has(code)) expect(readme, code).toContain(`\`${code}\``);
     }
