@@ -176,6 +176,28 @@ describe('snapshot reports and rollout status', () => {
       expect(await stored(svc.id)).toBe(before);
     });
 
+    it('a session id belongs to one reporter', async () => {
+      const { svc, plan } = await promoted();
+      expect((await send(c1, reportBody(plan, svc.id, { session: 'shared', sequence: 1, nodeNames: ['n1', 'n2'], deployments: [] }))).statusCode).toBe(200);
+      const before = await stored(svc.id);
+      const res = await send(c2, reportBody(plan, svc.id, { session: 'shared', sequence: 1, nodeNames: ['m1'], deployments: [] }));
+      expect(res.statusCode).toBe(400);
+      expect(res.json().problems[0].field).toBe('/immutableReport/reporterSessionId');
+      expect(await stored(svc.id)).toBe(before);
+    });
+
+    it('over TypedRequest, refusals arrive as error envelopes with the same codes', async () => {
+      const { svc, plan } = await promoted();
+      const call = (body: Record<string, unknown>) => t.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest('reportDeploymentSnapshots', { identity: { jwt: c1 }, ...body }) });
+      const stale = await call(reportBody(plan, svc.id, { sequence: 1, nodeNames: ['n1', 'n2'], deployments: [], rolloutGeneration: 7 }));
+      expect(stale.json().error.data).toMatchObject({ code: 'stale-rollout-report', currentGeneration: 1 });
+      const noCapability = await call(reportBody(plan, svc.id, { sequence: 1, nodeNames: ['n1', 'n2'], deployments: [], envelope: { reporterCapabilities: {} } }));
+      expect(noCapability.json().error.data.code).toBe('runtime-capability-missing');
+      const ok = await call(reportBody(plan, svc.id, { sequence: 1, nodeNames: ['n1', 'n2'], deployments: fullReplicas(plan, svc.id, ['n1', 'n2']) }));
+      expect(ok.json().response).toEqual({});
+      expect((await statusOf(svc.id))).toMatchObject({ status: 'deploying', verifiedReplicaCount: 4 });
+    });
+
     it('only cluster tokens report', async () => {
       const { svc, plan } = await promoted();
       for (const token of [admin, api]) {
