@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { AppConfig, AuthKey } from './config.js';
 import { Database } from './store/mongo.js';
 import { createTokenVerifier, type TokenVerifier } from './http/auth.js';
-import { registerErrorHandling } from './http/errorHandler.js';
+import { problemDocument, registerErrorHandling } from './http/errorHandler.js';
+import { AppError } from './errors.js';
 import { healthRoutes } from './http/healthRoutes.js';
 import { typedRequestRoutes } from './http/typedRequest.js';
 import { serviceRoutes } from './http/serviceRoutes.js';
@@ -21,6 +22,8 @@ import { lifecycleRoutes } from './http/lifecycleRoutes.js';
 import { reportRoutes } from './http/reportRoutes.js';
 import { reportOperations } from './domain/reports.js';
 import { faultHookFromConfig, type FaultHook } from './faults.js';
+import { rolloutRoutes } from './http/rolloutRoutes.js';
+import { StatusHub, stripAccessToken } from './http/statusStream.js';
 
 export type ResolvedConfig = AppConfig & { mongodbUri: string, auth: AuthKey };
 
@@ -30,6 +33,8 @@ export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'];
   /** Crash injection for tests; defaults to FAULT_INJECTION (off). */
   fault?: FaultHook;
+  /** SSE status stream timing (tests); defaults: poll every 250 ms, keep-alive every 15 s. */
+  statusStream?: { pollIntervalMs?: number, heartbeatMs?: number };
 }
 
 declare module 'fastify' {
@@ -66,7 +71,18 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
     requestTimeout: 30_000,
     keepAliveTimeout: 5_000,
     forceCloseConnections: 'idle',
+    // `?access_token=` (SSE only) leaves the URL before routing and logging: never logged.
+    rewriteUrl: stripAccessToken,
     return503OnClosing: true,
+    // Malformed URLs and over-long path parameters are rejected by the router before any hook:
+    // answer them in the same coded problem+json shape as everything else.
+    frameworkErrors: (err, request, reply) => {
+      const error = new AppError('validation-failed', err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'the URL is malformed', {
+        details: { problems: [{ field: '/params', message: err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'longer than 256 characters' : 'malformed percent-encoding' }] },
+      });
+      const raw = reply as unknown as FastifyReply;
+      void raw.code(400).type('application/problem+json').header('x-request-id', request.id).send(problemDocument(error, request as unknown as FastifyRequest));
+    },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
@@ -124,6 +140,18 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   });
   await app.register(releaseRoutes, { operations, verifier: app.verifier });
   await app.register(clusterRoutes, { operations, verifier: app.verifier });
+
+  // One status hub per process: polls the database for services with SSE listeners.
+  const statusHub = new StatusHub({
+    source: stores.services,
+    log: app.log,
+    ...(opts.statusStream?.pollIntervalMs === undefined ? {} : { pollIntervalMs: opts.statusStream.pollIntervalMs }),
+    ...(opts.statusStream?.heartbeatMs === undefined ? {} : { heartbeatMs: opts.statusStream.heartbeatMs }),
+  });
+  // preClose, not onClose: the HTTP server waits for open connections before onClose hooks
+  // run, so the streams must end first or close() (SIGTERM) would hang on them.
+  app.addHook('preClose', async () => { statusHub.close(); });
+  await app.register(rolloutRoutes, { verifier: app.verifier, rolloutState: (id) => stores.services.findRolloutState(id), hub: statusHub });
 
   return app;
 }

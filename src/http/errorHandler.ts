@@ -51,7 +51,7 @@ export function problemDocument (error: AppError, request: FastifyRequest): Reco
     status: error.statusCode,
     detail: error.message,
     code: error.code,
-    instance: request.url.split('?')[0],
+    instance: (request.url.split('?')[0] ?? '').slice(0, 512),
     requestId: request.id,
     ...error.details,
   };
@@ -81,7 +81,7 @@ export function registerErrorHandling (app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler(async (request, reply) => {
-    const error = new AppError('not-found', `no route ${request.method} ${request.url.split('?')[0]}`);
+    const error = new AppError('not-found', `no route ${request.method} ${(request.url.split('?')[0] ?? '').slice(0, 512)}`);
     return reply.code(404).type('application/problem+json').send(problemDocument(error, request));
   });
 }

@@ -1,0 +1,231 @@
+import type {
+  IImageRolloutStatus, IImmutableImageDeploymentPlan, TImmutableImageMismatchReason,
+} from '../contracts/index.js';
+import type { AutomationHold } from './rollouts.js';
+import type { ReplicaDetail, RolloutEvidence } from './rolloutStatus.js';
+
+/**
+ * The rollout view (GET /v1/services/:id/rollout): the plan, the stored status, each
+ * reporter's evidence freshness with its per-replica detail, and — while the rollout
+ * is not finished — the list of what keeps it from success. Pure functions of what the
+ * service document holds; no I/O.
+ */
+
+export type BlockingKind =
+  /** A target node that no reporter of this rollout covers: all its replicas are missing. */
+  | 'node-not-reported'
+  /** A covered node with fewer counted replicas than replicasPerNode. */
+  | 'replicas-missing'
+  /** A counted replica that is not healthy (starting, unhealthy or failed). */
+  | 'replica-unhealthy'
+  /** A counted replica whose runtime evidence does not verify against the plan. */
+  | 'replica-unverified';
+
+export interface BlockingReason {
+  kind: BlockingKind;
+  reason: TImmutableImageMismatchReason;
+  nodeName?: string;
+  deploymentId?: string;
+  reporterId?: string;
+  /** For the two `required-replica-missing` kinds: how many required replicas the node lacks. */
+  missingReplicaCount?: number;
+  detail: string;
+}
+
+export interface RolloutReporterView {
+  reporterId: string;
+  clusterId: string;
+  reporterSessionId: string;
+  /** The reportSequence of the latest accepted report. */
+  lastSequence: number;
+  /** The reportedAt of the latest accepted report. */
+  lastReportAt: number;
+  /** The rolloutGeneration that report was made for. */
+  observedGeneration: number;
+  nodeNames: string[];
+  requiredReplicaCount: number;
+  observedReplicaCount: number;
+  healthyReplicaCount: number;
+  verifiedReplicaCount: number;
+  failedReplicaCount: number;
+  mismatchReason?: TImmutableImageMismatchReason;
+  /** Per-replica detail of that report, as the server re-verified it. */
+  replicas: ReplicaDetail[];
+}
+
+export interface RolloutView {
+  serviceId: string;
+  plan?: IImmutableImageDeploymentPlan;
+  status?: IImageRolloutStatus;
+  /** The status revision (`id` of the SSE events): +1 on every status change. */
+  revision: number;
+  reporters: RolloutReporterView[];
+  blocking: BlockingReason[];
+  automationHold?: AutomationHold;
+}
+
+/** What the service document keeps (ServiceRolloutState without the store types). */
+export interface RolloutViewInput {
+  serviceId: string;
+  plan?: IImmutableImageDeploymentPlan | undefined;
+  status?: IImageRolloutStatus | undefined;
+  revision: number;
+  evidence?: RolloutEvidence | undefined;
+  automationHold?: AutomationHold | undefined;
+}
+
+const FINISHED = new Set<string>(['succeeded', 'rolled-back']);
+
+const KIND_ORDER: Record<BlockingKind, number> = {
+  'node-not-reported': 0,
+  'replicas-missing': 1,
+  'replica-unhealthy': 2,
+  'replica-unverified': 3,
+};
+
+const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Only the status, reporters and evidence of the current plan's rollout count. */
+function currentOf (plan: IImmutableImageDeploymentPlan | undefined, status: IImageRolloutStatus | undefined, evidence: RolloutEvidence | undefined) {
+  const reporters = plan && status?.rolloutId === plan.rolloutId ? status.reporters.filter((r) => r.rolloutId === plan.rolloutId) : [];
+  const replicasOf = new Map<string, ReplicaDetail[]>();
+  if (plan && evidence?.rolloutId === plan.rolloutId) {
+    for (const r of evidence.reporters) replicasOf.set(r.reporterId, r.replicas);
+  }
+  return { reporters, replicasOf };
+}
+
+/**
+ * Why the rollout has not succeeded (or rolled back) yet, in a deterministic order
+ * (node name, then deployment id; node-level entries first). Empty when there is no
+ * plan or the status is `succeeded` / `rolled-back`.
+ *
+ * - a target node no reporter covers → `node-not-reported`, `required-replica-missing`,
+ *   with the number of replicas it lacks (replicasPerNode);
+ * - a covered node with fewer counted replicas than replicasPerNode → `replicas-missing`,
+ *   `required-replica-missing`;
+ * - a counted replica that is not healthy → `replica-unhealthy`, `replica-failed` when it
+ *   failed, else `replica-unhealthy`;
+ * - a counted replica that is not verified → `replica-unverified` with the replica's own
+ *   mismatch reason (`runtime-attestation-missing` when it has none: no evidence).
+ *
+ * A replica can appear twice (unhealthy and unverified). Replicas that do not count
+ * (beyond replicasPerNode, or of another rollout) never block.
+ */
+export function blockingReasons (
+  plan: IImmutableImageDeploymentPlan | undefined,
+  status: IImageRolloutStatus | undefined,
+  evidence: RolloutEvidence | undefined
+): BlockingReason[] {
+  if (!plan) return [];
+  if (status && status.rolloutId === plan.rolloutId && FINISHED.has(status.status)) return [];
+  const { reporters, replicasOf } = currentOf(plan, status, evidence);
+  const perNode = plan.targetScope.replicasPerNode;
+  const coveredBy = new Map<string, string>();
+  for (const r of reporters) for (const node of r.reporterNodeNames) if (!coveredBy.has(node)) coveredBy.set(node, r.reporterId);
+
+  const counted = new Map<string, number>();
+  const result: BlockingReason[] = [];
+  for (const r of reporters) {
+    for (const replica of replicasOf.get(r.reporterId) ?? []) {
+      if (!replica.counted) continue;
+      counted.set(replica.nodeName, (counted.get(replica.nodeName) ?? 0) + 1);
+      const where = { nodeName: replica.nodeName, deploymentId: replica.deploymentId, reporterId: r.reporterId };
+      if (replica.health !== 'healthy') {
+        result.push({
+          kind: 'replica-unhealthy',
+          reason: replica.health === 'failed' ? 'replica-failed' : 'replica-unhealthy',
+          ...where,
+          detail: `replica '${replica.deploymentId}' on node '${replica.nodeName}' is ${replica.health} (deployment status '${replica.deploymentStatus}')`,
+        });
+      }
+      if (replica.verification !== 'verified') {
+        const reason = replica.mismatchReason ?? 'runtime-attestation-missing';
+        result.push({
+          kind: 'replica-unverified',
+          reason,
+          ...where,
+          detail: replica.verification === 'missing'
+            ? `replica '${replica.deploymentId}' on node '${replica.nodeName}' has no verified runtime evidence yet (${reason})`
+            : `replica '${replica.deploymentId}' on node '${replica.nodeName}' does not run the planned digest: ${reason}`,
+        });
+      }
+    }
+  }
+
+  for (const node of plan.targetScope.targetNodeNames) {
+    const reporterId = coveredBy.get(node);
+    if (reporterId === undefined) {
+      if (perNode > 0) {
+        result.push({
+          kind: 'node-not-reported',
+          reason: 'required-replica-missing',
+          nodeName: node,
+          missingReplicaCount: perNode,
+          detail: `no reporter covers node '${node}': ${perNode} required ${perNode === 1 ? 'replica' : 'replicas'} missing`,
+        });
+      }
+      continue;
+    }
+    const have = counted.get(node) ?? 0;
+    if (have < perNode) {
+      const missing = perNode - have;
+      result.push({
+        kind: 'replicas-missing',
+        reason: 'required-replica-missing',
+        nodeName: node,
+        reporterId,
+        missingReplicaCount: missing,
+        detail: `node '${node}' runs ${have} of ${perNode} required replicas: ${missing} missing`,
+      });
+    }
+  }
+
+  return result.sort((a, b) =>
+    compareText(a.nodeName ?? '', b.nodeName ?? '') ||
+    compareText(a.deploymentId ?? '', b.deploymentId ?? '') ||
+    KIND_ORDER[a.kind] - KIND_ORDER[b.kind] ||
+    compareText(a.reporterId ?? '', b.reporterId ?? ''));
+}
+
+/** The reporters of the current rollout (sorted by reporter id) with their evidence detail. */
+export function reporterViews (
+  plan: IImmutableImageDeploymentPlan | undefined,
+  status: IImageRolloutStatus | undefined,
+  evidence: RolloutEvidence | undefined
+): RolloutReporterView[] {
+  const { reporters, replicasOf } = currentOf(plan, status, evidence);
+  return [...reporters]
+    .sort((a, b) => compareText(a.reporterId, b.reporterId))
+    .map((r) => ({
+      reporterId: r.reporterId,
+      clusterId: r.clusterId,
+      reporterSessionId: r.reporterSessionId,
+      lastSequence: r.reportSequence,
+      lastReportAt: r.reportedAt,
+      observedGeneration: r.rolloutGeneration,
+      nodeNames: [...r.reporterNodeNames],
+      requiredReplicaCount: r.requiredReplicaCount,
+      observedReplicaCount: r.observedReplicaCount,
+      healthyReplicaCount: r.healthyReplicaCount,
+      verifiedReplicaCount: r.verifiedReplicaCount,
+      failedReplicaCount: r.failedReplicaCount,
+      ...(r.mismatchReason ? { mismatchReason: r.mismatchReason } : {}),
+      replicas: [...(replicasOf.get(r.reporterId) ?? [])]
+        .sort((x, y) => compareText(x.nodeName, y.nodeName) || compareText(x.deploymentId, y.deploymentId))
+        .map((x) => ({ ...x })),
+    }));
+}
+
+export function rolloutView (input: RolloutViewInput): RolloutView {
+  const { plan, status, evidence } = input;
+  return {
+    serviceId: input.serviceId,
+    ...(plan ? { plan } : {}),
+    ...(status ? { status } : {}),
+    revision: input.revision,
+    reporters: reporterViews(plan, status, evidence),
+    blocking: blockingReasons(plan, status, evidence),
+    ...(input.automationHold ? { automationHold: input.automationHold } : {}),
+  };
+}

@@ -1,0 +1,211 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import {
+  Id, IImageRolloutStatus, IImmutableImageDeploymentPlan, TImmutableImageMismatchReason, TImmutableImageRolloutStatus,
+} from '../contracts/index.js';
+import { can } from '../domain/principal.js';
+import { rolloutView } from '../domain/rolloutView.js';
+import { AppError, unauthenticated } from '../errors.js';
+import type { ServiceRolloutState } from '../store/serviceStore.js';
+import { assertRole, bearerToken, type TokenVerifier } from './auth.js';
+import { ProblemResponses } from './problemSchema.js';
+import { authorize } from './restAuth.js';
+import { queryAccessToken, serve, SseStream, type StatusHub } from './statusStream.js';
+
+export interface RolloutRoutesOptions {
+  verifier: TokenVerifier;
+  /** The service with its status bookkeeping (ServiceStore.findRolloutState). */
+  rolloutState: (serviceId: string) => Promise<ServiceRolloutState | null>;
+  /** This process's status hub (polls the database for every watched service). */
+  hub: StatusHub;
+}
+
+const ServiceParams = Type.Object({ serviceId: Id }, { additionalProperties: false });
+
+const ReplicaDetailSchema = Type.Object({
+  nodeName: Type.String(),
+  deploymentId: Type.String(),
+  deploymentStatus: Type.String({ description: 'the deployment status Coreflow reported (running, starting, failed, …)' }),
+  health: Type.Union([Type.Literal('healthy'), Type.Literal('unhealthy'), Type.Literal('failed')]),
+  verification: Type.Union([Type.Literal('verified'), Type.Literal('mismatched'), Type.Literal('missing'), Type.Literal('other-rollout')], {
+    description: 'recomputed by the server from the raw evidence (the reporter\'s own claim is ignored)',
+  }),
+  mismatchReason: Type.Optional(TImmutableImageMismatchReason),
+  counted: Type.Boolean({ description: 'counts toward the rollout (false: beyond replicasPerNode on its node, or of another rollout)' }),
+});
+
+const ReporterViewSchema = Type.Object({
+  reporterId: Type.String(),
+  clusterId: Type.String(),
+  reporterSessionId: Type.String(),
+  lastSequence: Type.Integer({ description: 'reportSequence of the latest accepted report' }),
+  lastReportAt: Type.Integer({ description: 'reportedAt of the latest accepted report (ms)' }),
+  observedGeneration: Type.Integer({ description: 'the rolloutGeneration that report was made for' }),
+  nodeNames: Type.Array(Type.String()),
+  requiredReplicaCount: Type.Integer(),
+  observedReplicaCount: Type.Integer(),
+  healthyReplicaCount: Type.Integer(),
+  verifiedReplicaCount: Type.Integer(),
+  failedReplicaCount: Type.Integer(),
+  mismatchReason: Type.Optional(TImmutableImageMismatchReason),
+  replicas: Type.Array(ReplicaDetailSchema),
+});
+
+const BlockingReasonSchema = Type.Object({
+  kind: Type.Union([
+    Type.Literal('node-not-reported'), Type.Literal('replicas-missing'), Type.Literal('replica-unhealthy'), Type.Literal('replica-unverified'),
+  ]),
+  reason: TImmutableImageMismatchReason,
+  nodeName: Type.Optional(Type.String()),
+  deploymentId: Type.Optional(Type.String()),
+  reporterId: Type.Optional(Type.String()),
+  missingReplicaCount: Type.Optional(Type.Integer()),
+  detail: Type.String(),
+});
+
+const AutomationHoldSchema = Type.Object({
+  since: Type.Integer(),
+  rolloutId: Type.String(),
+  by: Type.String(),
+}, { description: 'set by a manual rollback: automatic promotion is off until the next explicit promotion' });
+
+export const RolloutViewReply = Type.Object({
+  serviceId: Type.String(),
+  plan: Type.Optional(IImmutableImageDeploymentPlan),
+  status: Type.Optional(IImageRolloutStatus),
+  revision: Type.Integer({ description: 'the status revision: +1 on every status change; the `id` of the SSE events' }),
+  reporters: Type.Array(ReporterViewSchema),
+  blocking: Type.Array(BlockingReasonSchema, { description: 'why the rollout has not succeeded yet; empty once succeeded / rolled-back or without a plan' }),
+  automationHold: Type.Optional(AutomationHoldSchema),
+});
+
+/** The `data` of an SSE `status` event (documentation). */
+export const StatusEventSchema = Type.Object({
+  revision: Type.Integer(),
+  rolloutId: Type.String(),
+  rolloutGeneration: Type.Integer(),
+  status: TImmutableImageRolloutStatus,
+  requiredReplicaCount: Type.Integer(),
+  observedReplicaCount: Type.Integer(),
+  healthyReplicaCount: Type.Integer(),
+  verifiedReplicaCount: Type.Integer(),
+  failedReplicaCount: Type.Integer(),
+  mismatchReason: Type.Optional(TImmutableImageMismatchReason),
+  at: Type.Integer(),
+});
+
+const REVISION = '^[0-9]{1,15}$';
+
+const EventsQuery = Type.Object({
+  after: Type.Optional(Type.String({ pattern: REVISION, description: 'send the stored events after this revision first (like Last-Event-ID)' })),
+}, { additionalProperties: false });
+
+const EventsHeaders = Type.Object({
+  'last-event-id': Type.Optional(Type.String({ pattern: REVISION, description: 'set by EventSource on reconnect; wins over `after`' })),
+});
+
+const serviceNotFound = (serviceId: string): AppError =>
+  new AppError('service-not-found', `service '${serviceId}' does not exist`, { details: { serviceId } });
+
+/**
+ * Bearer header, or `?access_token=` (EventSource cannot send headers). The query value
+ * was taken out of the URL before routing and logging (stripAccessToken); the header
+ * wins when both are present.
+ */
+function authorizeStream (verifier: TokenVerifier) {
+  return async function authorizeStreamRequest (request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+    const header = request.headers.authorization;
+    let token: string;
+    if (header !== undefined && header !== '') {
+      token = bearerToken(header);
+    } else {
+      const query = queryAccessToken(request.raw);
+      if (query === undefined) throw unauthenticated('missing Authorization header (expected "Bearer <token>") or access_token query parameter');
+      if (query === null) throw unauthenticated('malformed access_token query parameter (expected exactly one non-empty token)');
+      token = query;
+    }
+    const principal = await verifier.verify(token);
+    assertRole(principal, can.read, 'read rollout status');
+    request.principal = principal;
+  };
+}
+
+/** The rollout view and the status event stream. */
+export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (app, { verifier, rolloutState, hub }) => {
+  app.get('/v1/services/:serviceId/rollout', {
+    onRequest: authorize(verifier, can.read, 'read rollout status'),
+    schema: {
+      tags: ['rollouts'],
+      summary: 'The current rollout: plan, status, each reporter\'s evidence, and what blocks success',
+      params: ServiceParams,
+      response: { 200: RolloutViewReply, ...ProblemResponses },
+    },
+  }, async (request) => {
+    const { serviceId } = request.params;
+    const state = await rolloutState(serviceId);
+    if (!state) throw serviceNotFound(serviceId);
+    return rolloutView({
+      serviceId,
+      plan: state.service.data.imageDeployment,
+      status: state.service.data.imageRolloutStatus,
+      revision: state.statusRevision,
+      evidence: state.rolloutEvidence,
+      automationHold: state.automationHold,
+    });
+  });
+
+  app.get('/v1/services/:serviceId/rollout/events', {
+    onRequest: authorizeStream(verifier),
+    schema: {
+      tags: ['rollouts'],
+      summary: 'Rollout status changes as Server-Sent Events (text/event-stream)',
+      description: [
+        'Each change: `id: <revision>`, `event: status`, `data: <StatusEvent JSON>`, in revision order, none twice.',
+        'On connect: the stored events after `Last-Event-ID` (header) or `?after=<revision>`, else only the latest (the current state); then every new one.',
+        'A client that fell more than 100 changes behind (or resumes from an unknown revision) gets `event: reset` with `data: { reason, revision, latest }` — the current state — and continues from it.',
+        '`: keep-alive` comments every 15 s. Auth: `Authorization: Bearer` or, for EventSource, `?access_token=` (never logged).',
+      ].join(' '),
+      params: ServiceParams,
+      querystring: EventsQuery,
+      headers: EventsHeaders,
+      response: {
+        200: {
+          description: 'text/event-stream; `data` of `status` events is a StatusEvent',
+          content: { 'text/event-stream': { schema: StatusEventSchema } },
+        },
+        ...ProblemResponses,
+      },
+    },
+  }, async (request, reply) => {
+    const { serviceId } = request.params;
+    const resumeFrom = request.headers['last-event-id'] ?? request.query.after;
+    // One read: does the service exist, and what was already stored (the catch-up).
+    const snapshot = await hub.source.statusEventsAfter(serviceId, 0);
+    if (!snapshot) throw serviceNotFound(serviceId);
+
+    reply.hijack();
+    const res = reply.raw;
+    const stream = new SseStream(res, () => { hub.kick(serviceId); });
+    stream.open({ 'x-request-id': request.id });
+    if (resumeFrom !== undefined) {
+      stream.cursor = Number(resumeFrom);
+      serve(stream, snapshot);
+    } else {
+      const latest = snapshot.events.at(-1);
+      if (latest) stream.send([latest]);
+      stream.cursor = snapshot.revision;
+    }
+    const opened = Date.now();
+    request.log.info({ serviceId, resumeFrom: resumeFrom === undefined ? null : Number(resumeFrom), revision: snapshot.revision }, 'status stream opened');
+    const unsubscribe = hub.subscribe(serviceId, stream);
+    const closed = (): void => {
+      unsubscribe();
+      request.log.info({ serviceId, eventsSent: stream.sent, durationMs: Date.now() - opened }, 'status stream closed');
+    };
+    // The client may have gone while the snapshot was read: then 'close' has already fired.
+    if (res.destroyed || !res.socket || res.socket.destroyed) closed();
+    else res.once('close', closed);
+    return reply;
+  });
+};

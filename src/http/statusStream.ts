@@ -1,0 +1,395 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_EVENTS_KEPT, type StatusEvent } from '../domain/rolloutStatus.js';
+
+/**
+ * Rollout status changes as Server-Sent Events, correct across server processes.
+ *
+ * The source of truth is the service document's `statusEvents` (the last
+ * STATUS_EVENTS_KEPT changes, each with its `statusRevision`), written in the same
+ * compare-and-swap as the status itself — whichever process made the change. The local
+ * development database has no change streams, so each process runs a StatusHub that
+ * POLLS: one poll loop per service that has at least one listener in this process
+ * (every `pollIntervalMs`, default 250 ms), reading `statusEventsAfter(service, c)` where
+ * c is the lowest cursor among that service's listeners, and handing each listener the
+ * events after its own cursor. The loop stops when the last listener leaves.
+ *
+ * Guarantees per listener: events in revision order, none twice (its cursor only moves
+ * forward), none skipped — unless the events after its cursor were pushed out of the
+ * kept window (it fell more than STATUS_EVENTS_KEPT changes behind, or it resumed from
+ * an id older than the window). Then it gets one `reset` carrying the current state
+ * instead, and continues from there. A reset is conservative: it is sent whenever a gap
+ * is possible (every kept event is newer than the cursor and the window is full).
+ */
+
+/** What the hub reads: ServiceStore.statusEventsAfter. */
+export interface StatusEventSource {
+  /** The document's current statusRevision and its kept events with revision > `revision`, oldest first; null: no such service. */
+  statusEventsAfter(serviceId: string, revision: number): Promise<StatusSnapshot | null>;
+}
+
+export interface StatusSnapshot {
+  revision: number;
+  events: StatusEvent[];
+}
+
+export type ResetReason =
+  /** Events after the client's revision were pushed out of the kept window. */
+  | 'events-missed'
+  /** The client's revision is newer than the service's: it comes from elsewhere (another database, a reset). */
+  | 'unknown-revision';
+
+export type Delivery =
+  | { kind: 'events', events: StatusEvent[] }
+  | { kind: 'reset', reason: ResetReason, latest: StatusEvent | undefined };
+
+/**
+ * What a listener whose cursor is `cursor` must be sent, given a snapshot that holds
+ * every kept event newer than some revision ≤ min(cursor, snapshot.revision).
+ *
+ * Gap rule: the kept log is the newest STATUS_EVENTS_KEPT events; anything older was
+ * dropped. If the snapshot holds fewer than that many events, either nothing was ever
+ * dropped or a kept event is at or below the cursor — no gap. If it holds a full window
+ * and even its oldest event is newer than the cursor, an event between the two may have
+ * been dropped: reset.
+ */
+export function planDelivery (cursor: number, snapshot: StatusSnapshot): Delivery {
+  const latest = snapshot.events.at(-1);
+  if (cursor > snapshot.revision) return { kind: 'reset', reason: 'unknown-revision', latest };
+  const oldest = snapshot.events[0];
+  if (snapshot.events.length >= STATUS_EVENTS_KEPT && oldest !== undefined && oldest.revision > cursor) {
+    return { kind: 'reset', reason: 'events-missed', latest };
+  }
+  return { kind: 'events', events: snapshot.events.filter((e) => e.revision > cursor) };
+}
+
+/** One client of the hub (an SSE connection). */
+export interface StatusListener {
+  /** The status revision up to which this listener has been served. Managed by `serve`. */
+  cursor: number;
+  /** False while the client does not read (backpressure): the hub skips it; its cursor stays, so it catches up later. */
+  readonly ready: boolean;
+  send(events: StatusEvent[]): void;
+  reset(reason: ResetReason, revision: number, latest: StatusEvent | undefined): void;
+  heartbeat(): void;
+  end(why: 'shutdown' | 'service-gone'): void;
+}
+
+/** Sends a listener what a snapshot holds for it and moves its cursor to the snapshot. */
+export function serve (listener: StatusListener, snapshot: StatusSnapshot): void {
+  const delivery = planDelivery(listener.cursor, snapshot);
+  if (delivery.kind === 'reset') listener.reset(delivery.reason, snapshot.revision, delivery.latest);
+  else if (delivery.events.length > 0) listener.send(delivery.events);
+  listener.cursor = snapshot.revision;
+}
+
+interface HubLog {
+  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
+
+export interface StatusHubOptions {
+  source: StatusEventSource;
+  /** How often a watched service is polled; default 250 ms. */
+  pollIntervalMs?: number;
+  /** How often every stream gets a `: keep-alive` comment; default 15 s. */
+  heartbeatMs?: number;
+  log?: HubLog;
+}
+
+interface Watch {
+  serviceId: string;
+  listeners: Set<StatusListener>;
+  timer: NodeJS.Timeout | undefined;
+  polling: boolean;
+  /** A poll was asked for while one was running: poll again right after it. */
+  again: boolean;
+  failures: number;
+}
+
+export class StatusHub {
+  readonly source: StatusEventSource;
+  private readonly pollIntervalMs: number;
+  private readonly log: HubLog | undefined;
+  private readonly watches = new Map<string, Watch>();
+  private readonly heartbeat: NodeJS.Timeout;
+  private closed = false;
+
+  constructor (opts: StatusHubOptions) {
+    this.source = opts.source;
+    this.pollIntervalMs = opts.pollIntervalMs ?? 250;
+    this.log = opts.log;
+    this.heartbeat = setInterval(() => {
+      for (const watch of this.watches.values()) for (const l of watch.listeners) if (l.ready) l.heartbeat();
+    }, opts.heartbeatMs ?? 15_000);
+    this.heartbeat.unref();
+  }
+
+  /** Services polled now and their listener counts (for tests and diagnostics). */
+  watched (): Record<string, number> {
+    return Object.fromEntries([...this.watches].map(([id, w]) => [id, w.listeners.size]));
+  }
+
+  get isClosed (): boolean { return this.closed; }
+
+  /**
+   * Adds a listener whose cursor is already set (the caller served it the initial
+   * snapshot). Returns the function that removes it. After close(), the listener is
+   * ended at once.
+   */
+  subscribe (serviceId: string, listener: StatusListener): () => void {
+    if (this.closed) {
+      listener.end('shutdown');
+      return () => undefined;
+    }
+    let watch = this.watches.get(serviceId);
+    if (!watch) {
+      watch = { serviceId, listeners: new Set(), timer: undefined, polling: false, again: false, failures: 0 };
+      this.watches.set(serviceId, watch);
+      watch.listeners.add(listener);
+      this.schedule(watch);
+    }
+    watch.listeners.add(listener);
+    const w = watch;
+    return () => { this.remove(w, listener); };
+  }
+
+  /** Polls the service now (a listener drained its backlog), or right after the poll in flight. */
+  kick (serviceId: string): void {
+    const watch = this.watches.get(serviceId);
+    if (!watch || this.closed) return;
+    if (watch.polling) {
+      watch.again = true;
+      return;
+    }
+    clearTimeout(watch.timer);
+    watch.timer = undefined;
+    void this.poll(watch);
+  }
+
+  /** Stops every poll loop and ends every stream (app shutdown: lets the HTTP server close). */
+  close (): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    const watches = [...this.watches.values()];
+    this.watches.clear();
+    for (const watch of watches) {
+      clearTimeout(watch.timer);
+      const listeners = [...watch.listeners];
+      watch.listeners.clear();
+      for (const l of listeners) l.end('shutdown');
+    }
+  }
+
+  private remove (watch: Watch, listener: StatusListener): void {
+    watch.listeners.delete(listener);
+    if (watch.listeners.size === 0 && this.watches.get(watch.serviceId) === watch) {
+      clearTimeout(watch.timer);
+      watch.timer = undefined;
+      this.watches.delete(watch.serviceId);
+    }
+  }
+
+  /** The loop is alive while the watch is registered and has listeners. */
+  private live (watch: Watch): boolean {
+    return !this.closed && this.watches.get(watch.serviceId) === watch && watch.listeners.size > 0;
+  }
+
+  private schedule (watch: Watch): void {
+    if (!this.live(watch)) return;
+    clearTimeout(watch.timer);
+    // After failures, back off (up to 5 s) so a database outage is not hammered.
+    const delay = watch.failures === 0 ? this.pollIntervalMs : Math.min(5_000, this.pollIntervalMs * 2 ** Math.min(watch.failures, 5));
+    watch.timer = setTimeout(() => { watch.timer = undefined; void this.poll(watch); }, delay);
+    watch.timer.unref();
+  }
+
+  private async poll (watch: Watch): Promise<void> {
+    if (!this.live(watch)) return;
+    watch.polling = true;
+    try {
+      const ready = [...watch.listeners].filter((l) => l.ready);
+      if (ready.length === 0) return;
+      const from = Math.min(...ready.map((l) => l.cursor));
+      let snapshot = await this.source.statusEventsAfter(watch.serviceId, from);
+      if (snapshot && snapshot.revision < from) {
+        // The revision went backwards (the database was replaced): resets need the latest event.
+        snapshot = await this.source.statusEventsAfter(watch.serviceId, 0);
+      }
+      if (!this.live(watch)) return;
+      if (watch.failures > 0) this.log?.info({ serviceId: watch.serviceId, failures: watch.failures }, 'status stream polling recovered');
+      watch.failures = 0;
+      if (!snapshot) {
+        this.watches.delete(watch.serviceId);
+        const listeners = [...watch.listeners];
+        watch.listeners.clear();
+        for (const l of listeners) l.end('service-gone');
+        return;
+      }
+      for (const l of ready) {
+        if (watch.listeners.has(l) && l.ready) serve(l, snapshot);
+      }
+    } catch (err) {
+      if (this.closed) return;
+      if (watch.failures === 0) {
+        this.log?.warn({ serviceId: watch.serviceId, err: err instanceof Error ? err.message : String(err) }, 'status stream polling failed; retrying');
+      }
+      watch.failures++;
+    } finally {
+      watch.polling = false;
+      if (this.live(watch)) {
+        if (watch.again) {
+          watch.again = false;
+          void this.poll(watch);
+        } else {
+          this.schedule(watch);
+        }
+      }
+    }
+  }
+}
+
+/** How long a client may leave its socket buffer full before it is disconnected (it reconnects and resumes). */
+const STALL_TIMEOUT_MS = 30_000;
+
+const frame = (event: string, id: number | undefined, data: unknown): string =>
+  `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/** Only the StatusEvent fields, whatever else a stored element might carry. */
+export const statusEventData = (e: StatusEvent): StatusEvent => ({
+  revision: e.revision,
+  rolloutId: e.rolloutId,
+  rolloutGeneration: e.rolloutGeneration,
+  status: e.status,
+  requiredReplicaCount: e.requiredReplicaCount,
+  observedReplicaCount: e.observedReplicaCount,
+  healthyReplicaCount: e.healthyReplicaCount,
+  verifiedReplicaCount: e.verifiedReplicaCount,
+  failedReplicaCount: e.failedReplicaCount,
+  ...(e.mismatchReason ? { mismatchReason: e.mismatchReason } : {}),
+  at: e.at,
+});
+
+/**
+ * One SSE response as a hub listener. Writes go straight to the socket; when the
+ * socket buffer is full (`write` returns false) the stream stops taking events until
+ * 'drain' — its cursor stays where it was, so on drain the hub re-reads what it missed
+ * from the database (nothing is buffered per client in memory). A client that does not
+ * drain within 30 s is disconnected.
+ */
+export class SseStream implements StatusListener {
+  cursor = 0;
+  ready = true;
+  sent = 0;
+  private ended = false;
+  private stall: NodeJS.Timeout | undefined;
+
+  constructor (private readonly res: ServerResponse, private readonly onDrain: () => void) {
+    res.on('drain', () => {
+      clearTimeout(this.stall);
+      this.stall = undefined;
+      if (this.ended) return;
+      this.ready = true;
+      this.onDrain();
+    });
+    // A write to a socket that just died must not crash the process; 'close' follows.
+    res.on('error', () => undefined);
+    res.on('close', () => {
+      this.ended = true;
+      this.ready = false;
+      clearTimeout(this.stall);
+    });
+  }
+
+  get closed (): boolean { return this.ended; }
+
+  private write (chunk: string): void {
+    if (this.ended || this.res.destroyed) return;
+    if (!this.res.write(chunk)) {
+      this.ready = false;
+      this.stall ??= setTimeout(() => { this.res.destroy(); }, STALL_TIMEOUT_MS);
+      this.stall.unref();
+    }
+  }
+
+  open (headers: Record<string, string>): void {
+    this.res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+      // The connection ends with the stream (no keep-alive reuse), so a shutdown that ends
+      // the streams also frees their sockets at once.
+      connection: 'close',
+      ...headers,
+    });
+    // Reconnect after 2 s (EventSource sends Last-Event-ID and resumes where it stopped).
+    this.write('retry: 2000\n\n');
+  }
+
+  send (events: StatusEvent[]): void {
+    this.write(events.map((e) => frame('status', e.revision, statusEventData(e))).join(''));
+    this.sent += events.length;
+  }
+
+  reset (reason: ResetReason, revision: number, latest: StatusEvent | undefined): void {
+    // The id makes a reconnecting EventSource resume after the state it was just given.
+    this.write(frame('reset', latest?.revision ?? 0, { reason, revision, latest: latest ? statusEventData(latest) : null }));
+    this.sent++;
+  }
+
+  heartbeat (): void {
+    this.write(': keep-alive\n\n');
+  }
+
+  end (why: 'shutdown' | 'service-gone'): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.ready = false;
+    clearTimeout(this.stall);
+    if (!this.res.destroyed) this.res.end(`: ${why === 'shutdown' ? 'server shutting down, reconnect' : 'service no longer exists'}\n\n`);
+  }
+}
+
+/**
+ * `?access_token=` (EventSource cannot send headers). Fastify's `rewriteUrl` hook calls
+ * `stripAccessToken` on EVERY request before routing and before anything is logged: the
+ * parameter is removed from `req.url` (and `originalUrl`), so no log line, problem
+ * document or later handler ever sees it, and the token is kept aside for the one route
+ * that accepts it (GET …/rollout/events; every other route ignores it and needs the header).
+ */
+const queryTokens = new WeakMap<IncomingMessage, string | null>();
+
+const isAccessTokenKey = (pair: string): boolean => {
+  const eq = pair.indexOf('=');
+  const key = eq < 0 ? pair : pair.slice(0, eq);
+  try {
+    return decodeURIComponent(key.replace(/\+/g, ' ')) === 'access_token';
+  } catch {
+    return false;
+  }
+};
+
+export function stripAccessToken (req: IncomingMessage): string {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  if (q < 0 || !/access(_|%5f)token/i.test(url.slice(q))) return url;
+  const pairs = url.slice(q + 1).split('&');
+  const tokens = pairs.filter(isAccessTokenKey).map((pair) => {
+    const eq = pair.indexOf('=');
+    try {
+      return eq < 0 ? '' : decodeURIComponent(pair.slice(eq + 1).replace(/\+/g, ' '));
+    } catch {
+      return '';
+    }
+  });
+  if (tokens.length === 0) return url;
+  // One non-empty value, or null: present but unusable (empty, repeated, badly encoded).
+  queryTokens.set(req, tokens.length === 1 && tokens[0] ? tokens[0] : null);
+  const rest = pairs.filter((p) => !isAccessTokenKey(p)).join('&');
+  const clean = url.slice(0, q) + (rest === '' ? '' : `?${rest}`);
+  (req as IncomingMessage & { originalUrl?: string }).originalUrl = clean;
+  return clean;
+}
+
+/** The `access_token` query value of this request: a string, null when present but unusable, undefined when absent. */
+export const queryAccessToken = (req: IncomingMessage): string | null | undefined => queryTokens.get(req);
