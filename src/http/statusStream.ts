@@ -129,8 +129,6 @@ export class StatusHub {
     return Object.fromEntries([...this.watches].map(([id, w]) => [id, w.listeners.size]));
   }
 
-  get isClosed (): boolean { return this.closed; }
-
   /**
    * Adds a listener whose cursor is already set (the caller served it the initial
    * snapshot). Returns the function that removes it. After close(), the listener is
@@ -145,10 +143,9 @@ export class StatusHub {
     if (!watch) {
       watch = { serviceId, listeners: new Set(), timer: undefined, polling: false, again: false, failures: 0 };
       this.watches.set(serviceId, watch);
-      watch.listeners.add(listener);
-      this.schedule(watch);
     }
     watch.listeners.add(listener);
+    if (watch.listeners.size === 1) this.schedule(watch);
     const w = watch;
     return () => { this.remove(w, listener); };
   }
