@@ -24,6 +24,8 @@ import { reportOperations } from './domain/reports.js';
 import { faultHookFromConfig, type FaultHook } from './faults.js';
 import { rolloutRoutes } from './http/rolloutRoutes.js';
 import { StatusHub, stripAccessToken } from './http/statusStream.js';
+import { Metrics } from './metrics.js';
+import { instrumentRequests, metricsRoutes } from './http/metricsRoutes.js';
 
 export type ResolvedConfig = AppConfig & { mongodbUri: string, auth: AuthKey };
 
@@ -56,6 +58,8 @@ export const redactPaths = ['req.headers.authorization', 'req.headers.cookie', '
  */
 export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance> {
   const { config } = opts;
+  // One registry per app: buildApp runs many times in one test process.
+  const metrics = new Metrics();
   const app = Fastify({
     logger: opts.logger ?? { level: config.logLevel, redact: { paths: redactPaths, censor: '[redacted]' } },
     bodyLimit: config.bodyLimitBytes,
@@ -81,17 +85,21 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
         details: { problems: [{ field: '/params', message: err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'longer than 256 characters' : 'malformed percent-encoding' }] },
       });
       const raw = reply as unknown as FastifyReply;
+      metrics.errorAnswered(error.code);
       void raw.code(400).type('application/problem+json').header('x-request-id', request.id).send(problemDocument(error, request as unknown as FastifyRequest));
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  // Before any route: every route declared from here on is timed under its pattern.
+  instrumentRequests(app, metrics);
   // The API speaks JSON only: anything else is 415, not a string that fails validation later.
   app.removeContentTypeParser(['text/plain']);
 
   app.decorate('database', new Database({ uri: config.mongodbUri, dbName: config.mongodbDb, timeoutMs: config.mongodbTimeoutMs }));
   app.decorate('verifier', await createTokenVerifier(config.auth));
   app.addHook('onClose', async () => { await app.database.close(); });
+  app.database.onHeartbeatFailed(() => { metrics.databaseHeartbeatFailures.inc(); });
   app.addHook('onReady', async () => {
     try {
       await app.database.ensureIndexes();
@@ -101,7 +109,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   });
   app.addHook('onSend', async (request, reply) => { reply.header('x-request-id', request.id); });
 
-  registerErrorHandling(app);
+  registerErrorHandling(app, { onErrorAnswered: (code) => { metrics.errorAnswered(code); } });
 
   await app.register(swagger, {
     openapi: {
@@ -124,9 +132,10 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
     leaseMs: config.idempotencyLeaseMs,
     fault: opts.fault ?? faultHookFromConfig(config.faultInjection),
   });
-  const reports = reportOperations({ repos: stores, now: Date.now });
-  const operations = createOperations({ stores, lifecycle, reports });
+  const reports = reportOperations({ repos: { ...stores, services: metrics.countStatusConflicts(stores.services) }, now: Date.now });
+  const operations = createOperations({ stores, lifecycle, reports, metrics });
   await app.register(healthRoutes);
+  await app.register(metricsRoutes, { metrics, ...(config.metricsToken === undefined ? {} : { token: config.metricsToken }) });
   await app.register(typedRequestRoutes, { operations: Object.values(operations), verifier: app.verifier });
   await app.register(serviceRoutes, { operations, verifier: app.verifier, serviceView: (id) => stores.services.findWithHold(id) });
   await app.register(reportRoutes, { operations, verifier: app.verifier });

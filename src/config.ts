@@ -46,6 +46,12 @@ export const EnvSchema = Type.Object({
     default: 15_000,
     description: 'how long an in-flight idempotent request owns its key before another process may take it over',
   }),
+  METRICS_TOKEN: Type.Optional(Type.String({
+    minLength: 16,
+    maxLength: 4096,
+    pattern: '^[\\x21-\\x7e]+$',
+    description: 'bearer token GET /metrics requires (at least 16 visible ASCII characters); unset = /metrics is open, like /healthz',
+  })),
   FAULT_INJECTION: Type.Optional(Type.String({
     pattern: '^[a-z-]+(,[a-z-]+)*$',
     description: 'TEST ONLY: comma-separated fault points at which the process kills itself (crash-safety tests)',
@@ -71,6 +77,8 @@ export interface AppConfig {
   shutdownTimeoutMs: number;
   mongodbTimeoutMs: number;
   idempotencyLeaseMs: number;
+  /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`. */
+  metricsToken?: string;
   /** TEST ONLY: fault points at which the process SIGKILLs itself. */
   faultInjection: readonly string[];
 }
@@ -98,7 +106,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): AppConfig {
   const first = Value.Errors(EnvSchema, converted).First();
   if (first) {
     const variable = first.path.replace(/^\//, '') || '(environment)';
-    const shown = variable in raw && !/SECRET|KEY/.test(variable) ? ` (got ${JSON.stringify(raw[variable])})` : '';
+    const shown = variable in raw && !/SECRET|KEY|TOKEN/.test(variable) ? ` (got ${JSON.stringify(raw[variable])})` : '';
     throw new ConfigError(`${variable}: ${first.schema.description ?? ''}${first.schema.description ? ' — ' : ''}${first.message}${shown}`);
   }
   const parsed = converted as Env;
@@ -125,6 +133,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): AppConfig {
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
     mongodbTimeoutMs: parsed.MONGODB_TIMEOUT_MS,
     idempotencyLeaseMs: parsed.IDEMPOTENCY_LEASE_MS,
+    ...(parsed.METRICS_TOKEN ? { metricsToken: parsed.METRICS_TOKEN } : {}),
     faultInjection: parsed.FAULT_INJECTION ? parsed.FAULT_INJECTION.split(',') : [],
   };
 }

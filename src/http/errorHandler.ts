@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, isAppError, databaseUnavailable, validationFailed, type Problem } from '../errors.js';
+import { AppError, isAppError, databaseUnavailable, validationFailed, type ErrorCode, type Problem } from '../errors.js';
 import { isDatabaseUnavailableError } from '../store/mongo.js';
 
 interface FastifyValidationItem { instancePath?: string, message?: string }
@@ -62,9 +62,15 @@ export function typedRequestError (error: AppError, request: FastifyRequest): { 
   return { text: error.message, data: { code: error.code, requestId: request.id, ...error.details } };
 }
 
-export function registerErrorHandling (app: FastifyInstance): void {
+export interface ErrorHandlingOptions {
+  /** Told the code of every error answer (REST or TypedRequest): the metrics count them. */
+  onErrorAnswered?: (code: ErrorCode) => void;
+}
+
+export function registerErrorHandling (app: FastifyInstance, opts: ErrorHandlingOptions = {}): void {
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const error = toAppError(err);
+    opts.onErrorAnswered?.(error.code);
     if (error.code === 'internal-error') {
       request.log.error({ err }, 'request failed');
     } else if (error.statusCode >= 500) {
@@ -82,6 +88,7 @@ export function registerErrorHandling (app: FastifyInstance): void {
 
   app.setNotFoundHandler(async (request, reply) => {
     const error = new AppError('not-found', `no route ${request.method} ${(request.url.split('?')[0] ?? '').slice(0, 512)}`);
+    opts.onErrorAnswered?.(error.code);
     return reply.code(404).type('application/problem+json').send(problemDocument(error, request));
   });
 }

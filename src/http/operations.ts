@@ -9,7 +9,8 @@ import type { Stores } from '../store/index.js';
 import { isAppError } from '../errors.js';
 import type { AutomaticPromotionOutcome } from '../contracts/releases.js';
 import type { PushEventIngestResult } from '../domain/releases.js';
-import type { ReleaseLifecycle } from '../domain/releaseLifecycle.js';
+import type { ReleaseLifecycle, RolloutRequest, RolloutResult } from '../domain/releaseLifecycle.js';
+import { noMetrics, type OperationMetrics } from '../metrics.js';
 import { issuerOf } from '../domain/rollouts.js';
 import { rejectMissingCapability, type ReportOutcome } from '../domain/reports.js';
 import { ReportDeploymentSnapshotsInput } from '../contracts/reports.js';
@@ -25,13 +26,18 @@ export interface OperationDeps {
   lifecycle: ReleaseLifecycle;
   reports: { report(input: ReportDeploymentSnapshotsInput, principal: Principal): Promise<ReportOutcome> };
   now?: () => number;
+  /** Promotions, rollbacks, reports and replays are counted at this boundary; default: not counted. */
+  metrics?: OperationMetrics;
 }
 
-export function createOperations ({ stores, lifecycle, reports, now = Date.now }: OperationDeps) {
+export function createOperations ({ stores, lifecycle, reports, now = Date.now, metrics = noMetrics }: OperationDeps) {
   const services = serviceOperations({ services: stores.services, now });
   const markReplayed = (ctx: OperationContext, replayed: boolean): void => {
     if (replayed) ctx.setHeader?.('idempotent-replayed', 'true');
   };
+  /** Every promotion and rollback, manual or automatic, is counted here (mode × outcome). */
+  const issueRollout = (req: RolloutRequest): Promise<RolloutResult> =>
+    metrics.rollout(req.intent.kind === 'rollback' ? 'rollback' : req.intent.mode, lifecycle.issueRollout(req));
 
   /**
    * deployOnPush (DESIGN §5): at most once per event (the idempotency key is the event id),
@@ -41,7 +47,7 @@ export function createOperations ({ stores, lifecycle, reports, now = Date.now }
     const { service, release, event } = result;
     if (!service.data.deployOnPush || !service.data.immutableImageRequired) return { outcome: 'skipped', reason: 'not-enabled' };
     try {
-      const promoted = await lifecycle.issueRollout({
+      const promoted = await issueRollout({
         serviceId: service.id,
         releaseId: release.id,
         idempotencyKey: `\u0001automatic:${event.eventId}`,
@@ -134,6 +140,7 @@ export function createOperations ({ stores, lifecycle, reports, now = Date.now }
       handle: async (input, ctx) => {
         const result = await releases.ingestPushEvent(input.event, { fieldPrefix: '/request/event', reportedBy: ctx.principal.subject });
         ctx.log.info({ serviceId: result.service.id, releaseId: result.release.id, eventId: input.event.eventId, duplicate: result.duplicate }, 'push event recorded');
+        if (result.duplicate) metrics.pushEventReplayed();
         // Runs for duplicates too, so that a retry after a crash completes it; the key makes it once per event.
         const autoPromotion = await promoteAutomatically(result, ctx.principal.subject);
         if (autoPromotion.outcome !== 'skipped' || autoPromotion.reason !== 'not-enabled') {
@@ -149,7 +156,7 @@ export function createOperations ({ stores, lifecycle, reports, now = Date.now }
       request: c.promoteServiceImageRelease.payload,
       response: c.promoteServiceImageRelease.response,
       handle: async (input, ctx) => {
-        const result = await lifecycle.issueRollout({
+        const result = await issueRollout({
           serviceId: input.serviceId,
           releaseId: input.releaseId,
           idempotencyKey: input.idempotencyKey,
@@ -171,7 +178,7 @@ export function createOperations ({ stores, lifecycle, reports, now = Date.now }
       request: c.rollbackServiceImageRelease.payload,
       response: c.rollbackServiceImageRelease.response,
       handle: async (input, ctx) => {
-        const result = await lifecycle.issueRollout({
+        const result = await issueRollout({
           serviceId: input.serviceId,
           releaseId: input.releaseId,
           idempotencyKey: input.idempotencyKey,
@@ -192,9 +199,16 @@ export function createOperations ({ stores, lifecycle, reports, now = Date.now }
       roles: can.report,
       request: ReportDeploymentSnapshotsInput,
       response: c.reportDeploymentSnapshots.response,
-      precheck: rejectMissingCapability,
+      precheck: (input) => {
+        try {
+          rejectMissingCapability(input);
+        } catch (err) {
+          metrics.reportRefused(err);
+          throw err;
+        }
+      },
       handle: async (input, ctx) => {
-        const outcome = await reports.report(input, ctx.principal);
+        const outcome = await metrics.report(reports.report(input, ctx.principal));
         ctx.log.info({ serviceId: input.serviceId, outcome: outcome.kind, status: 'status' in outcome ? outcome.status.status : undefined }, 'snapshot report');
         ctx.setOutcome?.(outcome);
         return {};

@@ -75,6 +75,15 @@ export class Database {
     }
   }
 
+  /**
+   * Calls `listener` when the driver's server monitor fails a heartbeat (the
+   * database is unreachable). Cheap: at most one event per heartbeat interval,
+   * and no command monitoring needed.
+   */
+  onHeartbeatFailed (listener: () => void): void {
+    this.client.on('serverHeartbeatFailed', listener);
+  }
+
   async close (): Promise<void> {
     await this.client.close();
   }

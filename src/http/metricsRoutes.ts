@@ -1,0 +1,96 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onResponseHookHandler } from 'fastify';
+import { unauthenticated } from '../errors.js';
+import { UNMATCHED_ROUTE, type Metrics } from '../metrics.js';
+import { bearerToken } from './auth.js';
+import { ProblemResponses } from './problemSchema.js';
+
+type RequestLabels = { readonly method: string, readonly route: string, readonly status_code: string };
+
+/**
+ * Times every request into `http_request_duration_seconds`, labelled with the
+ * route PATTERN (`/v1/services/:serviceId`), never the raw URL. Each route gets
+ * its own onResponse hook (added as the route is declared) that keeps its label
+ * objects by method and status code, so the hot path allocates nothing of its
+ * own; Fastify's `reply.elapsedTime` is the duration. Requests no route matched
+ * are counted once under `route="(unmatched)"`.
+ *
+ * Call before any route is registered (onRoute hooks only see later routes).
+ */
+export function instrumentRequests (app: FastifyInstance, metrics: Metrics): void {
+  const histogram = metrics.httpRequestDuration;
+  const timer = (route: string): onResponseHookHandler => {
+    const labels = new Map<string, Map<number, RequestLabels>>();
+    const labelsFor = (method: string, statusCode: number): RequestLabels => {
+      let byStatus = labels.get(method);
+      if (!byStatus) labels.set(method, byStatus = new Map());
+      let found = byStatus.get(statusCode);
+      if (!found) byStatus.set(statusCode, found = Object.freeze({ method, route, status_code: String(statusCode) }));
+      return found;
+    };
+    return function observeRequestDuration (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+      histogram.observe(labelsFor(request.method, reply.statusCode), reply.elapsedTime / 1000);
+      done();
+    };
+  };
+
+  app.addHook('onRoute', (route) => {
+    const hook = timer(route.url);
+    route.onResponse = route.onResponse === undefined ? [hook] : [...(Array.isArray(route.onResponse) ? route.onResponse : [route.onResponse]), hook];
+  });
+  const unmatched = timer(UNMATCHED_ROUTE);
+  app.addHook('onResponse', (request, reply, done) => {
+    if (request.is404) unmatched.call(app, request, reply, done);
+    else done();
+  });
+}
+
+export interface MetricsRoutesOptions {
+  metrics: Metrics;
+  /** When set, GET /metrics needs `Authorization: Bearer <token>` (METRICS_TOKEN). */
+  token?: string;
+}
+
+const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+
+/**
+ * GET /metrics, Prometheus text format. Open by default, like /healthz: scrapers
+ * reach it on the internal network; METRICS_TOKEN puts a static bearer token in
+ * front of it (Prometheus `authorization.credentials`) where the port is exposed.
+ */
+export const metricsRoutes: FastifyPluginAsyncTypebox<MetricsRoutesOptions> = async (app, { metrics, token }) => {
+  const expected = token === undefined ? undefined : digest(token);
+  app.get('/metrics', {
+    logLevel: 'warn',
+    ...(expected === undefined
+      ? {}
+      : {
+          onRequest: async (request: FastifyRequest) => {
+            // Compared as digests: constant time, whatever the lengths.
+            if (!timingSafeEqual(digest(bearerToken(request.headers.authorization)), expected)) {
+              throw unauthenticated('the bearer token is not METRICS_TOKEN');
+            }
+          },
+        }),
+    schema: {
+      tags: ['operations'],
+      summary: 'Prometheus metrics (text exposition format 0.0.4)',
+      description: expected === undefined
+        ? 'No token needed (METRICS_TOKEN is not set).'
+        : 'Needs `Authorization: Bearer <METRICS_TOKEN>`.',
+      security: expected === undefined ? [] : [{ bearer: [] }],
+      response: {
+        200: {
+          description: 'the series of this process',
+          content: { 'text/plain': { schema: Type.String() } },
+        },
+        ...ProblemResponses,
+      },
+    },
+  }, async (_request, reply) => {
+    const body = await metrics.exposition();
+    return reply.type(metrics.contentType).send(body);
+  });
+};

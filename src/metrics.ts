@@ -1,0 +1,201 @@
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { errorStatus, isAppError, type ErrorCode } from './errors.js';
+import type { ReportOutcome, ReportRepositories } from './domain/reports.js';
+import { isDatabaseUnavailableError } from './store/mongo.js';
+
+/**
+ * The Prometheus series of one app (GET /metrics). Every app gets its own
+ * registry: `buildApp` runs many times in one test process, and a global
+ * registry would refuse the second registration of each series.
+ *
+ * Every label value comes from a closed set (route patterns, HTTP methods and
+ * status codes, error codes, upstream mismatch reasons, rollout modes), never
+ * from a request's ids or free text, so the number of series stays bounded.
+ */
+
+export type RolloutMode = 'promotion' | 'automatic' | 'rollback';
+export type RolloutOutcome = 'success' | 'replayed' | 'conflict' | 'refused' | 'error';
+export type ReplayedOperation = RolloutMode | 'push-event' | 'report';
+export type CasConflictKind = 'rollout-generation-conflict' | 'current-rollout-mismatch' | 'rollout-status-revision';
+
+/** Seconds; sub-millisecond at the bottom (a cached read), 10 s at the top (a request times out at 30 s). */
+export const REQUEST_DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** The label value for requests that matched no route (bounded, unlike the raw URL). */
+export const UNMATCHED_ROUTE = '(unmatched)';
+
+/** A label value for "no error code" / "no mismatch reason". */
+const NONE = 'none';
+
+const CAS_CODES: ReadonlySet<string> = new Set<CasConflictKind>(['rollout-generation-conflict', 'current-rollout-mismatch']);
+
+/** What the operations report to metrics; `noMetrics` when an app is built without them. */
+export interface OperationMetrics {
+  /** Counts a promotion or rollback by mode and outcome once it settles; passes the result or error through. */
+  rollout<T extends { replayed: boolean }>(mode: RolloutMode, attempt: Promise<T>): Promise<T>;
+  /** Counts a snapshot report by outcome and reason once it settles; passes the result or error through. */
+  report<T extends ReportOutcome>(attempt: Promise<T>): Promise<T>;
+  /** A report refused before it reached the domain (e.g. `runtime-capability-missing`). */
+  reportRefused(err: unknown): void;
+  /** A push event that was already recorded (same eventId): an idempotent replay. */
+  pushEventReplayed(): void;
+}
+
+export const noMetrics: OperationMetrics = {
+  rollout: (_mode, attempt) => attempt,
+  report: (attempt) => attempt,
+  reportRefused: () => undefined,
+  pushEventReplayed: () => undefined,
+};
+
+/** The stable code an error is answered with (the same mapping as the error handler's, for metrics). */
+export function errorCodeOf (err: unknown): ErrorCode {
+  if (isAppError(err)) return err.code;
+  if (isDatabaseUnavailableError(err)) return 'database-unavailable';
+  return 'internal-error';
+}
+
+type HttpLabels = 'method' | 'route' | 'status_code';
+
+export class Metrics implements OperationMetrics {
+  readonly registry = new Registry();
+
+  readonly httpRequestDuration = new Histogram<HttpLabels>({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration in seconds, by route pattern (never the raw URL), method and status code',
+    labelNames: ['method', 'route', 'status_code'],
+    buckets: REQUEST_DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly rollouts = new Counter<'mode' | 'outcome' | 'code'>({
+    name: 'cloudly_release_rollouts_total',
+    help: 'Promotions and rollbacks by mode (promotion, automatic, rollback) and outcome (success, replayed, conflict, refused, error); code is the error code (none on success)',
+    labelNames: ['mode', 'outcome', 'code'],
+    registers: [this.registry],
+  });
+
+  readonly casConflicts = new Counter<'kind'>({
+    name: 'cloudly_release_cas_conflicts_total',
+    help: 'Compare-and-swap conflicts: promotions/rollbacks answered rollout-generation-conflict or current-rollout-mismatch, and rollout status writes retried because another report changed the status revision first',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+
+  readonly idempotentReplays = new Counter<'operation'>({
+    name: 'cloudly_release_idempotent_replays_total',
+    help: 'Requests answered from a stored outcome: promotions/rollbacks with a known Idempotency-Key, push events already recorded, snapshot reports repeating a sequence',
+    labelNames: ['operation'],
+    registers: [this.registry],
+  });
+
+  readonly reports = new Counter<'outcome' | 'reason'>({
+    name: 'cloudly_release_reports_total',
+    help: 'Snapshot reports by outcome (recorded, applied, replayed, refused, error); reason is the stored status\'s mismatchReason for applied/replayed (none when clear) and the error code for refused/error',
+    labelNames: ['outcome', 'reason'],
+    registers: [this.registry],
+  });
+
+  readonly errors = new Counter<'code'>({
+    name: 'cloudly_release_errors_total',
+    help: 'Error answers by stable code, REST and TypedRequest alike (TypedRequest errors are HTTP 200, so this is where they show); database-unavailable counts database outages seen by requests',
+    labelNames: ['code'],
+    registers: [this.registry],
+  });
+
+  readonly databaseHeartbeatFailures = new Counter({
+    name: 'cloudly_release_mongodb_heartbeat_failures_total',
+    help: 'MongoDB server monitor heartbeats that failed (the database was unreachable), counted whether or not requests were waiting',
+    registers: [this.registry],
+  });
+
+  constructor () {
+    collectDefaultMetrics({ register: this.registry });
+    // Series an alert rate()s over exist from the start, at 0.
+    for (const kind of ['rollout-generation-conflict', 'current-rollout-mismatch', 'rollout-status-revision'] as const) this.casConflicts.inc({ kind }, 0);
+    for (const operation of ['promotion', 'automatic', 'rollback', 'push-event', 'report'] as const) this.idempotentReplays.inc({ operation }, 0);
+    this.errors.inc({ code: 'database-unavailable' }, 0);
+  }
+
+  /** The exposition: Prometheus text format 0.0.4. */
+  get contentType (): string {
+    return this.registry.contentType;
+  }
+
+  exposition (): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** One coded error answered to a client (REST problem or TypedRequest error envelope). */
+  errorAnswered (code: ErrorCode): void {
+    this.errors.inc({ code });
+  }
+
+  async rollout<T extends { replayed: boolean }> (mode: RolloutMode, attempt: Promise<T>): Promise<T> {
+    let result: T;
+    try {
+      result = await attempt;
+    } catch (err) {
+      this.rolloutFailed(mode, err);
+      throw err;
+    }
+    this.rollouts.inc({ mode, outcome: result.replayed ? 'replayed' : 'success', code: NONE });
+    if (result.replayed) this.idempotentReplays.inc({ operation: mode });
+    return result;
+  }
+
+  private rolloutFailed (mode: RolloutMode, err: unknown): void {
+    const code = errorCodeOf(err);
+    // A stored deterministic error replayed for the same key is a replay, not a new conflict.
+    const replayed = isAppError(err) && err.headers['idempotent-replayed'] === 'true';
+    let outcome: RolloutOutcome;
+    if (replayed) {
+      outcome = 'replayed';
+      this.idempotentReplays.inc({ operation: mode });
+    } else if (CAS_CODES.has(code)) {
+      outcome = 'conflict';
+      this.casConflicts.inc({ kind: code });
+    } else {
+      outcome = errorStatus[code] >= 500 ? 'error' : 'refused';
+    }
+    this.rollouts.inc({ mode, outcome, code });
+  }
+
+  async report<T extends ReportOutcome> (attempt: Promise<T>): Promise<T> {
+    let outcome: T;
+    try {
+      outcome = await attempt;
+    } catch (err) {
+      this.reportRefused(err);
+      throw err;
+    }
+    const reason = outcome.kind === 'recorded' ? NONE : outcome.status.mismatchReason ?? NONE;
+    this.reports.inc({ outcome: outcome.kind, reason });
+    if (outcome.kind === 'replayed') this.idempotentReplays.inc({ operation: 'report' });
+    return outcome;
+  }
+
+  reportRefused (err: unknown): void {
+    const code = errorCodeOf(err);
+    this.reports.inc({ outcome: errorStatus[code] >= 500 ? 'error' : 'refused', reason: code });
+  }
+
+  pushEventReplayed (): void {
+    this.idempotentReplays.inc({ operation: 'push-event' });
+  }
+
+  /**
+   * The report repository with its status compare-and-swap counted: a `false`
+   * is a lost race with a concurrent report, which the domain retries.
+   */
+  countStatusConflicts (services: ReportRepositories['services']): ReportRepositories['services'] {
+    return {
+      findRolloutState: (id) => services.findRolloutState(id),
+      compareAndSetStatus: async (...args) => {
+        const swapped = await services.compareAndSetStatus(...args);
+        if (!swapped) this.casConflicts.inc({ kind: 'rollout-status-revision' });
+        return swapped;
+      },
+    };
+  }
+}
