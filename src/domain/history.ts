@@ -20,6 +20,8 @@ export interface RolloutHistoryItem {
   reason: string;
   automationHold: RolloutRecord['hold'];
   state: RolloutRecord['state'];
+  /** sha256 of `<serviceId>\u0000<Idempotency-Key>`: lets a client find what its key issued without the key being stored in clear. */
+  idempotencyKeyHash: string;
   createdAt: number;
 }
 
@@ -52,6 +54,7 @@ export async function rolloutHistory (repos: HistoryRepositories, serviceId: str
       reason: r.reason,
       automationHold: r.hold,
       state: r.state,
+      idempotencyKeyHash: r.idempotencyRecordId,
       createdAt: r.createdAt,
     })),
     ...(records.length > limit && last ? { nextCursor: String(last.generation) } : {}),

@@ -56,6 +56,7 @@ export const RolloutHistoryEntry = Type.Object({
     description: 'set: this rollback put automatic promotion on hold; cleared: this promotion lifted the hold',
   }),
   state: Type.Union([Type.Literal('pending'), Type.Literal('applied')]),
+  idempotencyKeyHash: Type.String({ description: 'hex sha256 of `<serviceId>\\u0000<Idempotency-Key>` of the request that issued it' }),
   createdAt: Type.Integer(),
 });
 export type RolloutHistoryEntry = Static<typeof RolloutHistoryEntry>;
