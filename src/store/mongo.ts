@@ -90,16 +90,32 @@ export class Database {
 }
 
 /**
+ * Socket errors that driver 6.22 lets through unwrapped: a command written to a
+ * connection the server has just closed rejects with Node's plain `EPIPE`
+ * ("This socket has been ended by the other party", from `Connection.writeCommand`
+ * waiting for 'drain'), not a MongoNetworkError. Seen when the database stops under load.
+ */
+const SOCKET_ERROR_CODES = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTCONN']);
+
+/**
  * Errors that mean "the database is not reachable right now" (as opposed to a
  * bug or a rejected write). They become `database-unavailable` + Retry-After.
+ * A bulk write that lost its connection is a MongoBulkWriteError (a server error
+ * class) carrying the MongoNetworkError as `errorResponse`: the wrapped error counts.
  */
-export function isDatabaseUnavailableError (err: unknown): boolean {
-  if (!(err instanceof MongoError)) return false;
-  return err instanceof MongoNetworkError ||
+export function isDatabaseUnavailableError (err: unknown, depth = 0): boolean {
+  if (!(err instanceof Error) || depth > 3) return false;
+  if (!(err instanceof MongoError)) {
+    const code = (err as { code?: unknown }).code;
+    return typeof code === 'string' && SOCKET_ERROR_CODES.has(code);
+  }
+  if (err instanceof MongoNetworkError ||
     err instanceof MongoServerSelectionError ||
     err instanceof MongoOperationTimeoutError ||
     err instanceof MongoNotConnectedError ||
     err instanceof MongoTopologyClosedError ||
     err.hasErrorLabel('RetryableWriteError') ||
-    err.hasErrorLabel('TransientTransactionError');
+    err.hasErrorLabel('TransientTransactionError')) return true;
+  const wrapped = (err as { errorResponse?: unknown }).errorResponse ?? err.cause;
+  return wrapped !== err && isDatabaseUnavailableError(wrapped, depth + 1);
 }

@@ -33,7 +33,7 @@ export interface FleetOptions {
    * the port is logged at info. Lines are kept (last 200 per process), not printed, unless TEST_LOG is set.
    */
   logLevel?: 'info' | 'debug' | 'trace';
-  /** Extra environment for every process (wins over the defaults above). */
+  /** Extra environment for every process (wins over the defaults above; a `MONGODB_URI` here is also what `db()` uses). */
   env?: Record<string, string>;
   /** How long one process may take to print its listening line; default 60 s. */
   startTimeoutMs?: number;
@@ -166,7 +166,8 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
   installExitHandler();
   const dbName = opts.dbName ?? freshDatabaseName('fleet');
   const secret = opts.secret ?? randomBytes(32).toString('base64url');
-  const mongoUri = inject('mongoUri');
+  // `env.MONGODB_URI` points the processes at another server (fault tests); db() and close() follow it.
+  const mongoUri = opts.env?.['MONGODB_URI'] || inject('mongoUri');
   const timeoutMs = opts.startTimeoutMs ?? 60_000;
   const baseEnv: Record<string, string> = {
     PATH: process.env['PATH'] ?? '',
