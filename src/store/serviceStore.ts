@@ -31,14 +31,22 @@ const atGeneration = (id: string, generation: number): Record<string, unknown> =
 
 export type ApplyRolloutResult = 'applied' | 'already-applied' | 'service-missing';
 
-/** What a snapshot report reads: the service with its status bookkeeping. */
+/** What a snapshot report reads: the service with its status bookkeeping (not the status history). */
 export interface ServiceRolloutState {
   service: IService;
   statusRevision: number;
   rolloutEvidence?: RolloutEvidence;
-  statusEvents: StatusEvent[];
   automationHold?: AutomationHold;
 }
+
+/**
+ * Reads fetch only the fields their caller uses: the status history (`statusEvents`, up to
+ * STATUS_EVENTS_KEPT entries, only the SSE stream reads it) and the per-replica evidence can be
+ * larger than the rest of the document, and every report, promotion and listing reads a service.
+ */
+const serviceOnly = { data: 1 } as const;
+const serviceWithHold = { data: 1, automationHold: 1 } as const;
+const withoutHistory = { statusEvents: 0 } as const;
 
 const DUPLICATE_KEY = 11000;
 
@@ -67,23 +75,22 @@ export class ServiceStore implements ServiceRepository {
   }
 
   async findById (id: string): Promise<IService | null> {
-    const doc = await this.collection.findOne({ _id: id });
+    const doc = await this.collection.findOne({ _id: id }, { projection: serviceOnly });
     return doc ? toService(doc) : null;
   }
 
   async findWithHold (id: string): Promise<{ service: IService, automationHold?: AutomationHold } | null> {
-    const doc = await this.collection.findOne({ _id: id });
+    const doc = await this.collection.findOne({ _id: id }, { projection: serviceWithHold });
     if (!doc) return null;
     return { service: toService(doc), ...(doc.automationHold ? { automationHold: doc.automationHold } : {}) };
   }
 
   async findRolloutState (id: string): Promise<ServiceRolloutState | null> {
-    const doc = await this.collection.findOne({ _id: id });
+    const doc = await this.collection.findOne({ _id: id }, { projection: withoutHistory });
     if (!doc) return null;
     return {
       service: toService(doc),
       statusRevision: doc.statusRevision ?? 0,
-      statusEvents: doc.statusEvents ?? [],
       ...(doc.rolloutEvidence ? { rolloutEvidence: doc.rolloutEvidence } : {}),
       ...(doc.automationHold ? { automationHold: doc.automationHold } : {}),
     };

@@ -1,0 +1,169 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { MongoClient, type Db } from 'mongodb';
+import { startLocalMongo } from '../../src/store/localMongo.js';
+import { mintToken, type MintOptions } from '../../src/http/auth.js';
+import { HttpClient } from './load.js';
+import { distDir, findLocalMongoPid, procCpuProbe, selfCpuProbe, startNode, type Child, type CpuProbe } from './processes.js';
+import { emptySamples, merge, summarize, type Samples, type Summary } from './stats.js';
+
+export type Subject = 'server' | 'fastify' | 'driver';
+
+export interface BenchOptions {
+  /** Smaller counts everywhere (a smoke run; figures are noisier). */
+  quick: boolean;
+  /** Start the server under --cpu-prof and run only ingestion and promotion. */
+  profileDir?: string;
+  log: (line: string) => void;
+}
+
+/**
+ * Everything a scenario needs: the database (MONGODB_URI, or the local development database,
+ * memory backend, started here), the real server process, the plain-Fastify floor process,
+ * a driver client for seeding and for the bare-driver floor, and tokens.
+ */
+export interface BenchContext {
+  opts: BenchOptions;
+  databaseKind: 'MONGODB_URI' | 'local development database (mongo-java-server, memory)';
+  mongoUri: string;
+  client: MongoClient;
+  /** The server process's database. */
+  db: Db;
+  server: Child;
+  fastify: Child;
+  /** CPU probes: the server process, the plain-Fastify process, the database JVM (local only), this process. */
+  probes: { server: CpuProbe, fastify: CpuProbe, db: CpuProbe | undefined, self: CpuProbe };
+  token(options: MintOptions): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function createContext (opts: BenchOptions): Promise<BenchContext> {
+  const { log } = opts;
+  const fromEnv = process.env['MONGODB_URI'];
+  let stopDb = async (): Promise<void> => {};
+  let mongoUri: string;
+  let databaseKind: BenchContext['databaseKind'];
+  let dbProbe: CpuProbe | undefined;
+  if (fromEnv !== undefined && fromEnv !== '') {
+    mongoUri = fromEnv;
+    databaseKind = 'MONGODB_URI';
+    log('database: MONGODB_URI');
+  } else {
+    log('database: starting the local development database (mongo-java-server, memory backend)');
+    const local = await startLocalMongo({ backend: 'memory', port: 0, log: (line) => log(line) });
+    mongoUri = local.uri;
+    databaseKind = 'local development database (mongo-java-server, memory)';
+    stopDb = local.stop;
+    const pid = findLocalMongoPid();
+    dbProbe = pid === undefined ? undefined : procCpuProbe('db', pid);
+  }
+
+  const suffix = `${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  const dbName = `bench_${suffix}`;
+  const secret = randomBytes(32).toString('base64url');
+  // The same pool settings as the service's own client (src/store/mongo.ts).
+  const client = await new MongoClient(mongoUri, { serverSelectionTimeoutMS: 10_000, maxPoolSize: 50, retryWrites: true }).connect();
+
+  const server = await startNode({
+    name: 'server',
+    entry: path.join(distDir, 'src', 'server.js'),
+    env: { MONGODB_URI: mongoUri, MONGODB_DB: dbName, AUTH_JWT_SECRET: secret, LOG_LEVEL: 'warn', NODE_ENV: 'production' },
+    nodeArgs: [...(opts.profileDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.profileDir]), ...(process.env['BENCH_SERVER_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? [])],
+    readyPath: '/readyz',
+    log,
+  });
+  const fastify = await startNode({
+    name: 'plain-fastify floor',
+    entry: path.join(distDir, 'bench', 'floors', 'plainFastify.js'),
+    env: { NODE_ENV: 'production' },
+    readyPath: '/healthz',
+    log,
+  });
+
+  return {
+    opts,
+    databaseKind,
+    mongoUri,
+    client,
+    db: client.db(dbName),
+    server,
+    fastify,
+    probes: { server: server.cpu, fastify: fastify.cpu, db: dbProbe, self: selfCpuProbe('self') },
+    token: (options) => mintToken({ kind: 'secret', secret }, { ttlSeconds: 6 * 3600, ...options }),
+    close: async () => {
+      await Promise.allSettled([server.stop(), fastify.stop()]);
+      await client.db(dbName).dropDatabase().catch(() => undefined);
+      await client.close();
+      await stopDb();
+    },
+  };
+}
+
+/** Sets the plain-Fastify floor's answer for a route: the real service's answer, same status, same body. */
+export async function setCanned (ctx: BenchContext, route: 'report' | 'promote' | 'listing', status: number, body: string): Promise<void> {
+  const client = new HttpClient(ctx.fastify.url, 1);
+  try {
+    const res = await client.request('PUT', `/__bench/canned/${route}`, {}, JSON.stringify({ status, body: JSON.parse(body) }));
+    if (res.status !== 200) throw new Error(`setting the canned ${route} answer: ${res.status} ${res.body}`);
+  } finally {
+    client.close();
+  }
+}
+
+/** The CPU probes of a block: the process that does the work, the database, and this process. */
+export function probesFor (ctx: BenchContext, subject: Subject): CpuProbe[] {
+  const list: CpuProbe[] = [];
+  if (subject === 'server') list.push({ ...ctx.probes.server, name: 'service' });
+  if (subject === 'fastify') list.push({ ...ctx.probes.fastify, name: 'service' });
+  if (subject === 'driver') list.push({ ...ctx.probes.self, name: 'service' });
+  if (ctx.probes.db) list.push(ctx.probes.db);
+  if (subject !== 'driver') list.push({ ...ctx.probes.self, name: 'client' });
+  return list;
+}
+
+/** The three subjects' merged figures, and each round's (to show how much they moved). */
+export type Triple = Record<Subject, Summary> & { rounds: Array<Record<Subject, Summary>> };
+
+/**
+ * Runs the three subjects in `rounds` interleaved rounds (server, plain Fastify, bare driver;
+ * the next round in reverse order; …) so that drift (JIT, GC, collection growth, other load on
+ * the machine) hits all three alike, and merges each subject's blocks.
+ */
+export async function measureTriple (ctx: BenchContext, label: string, rounds: number, blocks: Record<Subject, () => Promise<Samples>>): Promise<Triple> {
+  const merged: Record<Subject, Samples> = { server: emptySamples(), fastify: emptySamples(), driver: emptySamples() };
+  const perRound: Array<Record<Subject, Summary>> = [];
+  for (let round = 1; round <= rounds; round++) {
+    const order: Subject[] = round % 2 === 1 ? ['server', 'fastify', 'driver'] : ['driver', 'fastify', 'server'];
+    const these: Partial<Record<Subject, Summary>> = {};
+    for (const subject of order) {
+      const block = await blocks[subject]();
+      these[subject] = summarize(block);
+      merge(merged[subject], block);
+    }
+    const r = these as Record<Subject, Summary>;
+    perRound.push(r);
+    ctx.opts.log(`  ${label}: round ${round}/${rounds}: server ${r.server.throughput.toFixed(0)}/s p50 ${r.server.p50.toFixed(1)} ms, bare driver ${r.driver.throughput.toFixed(0)}/s p50 ${r.driver.p50.toFixed(1)} ms, plain Fastify ${r.fastify.throughput.toFixed(0)}/s`);
+  }
+  return { server: summarize(merged.server), fastify: summarize(merged.fastify), driver: summarize(merged.driver), rounds: perRound };
+}
+
+/**
+ * A counter from the server's GET /metrics (Prometheus text), e.g. the status CAS conflicts;
+ * undefined when the server has no such endpoint or series (then the figure is not shown).
+ */
+export async function serverCounter (ctx: BenchContext, series: string): Promise<number | undefined> {
+  const client = new HttpClient(ctx.server.url, 1);
+  try {
+    const res = await client.request('GET', '/metrics', {});
+    if (res.status !== 200) return undefined;
+    let total: number | undefined;
+    for (const line of res.body.split('\n')) {
+      if (line.startsWith(series)) total = (total ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+    return total;
+  } catch {
+    return undefined;
+  } finally {
+    client.close();
+  }
+}

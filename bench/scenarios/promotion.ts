@@ -1,0 +1,244 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Collection, Db, Document } from 'mongodb';
+import { MongoServerError } from 'mongodb';
+import type { IService } from '../../src/contracts/index.js';
+import { measureTriple, probesFor, setCanned, type BenchContext, type Triple } from '../lib/context.js';
+import { bearer, createServiceWithReleases, seedClusters } from '../lib/fixtures.js';
+import { HttpClient, closedLoop } from '../lib/load.js';
+
+/**
+ * Promotion: POST …/promote with a fresh Idempotency-Key and the generation the caller last saw.
+ * Uncontended: one writer, one promotion after the other (each one succeeds). Contended: 10
+ * writers on the same service at once, each retrying with the generation its last answer named
+ * (a 409 carries `currentGeneration`), so every generation has one winner and up to 9 losers.
+ */
+
+const STATUS_EVENTS_KEPT = 100;
+const DUPLICATE_KEY = 11000;
+
+interface PromotionSetup {
+  serviceId: string;
+  releaseIds: string[];
+  clusterIds: string[];
+  apiToken: string;
+}
+
+interface Answer { status: number, generation: number }
+
+const promotePath = (s: PromotionSetup, releaseId: string): string => `/v1/services/${s.serviceId}/image-releases/${releaseId}/promote`;
+
+const generationOf = (status: number, body: string): number => {
+  const json = JSON.parse(body) as { service?: IService, currentGeneration?: number };
+  if (status === 200) return json.service?.data.imageDeployment?.rolloutGeneration ?? 0;
+  return json.currentGeneration ?? 0;
+};
+
+/**
+ * The floor's own service: a twin of the server's (same data, another id and name) with twins
+ * of its releases, in the same database, so that both run against the same collections (whose
+ * sizes matter on the development database, which scans where an index is not built).
+ */
+async function createTwin (ctx: BenchContext, s: PromotionSetup): Promise<PromotionSetup> {
+  const services = ctx.db.collection('services') as Collection<Document>;
+  const releases = ctx.db.collection('releases') as Collection<Document>;
+  const original = await services.findOne({ _id: s.serviceId as never });
+  if (!original) throw new Error('promotion service missing');
+  const twinId = `${s.serviceId}_floor`;
+  const data = original['data'] as Document;
+  await services.insertOne({ ...original, _id: twinId as never, data: { ...data, name: `${data['name'] as string}-floor` } });
+  const docs = await releases.find({ 'data.serviceId': s.serviceId }).toArray();
+  await releases.insertMany(docs.map((d) => ({ ...d, _id: `${String(d['_id'])}_floor` as never, data: { ...(d['data'] as Document), serviceId: twinId } })));
+  return { ...s, serviceId: twinId, releaseIds: s.releaseIds.map((id) => `${id}_floor`) };
+}
+
+/**
+ * Floor (b) for one promotion: the database round trips of src/domain/releaseLifecycle.ts and
+ * the stores it calls, in the same order and with documents of the same size (the rollout
+ * record and the stored outcome are built from a real one of the server's), on a twin of the
+ * service in the same database — no HTTP, token, schemas, fingerprints or plan validation.
+ *   success: insert idempotency → findOne rollout by record → find pending rollouts → findOne
+ *     service → findOne release → (find clusters ‖ find nodes) → insert rollout → findOne service
+ *     (revision) → updateOne service (CAS) → count promotions → updateOne release → updateOne
+ *     rollout applied → updateOne idempotency (outcome)
+ *   stale generation: … findOne release → updateOne idempotency (the stored 409)
+ *   lost the insert race: … insert rollout (E11000) → findOne rollout by record → find pending →
+ *     findOne service → updateOne idempotency (the stored 409)
+ */
+function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
+  // s is the twin: its own service and releases, the server's cluster and nodes.
+  const idempotency = db.collection('idempotency') as Collection<Document>;
+  const rollouts = db.collection('rollouts') as Collection<Document>;
+  const services = db.collection('services') as Collection<Document>;
+  const releases = db.collection('releases') as Collection<Document>;
+  const clusters = db.collection('clusters') as Collection<Document>;
+  const nodes = db.collection('nodes') as Collection<Document>;
+  const conflict = async (recordId: string, current: number): Promise<Answer> => {
+    await idempotency.updateOne({ _id: recordId as never, state: 'in-progress' }, {
+      $set: { state: 'completed', completedAt: Date.now(), outcome: { kind: 'error', code: 'rollout-generation-conflict', message: `expected rollout generation … but the service is at ${current}`, details: { currentGeneration: current, currentRolloutId: 'ro_x' } } },
+    });
+    return { status: 409, generation: current };
+  };
+  return async (expected: number, releaseId: string): Promise<Answer> => {
+    const now = Date.now();
+    const recordId = randomBytes(32).toString('hex');
+    await idempotency.insertOne({
+      _id: recordId as never,
+      serviceId: s.serviceId,
+      key: randomBytes(12).toString('hex'),
+      operation: 'promotion',
+      fingerprint: randomBytes(32).toString('hex'),
+      state: 'in-progress',
+      leaseOwner: randomUUID(),
+      leaseUntil: now + 15_000,
+      createdAt: now,
+      expiresAt: new Date(now + 48 * 3600_000),
+    });
+    await rollouts.findOne({ idempotencyRecordId: recordId });
+    await rollouts.find({ serviceId: s.serviceId, state: 'pending' }).sort({ generation: 1 }).limit(10).toArray();
+    const service = await services.findOne({ _id: s.serviceId as never }, { projection: { data: 1, automationHold: 1 } });
+    await releases.findOne({ _id: releaseId as never });
+    const current = ((service?.['data'] as Document | undefined)?.['imageDeployment'] as Document | undefined)?.['rolloutGeneration'] as number | undefined ?? 0;
+    if (current !== expected) return conflict(recordId, current);
+    await Promise.all([
+      clusters.find({ _id: { $in: s.clusterIds as never[] } }, { projection: { _id: 1 } }).toArray(),
+      nodes.find({ clusterId: { $in: s.clusterIds } }, { projection: { _id: 1, clusterId: 1 } }).sort({ clusterId: 1, _id: 1 }).toArray(),
+    ]);
+    const generation = expected + 1;
+    const rolloutId = `ro_${randomUUID()}`;
+    const plan = { ...(template['plan'] as Document), rolloutId, rolloutGeneration: generation, releaseId, createdAt: now };
+    const afterData = (template['serviceAfter'] as Document)['data'] as Document;
+    const status: Document = { ...(afterData['imageRolloutStatus'] as Document), rolloutId, rolloutGeneration: generation, updatedAt: now };
+    const serviceAfter = { id: s.serviceId, data: { ...afterData, imageDeployment: plan, imageRolloutStatus: status } };
+    try {
+      await rollouts.insertOne({
+        ...template, _id: rolloutId as never, serviceId: s.serviceId, generation, releaseId, plan, idempotencyRecordId: recordId, serviceAfter, state: 'pending', createdAt: now,
+      });
+    } catch (err) {
+      if (!(err instanceof MongoServerError) || err.code !== DUPLICATE_KEY) throw err;
+      await rollouts.findOne({ idempotencyRecordId: recordId });
+      await rollouts.find({ serviceId: s.serviceId, state: 'pending' }).sort({ generation: 1 }).limit(10).toArray();
+      const winner = await services.findOne({ _id: s.serviceId as never }, { projection: { data: 1, automationHold: 1 } });
+      return conflict(recordId, ((winner?.['data'] as Document | undefined)?.['imageDeployment'] as Document | undefined)?.['rolloutGeneration'] as number | undefined ?? 0);
+    }
+    for (;;) {
+      const head = await services.findOne({ _id: s.serviceId as never }, { projection: { statusRevision: 1, 'data.imageDeployment.rolloutGeneration': 1 } });
+      const revision = (head?.['statusRevision'] as number | undefined) ?? 0;
+      const update: Document = {
+        $set: {
+          'data.immutableImageRequired': true,
+          'data.imageDeployment': plan,
+          'data.imageRolloutStatus': status,
+          rolloutEvidence: { rolloutId, reporters: [] },
+          updatedAt: now,
+          statusRevision: revision + 1,
+        },
+        $push: { statusEvents: { $each: [{ revision: revision + 1, rolloutId, rolloutGeneration: generation, status: 'pending', requiredReplicaCount: status['requiredReplicaCount'], observedReplicaCount: 0, healthyReplicaCount: 0, verifiedReplicaCount: 0, failedReplicaCount: 0, at: now }], $slice: -STATUS_EVENTS_KEPT } },
+      };
+      const applied = await services.updateOne(
+        {
+          _id: s.serviceId as never,
+          ...(expected === 0 ? { 'data.imageDeployment': { $exists: false } } : { 'data.imageDeployment.rolloutGeneration': expected }),
+          ...(revision === 0 ? { statusRevision: { $exists: false } } : { statusRevision: revision }),
+        },
+        update
+      );
+      if (applied.matchedCount === 1) break;
+    }
+    const count = await rollouts.countDocuments({ releaseId, mode: { $in: ['promotion', 'automatic'] } });
+    await releases.updateOne({ _id: releaseId as never }, { $min: { 'data.acceptedAt': now }, $max: { 'data.lastPromotedAt': now, 'data.promotionCount': count } });
+    await rollouts.updateOne({ _id: rolloutId as never, state: 'pending' }, { $set: { state: 'applied' } });
+    await idempotency.updateOne({ _id: recordId as never, state: 'in-progress' }, { $set: { state: 'completed', outcome: { kind: 'success', body: { service: serviceAfter } }, completedAt: Date.now() } });
+    return { status: 200, generation };
+  };
+}
+
+export interface PromotionResult {
+  uncontended: Triple;
+  contended: Triple;
+  writers: number;
+  /** Successful promotions per second under contention (the rest are 409 conflicts). */
+  contendedPromotionsPerSecond: Record<'server' | 'driver', number>;
+}
+
+export async function runPromotion (ctx: BenchContext, perBlock: { uncontended: number, contended: number }, rounds: number, warmMs: number): Promise<PromotionResult> {
+  const { log } = ctx.opts;
+  log('promotion: setting up (a service on one cluster of 3 nodes, 2 releases; a twin for the floor)');
+  const clusterIds = ['promo-c1'];
+  await seedClusters(ctx, [{ id: 'promo-c1', nodeNames: ['promo-n1', 'promo-n2', 'promo-n3'] }]);
+  const service = await createServiceWithReleases(ctx, 'promo', 2, { clusterIds, replicasPerNode: 2 });
+  const setup: PromotionSetup = { ...service, clusterIds, apiToken: await ctx.token({ subject: 'bench-ci', role: 'api' }) };
+  const twin = await createTwin(ctx, setup);
+
+  const headers = (): Record<string, string> => ({ ...bearer(setup.apiToken), 'idempotency-key': randomBytes(12).toString('hex') });
+  const releaseFor = (i: number): string => setup.releaseIds[i % setup.releaseIds.length] as string;
+  const writers = 10;
+  // Each writer's view of the current generation (from its last answer).
+  const seen = { server: new Array<number>(writers).fill(0), fastify: new Array<number>(writers).fill(0), driver: new Array<number>(writers).fill(0) };
+  let lastAnswer = '';
+  const httpBlock = async (subject: 'server' | 'fastify', concurrency: number, total: number, maxMs?: number) => {
+    const client = new HttpClient(subject === 'server' ? ctx.server.url : ctx.fastify.url, concurrency);
+    const view = seen[subject];
+    try {
+      return await closedLoop({
+        concurrency,
+        total,
+        ...(maxMs === undefined ? {} : { maxMs }),
+        cpu: probesFor(ctx, subject),
+        op: async (w, i) => {
+          const body = JSON.stringify({ expectedRolloutGeneration: view[w] ?? 0, enableImmutableImage: true, reason: 'benchmark promotion' });
+          const res = await client.request('POST', promotePath(setup, releaseFor(i)), headers(), body);
+          if (res.status === 200 || res.status === 409) {
+            view[w] = generationOf(res.status, res.body);
+            if (subject === 'server' && res.status === 200) lastAnswer = res.body;
+          }
+          return String(res.status);
+        },
+      });
+    } finally {
+      client.close();
+    }
+  };
+  const driverBlock = async (concurrency: number, total: number, maxMs?: number) => closedLoop({
+    concurrency,
+    total,
+    ...(maxMs === undefined ? {} : { maxMs }),
+    cpu: probesFor(ctx, 'driver'),
+    op: async (w, i) => {
+      const answer = await floorOp((seen.driver[w] ?? 0), twin.releaseIds[i % twin.releaseIds.length] as string);
+      seen.driver[w] = answer.generation;
+      return String(answer.status);
+    },
+  });
+
+  // Warm-up by time: the server (its last rollout record is the floor's template), then the floors.
+  const warm = await httpBlock('server', 1, Number.MAX_SAFE_INTEGER, warmMs);
+  if ((warm.outcomes['200'] ?? 0) !== warm.ops) throw new Error(`warm-up promotions failed: ${JSON.stringify(warm.outcomes)}`);
+  await setCanned(ctx, 'promote', 200, lastAnswer);
+  const template = await ctx.db.collection('rollouts').findOne({ serviceId: setup.serviceId }, { sort: { generation: -1 } });
+  if (!template) throw new Error('no rollout record to copy');
+  const floorOp = driverPromotion(ctx.db, twin, template);
+  await driverBlock(1, Number.MAX_SAFE_INTEGER, warmMs * 0.6);
+  await httpBlock('fastify', 1, Number.MAX_SAFE_INTEGER, 500);
+
+  const uncontended = await measureTriple(ctx, 'promotion, one writer', rounds, {
+    server: () => httpBlock('server', 1, perBlock.uncontended),
+    fastify: () => httpBlock('fastify', 1, perBlock.uncontended),
+    driver: () => driverBlock(1, perBlock.uncontended),
+  });
+  for (const view of Object.values(seen)) view.fill(view[0] ?? 0);
+  await httpBlock('server', writers, Number.MAX_SAFE_INTEGER, warmMs / 3);
+  await driverBlock(writers, Number.MAX_SAFE_INTEGER, warmMs / 5);
+  const contended = await measureTriple(ctx, `promotion, ${writers} contending writers`, rounds, {
+    server: () => httpBlock('server', writers, perBlock.contended),
+    fastify: () => httpBlock('fastify', writers, perBlock.contended),
+    driver: () => driverBlock(writers, perBlock.contended),
+  });
+  const wins = (t: Triple['server']): number => ((t.outcomes['200'] ?? 0) * 1000) / t.elapsedMs;
+  for (const [kind, triple, expected] of [['one writer', uncontended, ['200']], ['contended', contended, ['200', '409']]] as const) {
+    for (const subject of ['server', 'fastify', 'driver'] as const) {
+      const outcomes = triple[subject].outcomes;
+      if (Object.keys(outcomes).some((k) => !(expected as readonly string[]).includes(k))) log(`  WARNING promotion ${kind} (${subject}): unexpected outcomes ${JSON.stringify(outcomes)}`);
+    }
+  }
+  return { uncontended, contended, writers, contendedPromotionsPerSecond: { server: wins(contended.server), driver: wins(contended.driver) } };
+}
