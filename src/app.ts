@@ -70,9 +70,18 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
       const offered = req.headers['x-request-id'];
       return typeof offered === 'string' && REQUEST_ID.test(offered) ? offered : randomUUID();
     },
-    // Slow or stuck clients cannot hold a connection forever.
-    connectionTimeout: 60_000,
-    requestTimeout: 30_000,
+    // Slow or stuck clients cannot hold a connection forever. The request timeout must also reach
+    // http.createServer: Node (20) enforces it on a trickled BODY only when headersTimeout <= requestTimeout,
+    // which its constructor arranges but Fastify's later `server.requestTimeout = …` does not (headersTimeout
+    // stayed 60 s and a body sent at 1 byte/s was never cut off). Node checks these timeouts every
+    // connectionsCheckingInterval (default 30 s, which would double the limit): check 10 times per period.
+    connectionTimeout: config.connectionTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: Math.min(60_000, config.requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(config.requestTimeoutMs / 10))),
+    },
     keepAliveTimeout: 5_000,
     forceCloseConnections: 'idle',
     // `?access_token=` (SSE only) leaves the URL before routing and logging: never logged.
@@ -96,7 +105,12 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   // The API speaks JSON only: anything else is 415, not a string that fails validation later.
   app.removeContentTypeParser(['text/plain']);
 
-  app.decorate('database', new Database({ uri: config.mongodbUri, dbName: config.mongodbDb, timeoutMs: config.mongodbTimeoutMs }));
+  app.decorate('database', new Database({
+    uri: config.mongodbUri,
+    dbName: config.mongodbDb,
+    timeoutMs: config.mongodbTimeoutMs,
+    onMonitorHung: (info) => { app.log.error(info, 'the database driver\'s server monitor hung; reconnecting the client'); },
+  }));
   app.decorate('verifier', await createTokenVerifier(config.auth));
   app.addHook('onClose', async () => { await app.database.close(); });
   app.database.onHeartbeatFailed(() => { metrics.databaseHeartbeatFailures.inc(); });
@@ -107,7 +121,15 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
       app.log.warn({ err }, 'database not reachable at start-up; /readyz fails until it is');
     }
   });
-  app.addHook('onSend', async (request, reply) => { reply.header('x-request-id', request.id); });
+  // Shutting down (close() called): every answer closes its connection. Without this, a keep-alive
+  // connection whose request finishes during the drain stays open until keepAliveTimeout, and the
+  // exit waits for it (Node closes idle connections once, when the listening socket closes).
+  let closing = false;
+  app.addHook('preClose', async () => { closing = true; });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    if (closing) reply.header('connection', 'close');
+  });
 
   registerErrorHandling(app, { onErrorAnswered: (code) => { metrics.errorAnswered(code); } });
 

@@ -34,6 +34,18 @@ export const EnvSchema = Type.Object({
   DATA_DIR: Type.String({ minLength: 1, default: '.data', description: 'local state: development database and secret' }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 1024 * 1024 }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
+  REQUEST_TIMEOUT_MS: Type.Integer({
+    minimum: 1_000,
+    maximum: 600_000,
+    default: 30_000,
+    description: 'a request (headers and body) must arrive within this; a slower client gets 408 and its connection is closed',
+  }),
+  CONNECTION_TIMEOUT_MS: Type.Integer({
+    minimum: 1_000,
+    maximum: 3_600_000,
+    default: 60_000,
+    description: 'a connection on which nothing arrives for this long is closed',
+  }),
   MONGODB_TIMEOUT_MS: Type.Integer({
     minimum: 100,
     maximum: 60_000,
@@ -75,6 +87,10 @@ export interface AppConfig {
   dataDir: string;
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
+  /** Slow clients: the whole request must arrive within this (Node's requestTimeout). */
+  requestTimeoutMs: number;
+  /** Slow clients: an inactive connection is closed after this (socket timeout). */
+  connectionTimeoutMs: number;
   mongodbTimeoutMs: number;
   idempotencyLeaseMs: number;
   /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`. */
@@ -131,6 +147,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): AppConfig {
     dataDir: parsed.DATA_DIR,
     bodyLimitBytes: parsed.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
+    requestTimeoutMs: parsed.REQUEST_TIMEOUT_MS,
+    connectionTimeoutMs: parsed.CONNECTION_TIMEOUT_MS,
     mongodbTimeoutMs: parsed.MONGODB_TIMEOUT_MS,
     idempotencyLeaseMs: parsed.IDEMPOTENCY_LEASE_MS,
     ...(parsed.METRICS_TOKEN ? { metricsToken: parsed.METRICS_TOKEN } : {}),

@@ -102,7 +102,7 @@ export function typedRequestFailure (error: AppError, request: FastifyRequest): 
   const body = request.body as { method?: unknown, request?: unknown, correlation?: { id?: unknown } } | undefined;
   const envelope: Record<string, unknown> = {
     method: typeof body?.method === 'string' ? body.method : '',
-    request: withoutIdentity(body?.request),
+    request: nestedDeeperThan(body?.request, MAX_ENVELOPE_DEPTH) ? {} : withoutIdentity(body?.request),
     response: null,
     correlation: { id: typeof body?.correlation?.id === 'string' ? body.correlation.id : request.id, phase: 'response' },
   };
@@ -114,6 +114,31 @@ export function typedRequestFailure (error: AppError, request: FastifyRequest): 
   }
   return envelope;
 }
+
+/**
+ * The deepest nesting a TypedRequest envelope may have. Anything deeper is refused before
+ * it is echoed: serializing the echo (JSON.stringify recurses) overflows the stack at some
+ * thousands of levels, which answered 500 for `request: {"a":{"a":…}}` 100 000 levels deep.
+ * Real payloads nest less than 10 levels.
+ */
+export const MAX_ENVELOPE_DEPTH = 64;
+
+/**
+ * The path (keys and indexes) to an array or object nested more than `limit` levels deep
+ * inside `value`, or undefined when there is none. Iterative: safe at any depth.
+ */
+export function pathNestedDeeperThan (value: unknown, limit: number): string[] | undefined {
+  const stack: Array<[unknown, string[]]> = [[value, []]];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    const [node, path] = item;
+    if (node === null || typeof node !== 'object') continue;
+    if (path.length >= limit) return path;
+    for (const [key, child] of Object.entries(node)) stack.push([child, [...path, key]]);
+  }
+  return undefined;
+}
+
+export const nestedDeeperThan = (value: unknown, limit: number): boolean => pathNestedDeeperThan(value, limit) !== undefined;
 
 /** Echoes the request payload back as the protocol expects, minus the caller's token. */
 export function withoutIdentity (payload: unknown): Record<string, unknown> {

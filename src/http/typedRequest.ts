@@ -3,7 +3,7 @@ import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { AppError, validationFailed } from '../errors.js';
 import { assertRole, type TokenVerifier } from './auth.js';
-import { withoutIdentity } from './errorHandler.js';
+import { MAX_ENVELOPE_DEPTH, pathNestedDeeperThan, withoutIdentity } from './errorHandler.js';
 import type { Operation } from './operation.js';
 
 /**
@@ -62,6 +62,16 @@ export const typedRequestRoutes: FastifyPluginAsyncTypebox<TypedRequestOptions> 
     },
   }, async (request) => {
     const envelope = request.body;
+    // The whole envelope is echoed: refuse nesting that its serialization could not survive.
+    const tooDeep = pathNestedDeeperThan(envelope, MAX_ENVELOPE_DEPTH);
+    if (tooDeep) {
+      const [top = '', ...rest] = tooDeep;
+      const where = rest.slice(0, 8).map((key) => key.slice(0, 32)).join('/');
+      throw validationFailed([{
+        field: top === 'request' ? '/request' : `/body/${top.slice(0, 64)}`,
+        message: `nested more than ${MAX_ENVELOPE_DEPTH} levels deep (/${where}/…)`,
+      }]);
+    }
     const compiled = byMethod.get(envelope.method);
     if (!compiled) {
       throw new AppError('method-not-found', `unknown method '${envelope.method.slice(0, 128)}'`, { details: { method: envelope.method } });

@@ -11,6 +11,8 @@ export interface DatabaseOptions {
   /** Server selection / connect timeout: how long a request waits for an absent database. */
   timeoutMs: number;
   appName?: string;
+  /** Told when the driver's server monitor hung and the client is reconnected (see `Database`). */
+  onMonitorHung?: (info: { heartbeatStartedMsAgo: number }) => void;
 }
 
 /**
@@ -22,6 +24,12 @@ export class Database {
   readonly client: MongoClient;
   readonly db: Db;
   #indexesReady = false;
+  /** When the driver's current server heartbeat started; undefined when none is in flight. */
+  #heartbeatSince: number | undefined;
+  #reconnectPending = false;
+  #recovering = false;
+  #closed = false;
+  readonly #watchdog: NodeJS.Timeout;
 
   constructor (opts: DatabaseOptions) {
     this.client = new MongoClient(opts.uri, {
@@ -36,6 +44,45 @@ export class Database {
       retryWrites: true,
     });
     this.db = this.client.db(opts.dbName);
+
+    // Watchdog for a driver 6.22 hang: a server heartbeat written to a monitoring connection
+    // whose socket the database closed a moment earlier (the database stopping) waits for a
+    // 'drain' that never comes (`Connection.writeCommand`: a destroyed socket's write() returns
+    // false without an 'error'). The monitor then stays "monitoring" forever, the server stays
+    // Unknown and every operation fails server selection even after the database is back.
+    // A legitimate heartbeat ends within about 2 × timeoutMs (connect + hello, each bounded);
+    // one still running after hungAfterMs is hung: close the client and connect it again.
+    const hungAfterMs = Math.max(10_000, opts.timeoutMs * 4);
+    this.client.on('serverHeartbeatStarted', () => { this.#heartbeatSince ??= Date.now(); });
+    this.client.on('serverHeartbeatSucceeded', () => { this.#heartbeatSince = undefined; });
+    this.client.on('serverHeartbeatFailed', () => { this.#heartbeatSince = undefined; });
+    this.#watchdog = setInterval(() => {
+      const since = this.#heartbeatSince;
+      if (since !== undefined && Date.now() - since > hungAfterMs && !this.#reconnectPending) {
+        opts.onMonitorHung?.({ heartbeatStartedMsAgo: Date.now() - since });
+        this.#heartbeatSince = undefined;
+        this.#reconnectPending = true;
+      }
+      if (this.#reconnectPending) void this.#reconnect();
+    }, 1_000);
+    this.#watchdog.unref();
+  }
+
+  /** Closes the client (its hung monitor with it) and connects a fresh topology; retried every second until it succeeds. */
+  async #reconnect (): Promise<void> {
+    if (this.#recovering || this.#closed) return;
+    this.#recovering = true;
+    try {
+      await this.client.close();
+      if (this.#closed) return;
+      await this.client.connect();
+      this.#reconnectPending = false;
+      if (this.#closed) await this.client.close();
+    } catch {
+      // The database is away: operations fail with database-unavailable meanwhile; the next tick tries again.
+    } finally {
+      this.#recovering = false;
+    }
   }
 
   get indexesReady (): boolean {
@@ -85,6 +132,8 @@ export class Database {
   }
 
   async close (): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#watchdog);
     await this.client.close();
   }
 }
@@ -114,6 +163,8 @@ export function isDatabaseUnavailableError (err: unknown, depth = 0): boolean {
     err instanceof MongoOperationTimeoutError ||
     err instanceof MongoNotConnectedError ||
     err instanceof MongoTopologyClosedError ||
+    // PoolClosedError (not exported): an operation caught by the watchdog's reconnect.
+    err.name === 'MongoPoolClosedError' ||
     err.hasErrorLabel('RetryableWriteError') ||
     err.hasErrorLabel('TransientTransactionError')) return true;
   const wrapped = (err as { errorResponse?: unknown }).errorResponse ?? err.cause;
