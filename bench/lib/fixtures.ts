@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { IImmutableImageDeploymentPlan, IService } from '../../src/contracts/index.js';
+import type { IService } from '../../src/contracts/index.js';
 import type { BenchContext } from './context.js';
 import { expectStatus } from './load.js';
 
@@ -79,30 +79,5 @@ export async function createServiceWithReleases (ctx: BenchContext, name: string
   return { serviceId, repository, releaseIds };
 }
 
-/** A verified replica for the plan (what an honest Coreflow reports). */
-export function verifiedReplica (plan: IImmutableImageDeploymentPlan, serviceId: string, nodeName: string, index: number): Record<string, unknown> {
-  return {
-    id: `${nodeName}-task-${index}`,
-    serviceId,
-    nodeName,
-    status: 'running',
-    deploymentLog: [],
-    rolloutId: plan.rolloutId,
-    rolloutGeneration: plan.rolloutGeneration,
-    runtimeImageEvidence: {
-      verificationStatus: 'verified',
-      rolloutId: plan.rolloutId,
-      rolloutGeneration: plan.rolloutGeneration,
-      expectedDigest: plan.requestedDigest,
-      serviceImageReference: plan.digestPinnedImageReference,
-      taskImageReference: plan.digestPinnedImageReference,
-      taskReportedDigest: plan.requestedDigest,
-      containerImageId: `sha256:${createHash('sha256').update(`${nodeName}/${index}`).digest('hex')}`,
-      containerConfigImageReference: plan.digestPinnedImageReference,
-      resolvedDigest: plan.requestedDigest,
-      repoDigests: [plan.digestPinnedImageReference],
-      evidenceSource: 'local-container-inspect',
-      observedAt: Date.now(),
-    },
-  };
-}
+/** A verified replica for the plan: the same fixture the tests use. */
+export { verifiedReplica } from '../../test/helpers/reports.js';

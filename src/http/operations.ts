@@ -1,3 +1,4 @@
+import type { IService } from '../contracts/index.js';
 import { typedRequestContracts } from '../contracts/index.js';
 import { can } from '../domain/principal.js';
 import { rejectServerManagedFields, serviceOperations } from '../domain/services.js';
@@ -11,7 +12,7 @@ import type { AutomaticPromotionOutcome } from '../contracts/releases.js';
 import type { PushEventIngestResult } from '../domain/releases.js';
 import type { ReleaseLifecycle, RolloutRequest, RolloutResult } from '../domain/releaseLifecycle.js';
 import { noMetrics, type OperationMetrics } from '../metrics.js';
-import { issuerOf } from '../domain/rollouts.js';
+import { issuerOf, type RolloutIntent } from '../domain/rollouts.js';
 import { rejectMissingCapability, type ReportOutcome } from '../domain/reports.js';
 import { ReportDeploymentSnapshotsInput } from '../contracts/reports.js';
 import type { Principal } from '../domain/principal.js';
@@ -76,6 +77,29 @@ export function createOperations ({ stores, lifecycle, reports, now = Date.now, 
   const rc = releaseTypedRequestContracts;
   const clusters = clusterOperations({ clusters: stores.clusters, now });
   const c = typedRequestContracts;
+
+  /** Promotion and rollback by a caller: the same lifecycle call, log line and replay header. */
+  async function manualRollout (
+    input: { serviceId: string, releaseId: string, idempotencyKey: string, expectedRolloutGeneration: number },
+    ctx: OperationContext,
+    intent: RolloutIntent
+  ): Promise<{ service: IService }> {
+    const result = await issueRollout({
+      serviceId: input.serviceId,
+      releaseId: input.releaseId,
+      idempotencyKey: input.idempotencyKey,
+      expectedRolloutGeneration: input.expectedRolloutGeneration,
+      intent,
+      issuer: issuerOf(ctx.principal),
+      reason: ctx.reason ?? (intent.kind === 'rollback' ? 'manual rollback' : 'manual promotion'),
+      fingerprintExtra: [ctx.reason ?? null],
+    });
+    markReplayed(ctx, result.replayed);
+    if (!result.replayed) {
+      ctx.log.info({ serviceId: input.serviceId, releaseId: input.releaseId, rolloutId: result.rolloutId }, intent.kind === 'rollback' ? 'rolled back' : 'promoted');
+    }
+    return { service: result.service };
+  }
 
   return {
     registerCluster: defineOperation({
@@ -155,21 +179,11 @@ export function createOperations ({ stores, lifecycle, reports, now = Date.now, 
       roles: can.release,
       request: c.promoteServiceImageRelease.payload,
       response: c.promoteServiceImageRelease.response,
-      handle: async (input, ctx) => {
-        const result = await issueRollout({
-          serviceId: input.serviceId,
-          releaseId: input.releaseId,
-          idempotencyKey: input.idempotencyKey,
-          expectedRolloutGeneration: input.expectedRolloutGeneration,
-          intent: { kind: 'promotion', mode: 'promotion', ...(input.expectedCurrentRolloutId === undefined ? {} : { expectedCurrentRolloutId: input.expectedCurrentRolloutId }) },
-          issuer: issuerOf(ctx.principal),
-          reason: ctx.reason ?? 'manual promotion',
-          fingerprintExtra: [ctx.reason ?? null],
-        });
-        markReplayed(ctx, result.replayed);
-        if (!result.replayed) ctx.log.info({ serviceId: input.serviceId, releaseId: input.releaseId, rolloutId: result.rolloutId }, 'promoted');
-        return { service: result.service };
-      },
+      handle: async (input, ctx) => manualRollout(input, ctx, {
+        kind: 'promotion',
+        mode: 'promotion',
+        ...(input.expectedCurrentRolloutId === undefined ? {} : { expectedCurrentRolloutId: input.expectedCurrentRolloutId }),
+      }),
     }),
     rollbackServiceImageRelease: defineOperation({
       method: c.rollbackServiceImageRelease.method,
@@ -177,21 +191,7 @@ export function createOperations ({ stores, lifecycle, reports, now = Date.now, 
       roles: can.release,
       request: c.rollbackServiceImageRelease.payload,
       response: c.rollbackServiceImageRelease.response,
-      handle: async (input, ctx) => {
-        const result = await issueRollout({
-          serviceId: input.serviceId,
-          releaseId: input.releaseId,
-          idempotencyKey: input.idempotencyKey,
-          expectedRolloutGeneration: input.expectedRolloutGeneration,
-          intent: { kind: 'rollback', expectedCurrentRolloutId: input.expectedCurrentRolloutId },
-          issuer: issuerOf(ctx.principal),
-          reason: ctx.reason ?? 'manual rollback',
-          fingerprintExtra: [ctx.reason ?? null],
-        });
-        markReplayed(ctx, result.replayed);
-        if (!result.replayed) ctx.log.info({ serviceId: input.serviceId, releaseId: input.releaseId, rolloutId: result.rolloutId }, 'rolled back');
-        return { service: result.service };
-      },
+      handle: async (input, ctx) => manualRollout(input, ctx, { kind: 'rollback', expectedCurrentRolloutId: input.expectedCurrentRolloutId }),
     }),
     reportDeploymentSnapshots: defineOperation({
       method: c.reportDeploymentSnapshots.method,
