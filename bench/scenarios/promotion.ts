@@ -56,11 +56,11 @@ async function createTwin (ctx: BenchContext, s: PromotionSetup): Promise<Promot
  * the stores it calls, in the same order and with documents of the same size (the rollout
  * record and the stored outcome are built from a real one of the server's), on a twin of the
  * service in the same database — no HTTP, token, schemas, fingerprints or plan validation.
- *   success: insert idempotency → findOne rollout by record → find pending rollouts → findOne
- *     service → findOne release → (find clusters ‖ find nodes) → insert rollout → findOne service
+ *   success: insert idempotency → (findOne rollout by record ‖ find pending rollouts ‖ findOne
+ *     service ‖ findOne release) → (find clusters ‖ find nodes) → insert rollout → findOne service
  *     (revision) → updateOne service (CAS) → count promotions → updateOne release → updateOne
  *     rollout applied → updateOne idempotency (outcome)
- *   stale generation: … findOne release → updateOne idempotency (the stored 409)
+ *   stale generation: … (… ‖ findOne release) → updateOne idempotency (the stored 409)
  *   lost the insert race: … insert rollout (E11000) → findOne rollout by record → find pending →
  *     findOne service → updateOne idempotency (the stored 409)
  */
@@ -93,10 +93,12 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
       createdAt: now,
       expiresAt: new Date(now + 48 * 3600_000),
     });
-    await rollouts.findOne({ idempotencyRecordId: recordId });
-    await rollouts.find({ serviceId: s.serviceId, state: 'pending' }).sort({ generation: 1 }).limit(10).toArray();
-    const service = await services.findOne({ _id: s.serviceId as never }, { projection: { data: 1, automationHold: 1 } });
-    await releases.findOne({ _id: releaseId as never });
+    const [, , service] = await Promise.all([
+      rollouts.findOne({ idempotencyRecordId: recordId }),
+      rollouts.find({ serviceId: s.serviceId, state: 'pending' }).sort({ generation: 1 }).limit(10).toArray(),
+      services.findOne({ _id: s.serviceId as never }, { projection: { data: 1, automationHold: 1 } }),
+      releases.findOne({ _id: releaseId as never }),
+    ]);
     const current = ((service?.['data'] as Document | undefined)?.['imageDeployment'] as Document | undefined)?.['rolloutGeneration'] as number | undefined ?? 0;
     if (current !== expected) return conflict(recordId, current);
     await Promise.all([

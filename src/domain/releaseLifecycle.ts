@@ -118,13 +118,26 @@ export function releaseLifecycle (deps: LifecycleDeps) {
     currentRolloutId: service.data.imageDeployment?.rolloutId ?? null,
   });
 
-  /** Step 2: decide and record the rollout. Throws coded errors for refused requests. */
-  async function plan (req: RolloutRequest, recordId: string): Promise<RolloutRecord> {
-    await settle(req.serviceId);
-    const found = await repos.services.findWithHold(req.serviceId);
+  /** What planning reads; read together with the lookup of an earlier attempt's rollout. */
+  interface PlanInputs {
+    found: Awaited<ReturnType<LifecycleRepositories['services']['findWithHold']>>;
+    release: IImageRelease | null;
+  }
+
+  /**
+   * Step 2: decide and record the rollout. Throws coded errors for refused requests.
+   * `inputs` were read before the pending rollouts were settled; when there were some (a crashed
+   * process left them), both are read again, since finishing a rollout moves the service and
+   * marks its release accepted.
+   */
+  async function plan (req: RolloutRequest, recordId: string, inputs: PlanInputs, pending: RolloutRecord[]): Promise<RolloutRecord> {
+    for (const record of pending) await finish(record);
+    const { found, release } = pending.length === 0
+      ? inputs
+      : await Promise.all([repos.services.findWithHold(req.serviceId), repos.releases.findById(req.releaseId)])
+        .then(([service, rel]) => ({ found: service, release: rel }));
     if (!found) throw new AppError('service-not-found', `service '${req.serviceId}' does not exist`, { details: { serviceId: req.serviceId } });
     const { service, automationHold } = found;
-    const release = await repos.releases.findById(req.releaseId);
 
     if (req.intent.kind === 'promotion' && req.intent.mode === 'automatic') {
       const skip = (reason: string, detail: string): never => {
@@ -184,11 +197,21 @@ export function releaseLifecycle (deps: LifecycleDeps) {
     return record;
   }
 
+  /**
+   * One round trip's worth of independent reads (the rollout an earlier attempt with this key
+   * recorded, the service's pending rollouts, the service, the release), then plan or finish.
+   */
   async function execute (req: RolloutRequest, recordId: string): Promise<{ outcome: StoredOutcome, rolloutId?: string }> {
-    let record = await repos.rollouts.findByIdempotencyRecord(recordId);
+    const [earlier, pending, found, release] = await Promise.all([
+      repos.rollouts.findByIdempotencyRecord(recordId),
+      repos.rollouts.findPending(req.serviceId),
+      repos.services.findWithHold(req.serviceId),
+      repos.releases.findById(req.releaseId),
+    ]);
+    let record = earlier;
     if (!record) {
       try {
-        record = await plan(req, recordId);
+        record = await plan(req, recordId, { found, release }, pending);
       } catch (err) {
         if (isAppError(err) && deterministic.has(err.code)) {
           return { outcome: { kind: 'error', code: err.code, message: err.message, details: err.details } };

@@ -365,4 +365,30 @@ describe('crash between steps (injected in-process; the process-kill version is 
       }
     });
   }
+
+  it('a rollout a crash left pending is finished before the next request is decided, which sees its service and release', async () => {
+    let armed = false;
+    const t = await buildTestApp({}, { fault: (p) => { if (armed && p === 'after-rollout-record') { armed = false; throw new Error('injected crash'); } } });
+    try {
+      const admin = await t.token('admin');
+      await registerCluster(t.app, admin, 'c1', ['n1']);
+      const svc = await createFixtureService(t.app, admin);
+      const a = await pushRelease(t.app, admin, svc);
+      const b = await pushRelease(t.app, admin, svc, { tag: 'b' });
+      expect((await promote(t.app, admin, svc.id, a.releaseId, { generation: 0 })).statusCode).toBe(200);
+      armed = true;
+      expect((await promote(t.app, admin, svc.id, b.releaseId, { generation: 1 })).statusCode).toBe(500);
+      const pending = (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollouts`, headers: bearer(admin) })).json().rollouts[0];
+      expect(pending).toMatchObject({ generation: 2, releaseId: b.releaseId, state: 'pending' });
+      // Another key: this request finds the pending rollout (b is current once it is finished, and
+      // accepted), so rolling back to b is refused as "is current", not as "never promoted".
+      const refused = await rollback(t.app, admin, svc.id, b.releaseId, { generation: 2, currentRolloutId: pending.rolloutId });
+      expect(refused.json()).toMatchObject({ code: 'rollback-target-is-current' });
+      const back = await rollback(t.app, admin, svc.id, a.releaseId, { generation: 2, currentRolloutId: pending.rolloutId });
+      expect(back.statusCode, back.body).toBe(200);
+      expect(back.json().service.data.imageDeployment).toMatchObject({ rolloutGeneration: 3, releaseId: a.releaseId });
+    } finally {
+      await t.close();
+    }
+  });
 });
