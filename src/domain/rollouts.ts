@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
 import {
-  validateImageRolloutStatus, validateImmutableImageDeploymentPlan,
+  IImmutableImageDeploymentPlan as PlanSchema, validateImageRolloutStatus, validateImmutableImageDeploymentPlan,
   type IImageRelease, type IImageRolloutStatus, type IImmutableImageDeploymentPlan,
   type IImmutableImageTargetScope, type IService, type TImmutableImageRolloutMode, type TSha256Digest,
 } from '../contracts/index.js';
@@ -114,6 +115,8 @@ const isSameImage = (plan: IImmutableImageDeploymentPlan, release: IImageRelease
   plan.registryHost === release.data.registryHost &&
   plan.repository === release.data.repository;
 
+const planCheck = TypeCompiler.Compile(PlanSchema);
+
 /** Builds the next plan; throws `invalid-deployment-plan` with the upstream validator's messages. */
 export function buildPlan (input: PlanInput, release: IImageRelease): IImmutableImageDeploymentPlan {
   const { service, intent, targetScope, rolloutId, now } = input;
@@ -133,6 +136,11 @@ export function buildPlan (input: PlanInput, release: IImageRelease): IImmutable
     targetScope,
   };
   const problems = validateImmutableImageDeploymentPlan(plan);
+  // The upstream validator checks the rules, not the schema's size limits: a placement whose
+  // clusters hold more than 4096 nodes would store a plan no client could read back.
+  if (problems.length === 0) {
+    for (const error of planCheck.Errors(plan)) problems.push(`plan${error.path.replace(/\//g, '.')}: ${error.message}`);
+  }
   if (problems.length > 0) {
     throw new AppError('invalid-deployment-plan', problems.join('; '), { details: { problems } });
   }
