@@ -172,6 +172,16 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(releaseRoutes, { operations, verifier: app.verifier });
   await app.register(clusterRoutes, { operations, verifier: app.verifier });
 
+  // Expired idempotency records: MongoDB's TTL index removes them; the local development
+  // database has no TTL, so every process also sweeps (idempotent, a few per interval).
+  const sweep = setInterval(() => {
+    stores.idempotency.sweepExpired(Date.now()).then((deleted) => {
+      if (deleted > 0) app.log.info({ deleted }, 'removed expired idempotency records');
+    }, (err: unknown) => { app.log.warn({ err }, 'idempotency sweep failed; retrying at the next interval'); });
+  }, config.idempotencySweepIntervalMs);
+  sweep.unref();
+  app.addHook('preClose', async () => { clearInterval(sweep); });
+
   // One status hub per process: polls the database for services with SSE listeners.
   const statusHub = new StatusHub({
     source: stores.services,

@@ -58,6 +58,12 @@ export const EnvSchema = Type.Object({
     default: 15_000,
     description: 'how long an in-flight idempotent request owns its key before another process may take it over',
   }),
+  IDEMPOTENCY_SWEEP_INTERVAL_MS: Type.Integer({
+    minimum: 50,
+    maximum: 86_400_000,
+    default: 600_000,
+    description: 'how often each process deletes idempotency records past their 48 h retention (for databases without TTL indexes)',
+  }),
   METRICS_TOKEN: Type.Optional(Type.String({
     minLength: 16,
     maxLength: 4096,
@@ -93,6 +99,7 @@ export interface AppConfig {
   connectionTimeoutMs: number;
   mongodbTimeoutMs: number;
   idempotencyLeaseMs: number;
+  idempotencySweepIntervalMs: number;
   /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`. */
   metricsToken?: string;
   /** TEST ONLY: fault points at which the process SIGKILLs itself. */
@@ -151,6 +158,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): AppConfig {
     connectionTimeoutMs: parsed.CONNECTION_TIMEOUT_MS,
     mongodbTimeoutMs: parsed.MONGODB_TIMEOUT_MS,
     idempotencyLeaseMs: parsed.IDEMPOTENCY_LEASE_MS,
+    idempotencySweepIntervalMs: parsed.IDEMPOTENCY_SWEEP_INTERVAL_MS,
     ...(parsed.METRICS_TOKEN ? { metricsToken: parsed.METRICS_TOKEN } : {}),
     faultInjection: parsed.FAULT_INJECTION ? parsed.FAULT_INJECTION.split(',') : [],
   };

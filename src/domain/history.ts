@@ -1,5 +1,5 @@
 import { AppError } from '../errors.js';
-import type { RolloutRecord } from './rollouts.js';
+import { keyHashOfRolloutRef, type RolloutRecord } from './rollouts.js';
 
 export interface HistoryRepositories {
   serviceExists(serviceId: string): Promise<boolean>;
@@ -54,7 +54,7 @@ export async function rolloutHistory (repos: HistoryRepositories, serviceId: str
       reason: r.reason,
       automationHold: r.hold,
       state: r.state,
-      idempotencyKeyHash: r.idempotencyRecordId,
+      idempotencyKeyHash: keyHashOfRolloutRef(r.idempotencyRecordId),
       createdAt: r.createdAt,
     })),
     ...(records.length > limit && last ? { nextCursor: String(last.generation) } : {}),

@@ -6,7 +6,7 @@ import type { ClaimInput, ClaimResult, StoredOutcome } from '../store/idempotenc
 import type { InsertRolloutResult } from '../store/rolloutStore.js';
 import type { ApplyRolloutResult } from '../store/serviceStore.js';
 import {
-  buildPlan, checkPreconditions, currentGeneration, idempotencyRecordId, requestFingerprint, serviceAfterRollout,
+  buildPlan, checkPreconditions, currentGeneration, idempotencyRecordId, requestFingerprint, rolloutRefFor, serviceAfterRollout,
   type AutomationHold, type Issuer, type RolloutIntent, type RolloutRecord,
 } from './rollouts.js';
 
@@ -130,7 +130,7 @@ export function releaseLifecycle (deps: LifecycleDeps) {
    * process left them), both are read again, since finishing a rollout moves the service and
    * marks its release accepted.
    */
-  async function plan (req: RolloutRequest, recordId: string, inputs: PlanInputs, pending: RolloutRecord[]): Promise<RolloutRecord> {
+  async function plan (req: RolloutRequest, rolloutRef: string, inputs: PlanInputs, pending: RolloutRecord[]): Promise<RolloutRecord> {
     for (const record of pending) await finish(record);
     const { found, release } = pending.length === 0
       ? inputs
@@ -178,7 +178,7 @@ export function releaseLifecycle (deps: LifecycleDeps) {
       issuedBy: req.issuer,
       reason: req.reason,
       hold: req.intent.kind === 'rollback' ? 'set' : req.intent.mode === 'promotion' && automationHold ? 'cleared' : 'unchanged',
-      idempotencyRecordId: recordId,
+      idempotencyRecordId: rolloutRef,
       serviceAfter: serviceAfterRollout(service, nextPlan),
       state: 'pending',
       createdAt: now,
@@ -201,9 +201,9 @@ export function releaseLifecycle (deps: LifecycleDeps) {
    * One round trip's worth of independent reads (the rollout an earlier attempt with this key
    * recorded, the service's pending rollouts, the service, the release), then plan or finish.
    */
-  async function execute (req: RolloutRequest, recordId: string): Promise<{ outcome: StoredOutcome, rolloutId?: string }> {
+  async function execute (req: RolloutRequest, rolloutRef: string): Promise<{ outcome: StoredOutcome, rolloutId?: string }> {
     const [earlier, pending, found, release] = await Promise.all([
-      repos.rollouts.findByIdempotencyRecord(recordId),
+      repos.rollouts.findByIdempotencyRecord(rolloutRef),
       repos.rollouts.findPending(req.serviceId),
       repos.services.findWithHold(req.serviceId),
       repos.releases.findById(req.releaseId),
@@ -211,7 +211,7 @@ export function releaseLifecycle (deps: LifecycleDeps) {
     let record = earlier;
     if (!record) {
       try {
-        record = await plan(req, recordId, { found, release }, pending);
+        record = await plan(req, rolloutRef, { found, release }, pending);
       } catch (err) {
         if (isAppError(err) && deterministic.has(err.code)) {
           return { outcome: { kind: 'error', code: err.code, message: err.message, details: err.details } };
@@ -268,9 +268,12 @@ export function releaseLifecycle (deps: LifecycleDeps) {
         break;
     }
     fault('after-idempotency-record');
+    // The rollout is bound to this lifetime of the key: once the record has expired (48 h), the
+    // same key starts a new request instead of finding the rollout an old one issued.
+    const rolloutRef = rolloutRefFor(recordId, claim.createdAt);
     let result: { outcome: StoredOutcome, rolloutId?: string };
     try {
-      result = await execute(req, recordId);
+      result = await execute(req, rolloutRef);
     } catch (err) {
       // Transient failure (database away): store nothing, give the key back for the retry.
       await repos.idempotency.release(recordId, owner).catch(() => undefined);

@@ -184,3 +184,13 @@ export function requestFingerprint (parts: unknown[]): string {
 export function idempotencyRecordId (serviceId: string, key: string): string {
   return createHash('sha256').update(`${serviceId}\u0000${key}`).digest('hex');
 }
+
+/**
+ * What a rollout record stores as `idempotencyRecordId`: the record id and the creation time of
+ * the key's idempotency record, `<hex>:<ms>`. It finds the rollout of a retried (or crashed)
+ * request while the record lives, and nothing once the key has expired and is used anew.
+ */
+export const rolloutRefFor = (recordId: string, claimedAt: number): string => `${recordId}:${claimedAt}`;
+
+/** The key hash part of a rollout's `idempotencyRecordId` (the history's `idempotencyKeyHash`). */
+export const keyHashOfRolloutRef = (ref: string): string => ref.split(':', 1)[0] as string;

@@ -25,8 +25,9 @@ export interface IdempotencyDocument {
 }
 
 export type ClaimResult =
-  | { kind: 'claimed' }
-  | { kind: 'taken-over' }
+  /** `createdAt` names this lifetime of the key: a key reused after its record expired is a new request. */
+  | { kind: 'claimed', createdAt: number }
+  | { kind: 'taken-over', createdAt: number }
   | { kind: 'replay', outcome: StoredOutcome }
   | { kind: 'in-progress', retryAfterMs: number }
   | { kind: 'reused', operation: string };
@@ -73,7 +74,7 @@ export class IdempotencyStore {
         createdAt: now,
         expiresAt: new Date(now + input.retentionMs),
       });
-      return { kind: 'claimed' };
+      return { kind: 'claimed', createdAt: now };
     } catch (err) {
       if (!(err instanceof MongoServerError) || err.code !== DUPLICATE_KEY) throw err;
     }
@@ -88,7 +89,7 @@ export class IdempotencyStore {
         { _id: recordId, state: 'in-progress', leaseOwner: existing.leaseOwner, leaseUntil: existing.leaseUntil },
         { $set: { leaseOwner: owner, leaseUntil: now + leaseMs } }
       );
-      if (taken.modifiedCount === 1) return { kind: 'taken-over' };
+      if (taken.modifiedCount === 1) return { kind: 'taken-over', createdAt: existing.createdAt };
     }
     return { kind: 'in-progress', retryAfterMs: 500 };
   }
@@ -104,6 +105,15 @@ export class IdempotencyStore {
   /** Gives the key back after a transient failure so that the client's retry need not wait for the lease. */
   async release (recordId: string, owner: string): Promise<void> {
     await this.collection.updateOne({ _id: recordId, state: 'in-progress', leaseOwner: owner }, { $set: { leaseUntil: 0 } });
+  }
+
+  /**
+   * Removes records past their retention. MongoDB's TTL index (`idempotency_expiry`) does this
+   * too; the local development database has no TTL, so every process sweeps now and then.
+   */
+  async sweepExpired (now: number): Promise<number> {
+    const result = await this.collection.deleteMany({ expiresAt: { $lt: new Date(now) } });
+    return result.deletedCount;
   }
 
   /** The stored outcome when the record is completed (a request that raced its own completion). */

@@ -96,7 +96,7 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     name: 'idempotency_expiry',
     key: { expiresAt: 1 },
     expireAfterSeconds: 0,
-    serves: 'removes idempotency records 48 h after creation (TTL; ignored by the local development database)',
+    serves: 'removes idempotency records 48 h after creation (TTL; the local development database has none, so every process sweeps them periodically)',
   },
   {
     collection: collections.deployments,

@@ -193,6 +193,36 @@ describe('promotion and rollback', () => {
       expect(otherReason.json().code).toBe('idempotency-key-reused');
     });
 
+    it('once its record has expired and been swept, a key starts a new request (it does not find the old rollout)', async () => {
+      const t2 = await buildTestApp({ idempotencySweepIntervalMs: 50 });
+      try {
+        const admin2 = await t2.token('admin');
+        await registerCluster(t2.app, admin2, 'c1', ['n1']);
+        const svc = await createFixtureService(t2.app, admin2);
+        const a = await pushRelease(t2.app, admin2, svc);
+        const b = await pushRelease(t2.app, admin2, svc, { tag: 'b' });
+        expect((await promote(t2.app, admin2, svc.id, a.releaseId, { generation: 0, key: 'k-expiring' })).statusCode).toBe(200);
+        const records = t2.app.database.db.collection('idempotency');
+        const fresh = await records.insertOne({ _id: 'unexpired' as never, expiresAt: new Date(Date.now() + 3_600_000) });
+        // 48 h later: the sweeper (every 50 ms here) removes the record, as MongoDB's TTL index would.
+        await records.updateMany({ serviceId: svc.id }, { $set: { expiresAt: new Date(Date.now() - 1) } });
+        for (let i = 0; i < 100 && (await records.countDocuments({ serviceId: svc.id })) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(await records.countDocuments({ serviceId: svc.id })).toBe(0);
+        expect(await records.countDocuments({ _id: fresh.insertedId })).toBe(1);
+
+        const reused = await promote(t2.app, admin2, svc.id, b.releaseId, { generation: 1, key: 'k-expiring' });
+        expect(reused.statusCode, reused.body).toBe(200);
+        expect(reused.headers['idempotent-replayed']).toBeUndefined();
+        expect(reused.json().service.data.imageDeployment).toMatchObject({ rolloutGeneration: 2, releaseId: b.releaseId });
+        const rollouts = (await t2.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollouts`, headers: bearer(admin2) })).json().rollouts;
+        expect(rollouts.map((r: { releaseId: string }) => r.releaseId)).toEqual([b.releaseId, a.releaseId]);
+        expect(rollouts[0].idempotencyKeyHash).toMatch(/^[0-9a-f]{64}$/);
+        expect(rollouts[0].idempotencyKeyHash).toBe(rollouts[1].idempotencyKeyHash);
+      } finally {
+        await t2.close();
+      }
+    });
+
     it('a deterministic error is stored and replayed too', async () => {
       const svc = await createFixtureService(t.app, admin);
       const a = await pushRelease(t.app, api, svc);
