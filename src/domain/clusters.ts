@@ -12,6 +12,12 @@ export interface ClusterNodes {
   nodeNames: string[];
 }
 
+/** Who holds a node name, since when. */
+export interface NodeClaim {
+  clusterId: string;
+  createdAt: number;
+}
+
 /** What a node claim did: the nodes it created, and those whose `_id` another document holds. */
 export interface NodeClaimResult {
   inserted: string[];
@@ -26,10 +32,14 @@ export interface NodeClaimResult {
 export interface ClusterRepository {
   /** The cluster with its node names (sorted), or null when it is not registered. */
   findById(clusterId: string): Promise<ClusterRecord | null>;
+  /** The registered clusters among `clusterIds`, each with its node names (sorted). */
+  findClustersWithNodes(clusterIds: readonly string[]): Promise<ClusterNodes[]>;
   /** Clusters sorted by id, starting after `after`. */
   list(opts: { limit: number, after?: string }): Promise<ClusterRecord[]>;
-  /** nodeName → clusterId for the given names that are claimed. */
-  findNodeOwners(nodeNames: readonly string[]): Promise<Map<string, string>>;
+  /** nodeName → its claim, for the given names that are claimed. */
+  findNodeOwners(nodeNames: readonly string[]): Promise<Map<string, NodeClaim>>;
+  /** Deletes this exact claim (same cluster and creation time), if it is still there. */
+  releaseAbandonedClaim(nodeName: string, claim: NodeClaim): Promise<void>;
   /**
    * Claims every node for the cluster (one atomic upsert per node, keyed by `_id`
    * and `clusterId`), raising each claim's revision to at least `revision`. A node
@@ -44,7 +54,7 @@ export interface ClusterRepository {
    * concurrent registration got there first.
    */
   commit(
-    cluster: { id: string, name?: string, revision: number, now: number },
+    cluster: { id: string, name?: string, nodeNames: readonly string[], revision: number, now: number },
     expectedRevision: number | null
   ): Promise<{ createdAt: number, updatedAt: number } | null>;
   /** Deletes the cluster's claims outside `keep` whose revision is at most `revision`. */
@@ -60,6 +70,12 @@ export interface ClusterDeps {
 
 /** Rounds of read → claim → compare-and-swap one registration may take; each round has a winner. */
 const MAX_REGISTRATION_ROUNDS = 32;
+/**
+ * A claim its cluster's committed registration does not name, and older than this, was left by a
+ * registration that crashed (or gave up) between claiming and committing: it is released, so a
+ * crash blocks a node name for at most this long. A live registration commits within milliseconds.
+ */
+export const ABANDONED_CLAIM_AFTER_MS = 60_000;
 /** At most this many taken nodes are listed in a `node-name-taken` answer. */
 const MAX_REPORTED = 20;
 
@@ -78,10 +94,12 @@ function nodeNameTaken (clusterId: string, taken: Array<{ nodeName: string, owne
   });
 }
 
-const foreignOwners = (clusterId: string, nodeNames: readonly string[], owners: Map<string, string>) =>
+interface ForeignClaim { nodeName: string, ownerClusterId: string, claim: NodeClaim }
+
+const foreignOwners = (clusterId: string, nodeNames: readonly string[], owners: Map<string, NodeClaim>): ForeignClaim[] =>
   nodeNames.flatMap((nodeName) => {
-    const ownerClusterId = owners.get(nodeName);
-    return ownerClusterId !== undefined && ownerClusterId !== clusterId ? [{ nodeName, ownerClusterId }] : [];
+    const claim = owners.get(nodeName);
+    return claim !== undefined && claim.clusterId !== clusterId ? [{ nodeName, ownerClusterId: claim.clusterId, claim }] : [];
   });
 
 /**
@@ -116,6 +134,21 @@ const toCluster = (record: ClusterRecord): ICluster => ({
 export function clusterOperations (deps: ClusterDeps) {
   const repo = deps.clusters;
 
+  /**
+   * Foreign claims that block a registration: releases the abandoned ones (see
+   * ABANDONED_CLAIM_AFTER_MS) and throws `node-name-taken` for the rest. Resolves when every
+   * blocking claim was abandoned, and the registration should try again.
+   */
+  async function settleForeignClaims (clusterId: string, taken: ForeignClaim[]): Promise<void> {
+    const owners = await repo.findClustersWithNodes([...new Set(taken.map((t) => t.ownerClusterId))]);
+    const committed = new Map(owners.map((owner) => [owner.id, new Set(owner.nodeNames)]));
+    const cutoff = deps.now() - ABANDONED_CLAIM_AFTER_MS;
+    const abandoned = (t: ForeignClaim): boolean => t.claim.createdAt <= cutoff && !(committed.get(t.ownerClusterId)?.has(t.nodeName) ?? false);
+    const held = taken.filter((t) => !abandoned(t));
+    if (held.length > 0) throw nodeNameTaken(clusterId, held.map(({ nodeName, ownerClusterId }) => ({ nodeName, ownerClusterId })));
+    await Promise.all(taken.map((t) => repo.releaseAbandonedClaim(t.nodeName, t.claim)));
+  }
+
   return {
     /**
      * PUT semantics: afterwards the cluster has exactly `name` and `nodeNames`.
@@ -134,7 +167,10 @@ export function clusterOperations (deps: ClusterDeps) {
       for (let round = 0; round < MAX_REGISTRATION_ROUNDS; round++) {
         const [current, owners] = await Promise.all([repo.findById(clusterId), repo.findNodeOwners(nodeNames)]);
         const taken = foreignOwners(clusterId, nodeNames, owners);
-        if (taken.length > 0) throw nodeNameTaken(clusterId, taken);
+        if (taken.length > 0) {
+          await settleForeignClaims(clusterId, taken);
+          continue;
+        }
         if (current && current.name === data.name && sameNames(current.nodeNames, nodeNames)) return toCluster(current);
 
         const revision = (current?.revision ?? 0) + 1;
@@ -145,13 +181,14 @@ export function clusterOperations (deps: ClusterDeps) {
           const lost = foreignOwners(clusterId, claim.refused, refusedOwners);
           if (lost.length > 0) {
             await repo.releaseNodes(clusterId, claim.inserted);
-            throw nodeNameTaken(clusterId, lost);
+            await settleForeignClaims(clusterId, lost);
+            continue;
           }
           // Refused by a concurrent claim of this same cluster (already ours), or by a
           // claim released since (free again): claim again.
           if (claim.refused.some((nodeName) => !refusedOwners.has(nodeName))) continue;
         }
-        const committed = await repo.commit({ id: clusterId, ...(data.name === undefined ? {} : { name: data.name }), revision, now }, current?.revision ?? null);
+        const committed = await repo.commit({ id: clusterId, ...(data.name === undefined ? {} : { name: data.name }), nodeNames, revision, now }, current?.revision ?? null);
         if (!committed) continue;
         await repo.removeStaleNodes(clusterId, nodeNames, revision);
         // A concurrent registration of this cluster that was refused releases the

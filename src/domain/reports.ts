@@ -21,7 +21,7 @@ export interface ReportRepositories {
     findRolloutState(id: string): Promise<ServiceRolloutState | null>;
     compareAndSetStatus(id: string, rolloutId: string, revision: number, status: IImageRolloutStatus, evidence: RolloutEvidence, event: boolean, now: number): Promise<boolean>;
   };
-  clusters: { findNodeOwners(nodeNames: readonly string[]): Promise<Map<string, string>> };
+  clusters: { findNodeOwners(nodeNames: readonly string[]): Promise<Map<string, { clusterId: string }>> };
   deployments: {
     replaceSnapshot(serviceId: string, clusterId: string, deployments: ReportedDeployment[], nodeScope: string[] | undefined, reportedAt: number, reportedBy: string): Promise<void>;
   };
@@ -69,7 +69,7 @@ export function reportOperations (deps: ReportDeps) {
     if (nodeNames.size === 0) return;
     const owners = await repos.clusters.findNodeOwners([...nodeNames]);
     for (const node of [...nodeNames].sort()) {
-      const owner = owners.get(node);
+      const owner = owners.get(node)?.clusterId;
       if (owner !== principal.clusterId) {
         throw forbidden(`node '${node}' is ${owner ? `registered to cluster '${owner}'` : 'not registered'}, not to cluster '${principal.clusterId ?? ''}'`);
       }

@@ -1,5 +1,5 @@
 import { MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection } from 'mongodb';
-import type { ClusterNodes, ClusterRecord, ClusterRepository, NodeClaimResult } from '../domain/clusters.js';
+import type { ClusterNodes, ClusterRecord, ClusterRepository, NodeClaim, NodeClaimResult } from '../domain/clusters.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
@@ -8,6 +8,13 @@ export interface ClusterDocument {
   name?: string;
   /** Raised by every registration that changes the cluster (compare-and-swap). */
   revision: number;
+  /**
+   * The node set of the committed registration (sorted). A node belongs to the cluster when it
+   * is in this list *and* the cluster holds its claim, so claims of a registration that is still
+   * running, or crashed before committing, are never read as nodes. Absent in documents written
+   * before the list was stored: then every claim counts.
+   */
+  nodeNames?: string[];
   createdAt: number;
   updatedAt: number;
 }
@@ -36,17 +43,17 @@ export class ClusterStore implements ClusterRepository {
   }
 
   async findById (clusterId: string): Promise<ClusterRecord | null> {
-    const [doc, nodeNames] = await Promise.all([
+    const [doc, claimed] = await Promise.all([
       this.clusters.findOne({ _id: clusterId }),
       this.nodes.find({ clusterId }, { projection: { _id: 1 } }).sort({ _id: 1 }).map((node) => node._id).toArray(),
     ]);
-    return doc ? toRecord(doc, nodeNames) : null;
+    return doc ? toRecord(doc, committedNodes(doc, claimed)) : null;
   }
 
   async list ({ limit, after }: { limit: number, after?: string }): Promise<ClusterRecord[]> {
     const docs = await this.clusters.find(after === undefined ? {} : { _id: { $gt: after } }).sort({ _id: 1 }).limit(limit).toArray();
     const nodesByCluster = await this.nodeNamesOf(docs.map((doc) => doc._id));
-    return docs.map((doc) => toRecord(doc, nodesByCluster.get(doc._id) ?? []));
+    return docs.map((doc) => toRecord(doc, committedNodes(doc, nodesByCluster.get(doc._id) ?? [])));
   }
 
   /**
@@ -58,20 +65,27 @@ export class ClusterStore implements ClusterRepository {
     const ids = [...new Set(clusterIds)];
     if (ids.length === 0) return [];
     const [registered, nodesByCluster] = await Promise.all([
-      this.clusters.find({ _id: { $in: ids } }, { projection: { _id: 1 } }).map((doc) => doc._id).toArray(),
+      this.clusters.find({ _id: { $in: ids } }, { projection: { _id: 1, nodeNames: 1 } }).toArray(),
       this.nodeNamesOf(ids),
     ]);
-    const known = new Set(registered);
-    return ids.filter((id) => known.has(id)).map((id) => ({ id, nodeNames: nodesByCluster.get(id) ?? [] }));
+    const byId = new Map(registered.map((doc) => [doc._id, doc]));
+    return ids.flatMap((id) => {
+      const doc = byId.get(id);
+      return doc ? [{ id, nodeNames: committedNodes(doc, nodesByCluster.get(id) ?? []) }] : [];
+    });
   }
 
-  /** nodeName → clusterId for each of the names that some cluster holds. */
-  async findNodeOwners (nodeNames: readonly string[]): Promise<Map<string, string>> {
-    const owners = new Map<string, string>();
+  /** nodeName → the claim, for each of the names that some cluster holds. */
+  async findNodeOwners (nodeNames: readonly string[]): Promise<Map<string, NodeClaim>> {
+    const owners = new Map<string, NodeClaim>();
     if (nodeNames.length === 0) return owners;
-    const docs = await this.nodes.find({ _id: { $in: [...nodeNames] } }, { projection: { _id: 1, clusterId: 1 } }).toArray();
-    for (const doc of docs) owners.set(doc._id, doc.clusterId);
+    const docs = await this.nodes.find({ _id: { $in: [...nodeNames] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray();
+    for (const doc of docs) owners.set(doc._id, { clusterId: doc.clusterId, createdAt: doc.createdAt });
     return owners;
+  }
+
+  async releaseAbandonedClaim (nodeName: string, claim: NodeClaim): Promise<void> {
+    await this.nodes.deleteOne({ _id: nodeName, clusterId: claim.clusterId, createdAt: claim.createdAt });
   }
 
   async claimNodes (clusterId: string, nodeNames: readonly string[], revision: number, now: number): Promise<NodeClaimResult> {
@@ -105,13 +119,14 @@ export class ClusterStore implements ClusterRepository {
   }
 
   async commit (
-    cluster: { id: string, name?: string, revision: number, now: number },
+    cluster: { id: string, name?: string, nodeNames: readonly string[], revision: number, now: number },
     expectedRevision: number | null
   ): Promise<{ createdAt: number, updatedAt: number } | null> {
     const { id, name, revision, now } = cluster;
+    const nodeNames = [...cluster.nodeNames];
     if (expectedRevision === null) {
       try {
-        await this.clusters.insertOne({ _id: id, ...(name === undefined ? {} : { name }), revision, createdAt: now, updatedAt: now });
+        await this.clusters.insertOne({ _id: id, ...(name === undefined ? {} : { name }), revision, nodeNames, createdAt: now, updatedAt: now });
         return { createdAt: now, updatedAt: now };
       } catch (err) {
         if (isDuplicateKey(err)) return null;
@@ -121,8 +136,8 @@ export class ClusterStore implements ClusterRepository {
     const doc = await this.clusters.findOneAndUpdate(
       { _id: id, revision: expectedRevision },
       name === undefined
-        ? { $set: { revision, updatedAt: now }, $unset: { name: '' } }
-        : { $set: { revision, updatedAt: now, name } },
+        ? { $set: { revision, nodeNames, updatedAt: now }, $unset: { name: '' } }
+        : { $set: { revision, nodeNames, updatedAt: now, name } },
       { returnDocument: 'after', projection: { createdAt: 1, updatedAt: 1 } }
     );
     return doc ? { createdAt: doc.createdAt, updatedAt: doc.updatedAt } : null;
@@ -153,6 +168,13 @@ export class ClusterStore implements ClusterRepository {
     return byCluster;
   }
 }
+
+/** The claims that the committed registration names (all of them for documents without the list). */
+const committedNodes = (doc: Pick<ClusterDocument, 'nodeNames'>, claimed: string[]): string[] => {
+  if (doc.nodeNames === undefined) return claimed;
+  const committed = new Set(doc.nodeNames);
+  return claimed.filter((name) => committed.has(name));
+};
 
 const toRecord = (doc: ClusterDocument, nodeNames: string[]): ClusterRecord => ({
   id: doc._id,

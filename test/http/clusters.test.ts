@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clusterOperations, type ClusterRepository } from '../../src/domain/clusters.js';
+import { ABANDONED_CLAIM_AFTER_MS, clusterOperations, type ClusterRepository } from '../../src/domain/clusters.js';
 import type { Role } from '../../src/domain/principal.js';
 import { ClusterStore } from '../../src/store/clusterStore.js';
 import { buildTestApp, typedRequest, type TestApp } from '../helpers/app.js';
@@ -340,6 +340,8 @@ describe('cluster registration races, interleaved on the real database', () => {
       findById: (...a) => store.findById(...a),
       list: (...a) => store.list(...a),
       findNodeOwners: (...a) => store.findNodeOwners(...a),
+      findClustersWithNodes: (...a) => store.findClustersWithNodes(...a),
+      releaseAbandonedClaim: (...a) => store.releaseAbandonedClaim(...a),
       claimNodes: once('claimNodes', (...a: Parameters<ClusterStore['claimNodes']>) => store.claimNodes(...a)),
       releaseNodes: once('releaseNodes', (...a: Parameters<ClusterStore['releaseNodes']>) => store.releaseNodes(...a)),
       commit: once('commit', (...a: Parameters<ClusterStore['commit']>) => store.commit(...a)),
@@ -423,7 +425,34 @@ describe('cluster registration races, interleaved on the real database', () => {
       { id: c1, nodeNames: [n1, n2].sort() },
     ]);
     expect(await store.findClustersWithNodes([])).toEqual([]);
-    expect(await store.findNodeOwners([n1, n3, n2])).toEqual(new Map([[n1, c1], [n2, c1]]));
+    const owners = await store.findNodeOwners([n1, n3, n2]);
+    expect([...owners.keys()].sort()).toEqual([n1, n2].sort());
+    expect([owners.get(n1)?.clusterId, owners.get(n2)?.clusterId]).toEqual([c1, c1]);
     expect(await store.findNodeOwners([])).toEqual(new Map());
+  });
+
+  it('a registration that crashed before committing: its claims are no nodes, and block their names for at most ABANDONED_CLAIM_AFTER_MS', async () => {
+    const [a, gone, b, kept, extra, lone] = [fresh('a'), fresh('gone'), fresh('b'), fresh('kept'), fresh('extra'), fresh('lone')];
+    const crash = () => Promise.reject(new Error('injected crash before commit'));
+    await ops().registerCluster(a, { nodeNames: [kept] });
+    // An update of a that adds `extra`, and the first registration of `gone`, both die after claiming.
+    await expect(ops(interleaved({ commit: crash })).registerCluster(a, { nodeNames: [kept, extra] })).rejects.toThrow('injected crash');
+    await expect(ops(interleaved({ commit: crash })).registerCluster(gone, { nodeNames: [lone] })).rejects.toThrow('injected crash');
+    expect(await nodeIds(a)).toEqual([extra, kept].sort());
+    expect((await store.findById(a))?.nodeNames).toEqual([kept]);
+    expect(await store.findClustersWithNodes([a, gone])).toEqual([{ id: a, nodeNames: [kept] }]);
+    expect((await store.list({ limit: 500 })).find((c) => c.id === a)?.nodeNames).toEqual([kept]);
+
+    // Right away the names are still held (a live registration may be about to commit them)…
+    await expect(ops().registerCluster(b, { nodeNames: [extra] })).rejects.toMatchObject({ code: 'node-name-taken', details: { ownerClusterId: a } });
+    await expect(ops().registerCluster(b, { nodeNames: [lone] })).rejects.toMatchObject({ code: 'node-name-taken', details: { ownerClusterId: gone } });
+    // …and once they are older than the limit, another cluster takes them; a committed node never goes.
+    const later = clusterOperations({ clusters: store, now: () => Date.now() + ABANDONED_CLAIM_AFTER_MS + 1 });
+    await expect(later.registerCluster(b, { nodeNames: [kept] })).rejects.toMatchObject({ code: 'node-name-taken', details: { ownerClusterId: a } });
+    expect((await later.registerCluster(b, { nodeNames: [extra, lone] })).nodeNames).toEqual([extra, lone].sort());
+    expect(await nodeIds(b)).toEqual([extra, lone].sort());
+    expect(await nodeIds(a)).toEqual([kept]);
+    expect(await nodeIds(gone)).toEqual([]);
+    expect((await store.findById(a))?.nodeNames).toEqual([kept]);
   });
 });
