@@ -155,6 +155,16 @@ if (listing.length > 0) {
             }
           : {}),
       });
+      const [planSmall, planLarge] = [small.plan[kind], large.plan[kind]];
+      if (planSmall.available && planLarge.available) {
+        const work = (c: typeof planSmall & { available: true }): number => c.keysExamined + c.docsExamined;
+        const gWork = work(planLarge) / Math.max(1, work(planSmall));
+        criteria.push({
+          name: `listing (${kind} page): the database's work (explain: index keys + documents examined) grows no more than logarithmically from 1k to 100k releases`,
+          measured: `keys ${planSmall.keysExamined} → ${planLarge.keysExamined}, documents ${planSmall.docsExamined} → ${planLarge.docsExamined} (×${gWork.toFixed(2)}), returned ${planLarge.returned}; index ${planLarge.indexes.join(', ') || 'none'}; sorted in memory: ${planLarge.sortedInMemory ? 'yes' : 'no'}`,
+          holds: gWork <= LOG_BOUND && !planLarge.sortedInMemory,
+        });
+      }
     }
   }
 }

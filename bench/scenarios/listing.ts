@@ -16,6 +16,58 @@ export interface ListingStage {
   releases: number;
   first: Triple;
   deep: Triple;
+  /** What the database says the query costs (explain), where it can say. */
+  plan: { first: QueryCost, deep: QueryCost };
+}
+
+/**
+ * The database's own account of one page's query: index keys and documents examined and
+ * whether it sorted in memory (MongoDB's `explain('executionStats')`). A database that has no
+ * explain (mongo-java-server) or answers in another shape gives `{ available: false, why }`.
+ */
+export type QueryCost =
+  | { available: true, keysExamined: number, docsExamined: number, returned: number, sortedInMemory: boolean, indexes: string[] }
+  | { available: false, why: string };
+
+const pageFilter = (serviceId: string, after?: { time: number, id: string }): Document => (after
+  ? { 'data.serviceId': serviceId, $or: [{ 'data.lastObservedAt': { $lt: after.time } }, { 'data.lastObservedAt': after.time, _id: { $lt: after.id } }] }
+  : { 'data.serviceId': serviceId });
+const NEWEST_FIRST = { 'data.lastObservedAt': -1, _id: -1 } as const;
+
+/** Every `stage` value and index name in an explain plan tree. */
+function planStages (node: unknown, out: { stages: string[], indexes: string[] } = { stages: [], indexes: [] }) {
+  if (Array.isArray(node)) {
+    for (const child of node) planStages(child, out);
+  } else if (node !== null && typeof node === 'object') {
+    const record = node as Record<string, unknown>;
+    if (typeof record['stage'] === 'string') out.stages.push(record['stage']);
+    if (typeof record['indexName'] === 'string') out.indexes.push(record['indexName']);
+    for (const value of Object.values(record)) planStages(value, out);
+  }
+  return out;
+}
+
+async function explainPage (releases: Collection<Document>, serviceId: string, after?: { time: number, id: string }): Promise<QueryCost> {
+  try {
+    const explained = await releases.find(pageFilter(serviceId, after)).sort(NEWEST_FIRST).limit(PAGE + 1).explain('executionStats');
+    const stats = explained['executionStats'] as Record<string, unknown> | undefined;
+    const keys = stats?.['totalKeysExamined'];
+    const docs = stats?.['totalDocsExamined'];
+    if (typeof keys !== 'number' || typeof docs !== 'number') {
+      return { available: false, why: `explain answered without executionStats.totalKeysExamined/totalDocsExamined (keys: ${Object.keys(explained).join(', ')})` };
+    }
+    const { stages, indexes } = planStages(explained['queryPlanner']);
+    return {
+      available: true,
+      keysExamined: keys,
+      docsExamined: docs,
+      returned: Number(stats?.['nReturned'] ?? Number.NaN),
+      sortedInMemory: stages.includes('SORT'),
+      indexes: [...new Set(indexes)],
+    };
+  } catch (err) {
+    return { available: false, why: `explain failed: ${(err as Error).message.slice(0, 200)}` };
+  }
 }
 
 const PAGE = 50;
@@ -55,10 +107,7 @@ function driverPage (ctx: BenchContext, serviceId: string) {
   const releases = ctx.db.collection('releases') as Collection<Document>;
   return async (after?: { time: number, id: string }): Promise<string> => {
     await services.findOne({ _id: serviceId as never }, { projection: { data: 1 } });
-    const filter: Document = after
-      ? { 'data.serviceId': serviceId, $or: [{ 'data.lastObservedAt': { $lt: after.time } }, { 'data.lastObservedAt': after.time, _id: { $lt: after.id } }] }
-      : { 'data.serviceId': serviceId };
-    const docs = await releases.find(filter).sort({ 'data.lastObservedAt': -1, _id: -1 }).limit(PAGE + 1).toArray();
+    const docs = await releases.find(pageFilter(serviceId, after)).sort(NEWEST_FIRST).limit(PAGE + 1).toArray();
     return docs.length === PAGE + 1 ? '200' : `short-page-${docs.length}`;
   };
 }
@@ -129,7 +178,10 @@ export async function runListing (ctx: BenchContext, stages: Array<{ releases: n
     };
     const first = await measure('first');
     const deep = await measure('deep');
-    results.push({ releases: n, first, deep });
+    const releaseDocs = releases as Collection<Document>;
+    const plan = { first: await explainPage(releaseDocs, service.serviceId), deep: await explainPage(releaseDocs, service.serviceId, deepAfter) };
+    log(`listing: query plan at ${n}: ${JSON.stringify(plan)}`);
+    results.push({ releases: n, first, deep, plan });
   }
   return results;
 }
