@@ -30,7 +30,7 @@ export type QueryCost =
   | { available: false, why: string };
 
 const pageFilter = (serviceId: string, after?: { time: number, id: string }): Document => (after
-  ? { 'data.serviceId': serviceId, $or: [{ 'data.lastObservedAt': { $lt: after.time } }, { 'data.lastObservedAt': after.time, _id: { $lt: after.id } }] }
+  ? { 'data.serviceId': serviceId, 'data.lastObservedAt': { $lte: after.time }, $or: [{ 'data.lastObservedAt': { $lt: after.time } }, { 'data.lastObservedAt': after.time, _id: { $lt: after.id } }] }
   : { 'data.serviceId': serviceId });
 const NEWEST_FIRST = { 'data.lastObservedAt': -1, _id: -1 } as const;
 

@@ -117,9 +117,12 @@ export class ReleaseStore implements ReleaseRepository {
 
   async listByService (serviceId: string, page: { limit: number, after?: KeysetPosition }): Promise<IImageRelease[]> {
     const { after } = page;
+    // The `$lte` bound says nothing the `$or` does not, but it lets the index scan start at the
+    // cursor; without it a planner may read (and discard) every entry before it.
     const filter: Filter<ReleaseDocument> = after
       ? {
           'data.serviceId': serviceId,
+          'data.lastObservedAt': { $lte: after.time },
           $or: [
             { 'data.lastObservedAt': { $lt: after.time } },
             { 'data.lastObservedAt': after.time, _id: { $lt: after.id } },
