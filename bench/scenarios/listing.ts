@@ -40,8 +40,9 @@ function planStages (node: unknown, out: { stages: string[], indexes: string[] }
     for (const child of node) planStages(child, out);
   } else if (node !== null && typeof node === 'object') {
     const record = node as Record<string, unknown>;
-    if (typeof record['stage'] === 'string') out.stages.push(record['stage']);
-    if (typeof record['indexName'] === 'string') out.indexes.push(record['indexName']);
+    // MongoDB names stages `stage`/`indexName`; FerretDB hands through PostgreSQL's `Node Type`/`Index Name`.
+    for (const key of ['stage', 'Node Type']) if (typeof record[key] === 'string') out.stages.push(record[key]);
+    for (const key of ['indexName', 'Index Name']) if (typeof record[key] === 'string') out.indexes.push(record[key]);
     for (const value of Object.values(record)) planStages(value, out);
   }
   return out;
@@ -53,10 +54,11 @@ async function explainPage (releases: Collection<Document>, serviceId: string, a
     const stats = explained['executionStats'] as Record<string, unknown> | undefined;
     const keys = stats?.['totalKeysExamined'];
     const docs = stats?.['totalDocsExamined'];
-    if (typeof keys !== 'number' || typeof docs !== 'number') {
-      return { available: false, why: `explain answered without executionStats.totalKeysExamined/totalDocsExamined (keys: ${Object.keys(explained).join(', ')})` };
-    }
     const { stages, indexes } = planStages(explained['queryPlanner']);
+    if (typeof keys !== 'number' || typeof docs !== 'number') {
+      const shape = stages.length > 0 ? `; planned: ${stages.join(' → ')}${indexes.length > 0 ? ` (index ${[...new Set(indexes)].join(', ')})` : ''}` : '';
+      return { available: false, why: `explain has no executionStats counts${shape}` };
+    }
     return {
       available: true,
       keysExamined: keys,
