@@ -1,6 +1,6 @@
 import {
   MongoClient, MongoNetworkError, MongoOperationTimeoutError, MongoServerSelectionError,
-  MongoNotConnectedError, MongoTopologyClosedError, MongoError,
+  MongoNotConnectedError, MongoTopologyClosedError, MongoError, MongoServerError,
   type Db, type IndexDescription,
 } from 'mongodb';
 import { indexPlan } from './indexPlan.js';
@@ -152,6 +152,15 @@ const SOCKET_ERROR_CODES = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECON
  * A bulk write that lost its connection is a MongoBulkWriteError (a server error
  * class) carrying the MongoNetworkError as `errorResponse`: the wrapped error counts.
  */
+/**
+ * Server errors that say "not now" about a write that had no effect, so a retry may succeed:
+ * MongoDB's WriteConflict (112) and LockTimeout (24), and the PostgreSQL conditions that
+ * MongoDB-compatible servers on PostgreSQL (FerretDB over DocumentDB) pass through with the
+ * SQLSTATE packed into the code: deadlock_detected 40P01 (16908292), serialization_failure 40001
+ * (16777220) — seen when concurrent writers contend for one document or unique key.
+ */
+const TRANSIENT_SERVER_CODES = new Set([24, 112, 16908292, 16777220]);
+
 export function isDatabaseUnavailableError (err: unknown, depth = 0): boolean {
   if (!(err instanceof Error) || depth > 3) return false;
   if (!(err instanceof MongoError)) {
@@ -166,7 +175,8 @@ export function isDatabaseUnavailableError (err: unknown, depth = 0): boolean {
     // PoolClosedError (not exported): an operation caught by the watchdog's reconnect.
     err.name === 'MongoPoolClosedError' ||
     err.hasErrorLabel('RetryableWriteError') ||
-    err.hasErrorLabel('TransientTransactionError')) return true;
+    err.hasErrorLabel('TransientTransactionError') ||
+    (err instanceof MongoServerError && typeof err.code === 'number' && TRANSIENT_SERVER_CODES.has(err.code))) return true;
   const wrapped = (err as { errorResponse?: unknown }).errorResponse ?? err.cause;
   return wrapped !== err && isDatabaseUnavailableError(wrapped, depth + 1);
 }
