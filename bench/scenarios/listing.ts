@@ -180,8 +180,7 @@ export async function runListing (ctx: BenchContext, stages: Array<{ releases: n
     };
     const first = await measure('first');
     const deep = await measure('deep');
-    const releaseDocs = releases as Collection<Document>;
-    const plan = { first: await explainPage(releaseDocs, service.serviceId), deep: await explainPage(releaseDocs, service.serviceId, deepAfter) };
+    const plan = { first: await explainPage(releases, service.serviceId), deep: await explainPage(releases, service.serviceId, deepAfter) };
     log(`listing: query plan at ${n}: ${JSON.stringify(plan)}`);
     results.push({ releases: n, first, deep, plan });
   }

@@ -108,9 +108,14 @@ export function releaseLifecycle (deps: LifecycleDeps) {
     await repos.rollouts.markApplied(record.rolloutId);
   }
 
+  /** Finishes rollouts in generation order (each safe to finish twice). */
+  async function finishAll (records: RolloutRecord[]): Promise<void> {
+    for (const record of records) await finish(record);
+  }
+
   /** Finishes rollouts a crashed process left pending, so that the service shows every committed plan. */
   async function settle (serviceId: string): Promise<void> {
-    for (const record of await repos.rollouts.findPending(serviceId)) await finish(record);
+    await finishAll(await repos.rollouts.findPending(serviceId));
   }
 
   const currentValues = (service: IService): Record<string, unknown> => ({
@@ -118,11 +123,12 @@ export function releaseLifecycle (deps: LifecycleDeps) {
     currentRolloutId: service.data.imageDeployment?.rolloutId ?? null,
   });
 
-  /** What planning reads; read together with the lookup of an earlier attempt's rollout. */
-  interface PlanInputs {
-    found: Awaited<ReturnType<LifecycleRepositories['services']['findWithHold']>>;
-    release: IImageRelease | null;
-  }
+  /** What planning reads: the service (with its hold) and the release, in one parallel round trip. */
+  const readPlanInputs = async (req: RolloutRequest) => {
+    const [found, release] = await Promise.all([repos.services.findWithHold(req.serviceId), repos.releases.findById(req.releaseId)]);
+    return { found, release };
+  };
+  type PlanInputs = Awaited<ReturnType<typeof readPlanInputs>>;
 
   /**
    * Step 2: decide and record the rollout. Throws coded errors for refused requests.
@@ -131,11 +137,8 @@ export function releaseLifecycle (deps: LifecycleDeps) {
    * marks its release accepted.
    */
   async function plan (req: RolloutRequest, rolloutRef: string, inputs: PlanInputs, pending: RolloutRecord[]): Promise<RolloutRecord> {
-    for (const record of pending) await finish(record);
-    const { found, release } = pending.length === 0
-      ? inputs
-      : await Promise.all([repos.services.findWithHold(req.serviceId), repos.releases.findById(req.releaseId)])
-        .then(([service, rel]) => ({ found: service, release: rel }));
+    await finishAll(pending);
+    const { found, release } = pending.length === 0 ? inputs : await readPlanInputs(req);
     if (!found) throw new AppError('service-not-found', `service '${req.serviceId}' does not exist`, { details: { serviceId: req.serviceId } });
     const { service, automationHold } = found;
 
@@ -202,16 +205,15 @@ export function releaseLifecycle (deps: LifecycleDeps) {
    * recorded, the service's pending rollouts, the service, the release), then plan or finish.
    */
   async function execute (req: RolloutRequest, rolloutRef: string): Promise<{ outcome: StoredOutcome, rolloutId?: string }> {
-    const [earlier, pending, found, release] = await Promise.all([
+    const [earlier, pending, inputs] = await Promise.all([
       repos.rollouts.findByIdempotencyRecord(rolloutRef),
       repos.rollouts.findPending(req.serviceId),
-      repos.services.findWithHold(req.serviceId),
-      repos.releases.findById(req.releaseId),
+      readPlanInputs(req),
     ]);
     let record = earlier;
     if (!record) {
       try {
-        record = await plan(req, rolloutRef, { found, release }, pending);
+        record = await plan(req, rolloutRef, inputs, pending);
       } catch (err) {
         if (isAppError(err) && deterministic.has(err.code)) {
           return { outcome: { kind: 'error', code: err.code, message: err.message, details: err.details } };

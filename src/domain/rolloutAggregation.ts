@@ -3,7 +3,7 @@ import {
   type IImageRolloutReporterStatus, type IImageRolloutStatus, type IImmutableImageDeploymentPlan,
   type TImmutableImageMismatchReason, type TImmutableImageRolloutStatus,
 } from '../contracts/index.js';
-import type { ReplicaDetail } from './rolloutStatus.js';
+import type { ReplicaDetail, ReporterCounts } from './rolloutStatus.js';
 
 /**
  * Rollout status as a pure function of the plan and each reporter's latest
@@ -21,15 +21,6 @@ import type { ReplicaDetail } from './rolloutStatus.js';
  * Replicas on target nodes that no reporter covers count as missing: they are in
  * requiredReplicaCount and never in observedReplicaCount.
  */
-
-export interface ReporterCounts {
-  requiredReplicaCount: number;
-  observedReplicaCount: number;
-  healthyReplicaCount: number;
-  verifiedReplicaCount: number;
-  failedReplicaCount: number;
-  mismatchReason?: TImmutableImageMismatchReason;
-}
 
 /** Counts one reporter's replicas. At most replicasPerNode replicas count per node; replicas of other rollouts never count. */
 export function countReporterReplicas (plan: IImmutableImageDeploymentPlan, nodeNames: readonly string[], replicas: ReplicaDetail[]): { counts: ReporterCounts, replicas: ReplicaDetail[] } {

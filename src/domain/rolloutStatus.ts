@@ -1,5 +1,5 @@
 import type {
-  IImageRolloutStatus, TImmutableImageMismatchReason, TImmutableImageRolloutStatus,
+  IImageRolloutReporterStatus, IImageRolloutStatus, TImmutableImageMismatchReason, TImmutableImageRolloutStatus,
 } from '../contracts/index.js';
 
 /**
@@ -14,17 +14,15 @@ import type {
 
 export const STATUS_EVENTS_KEPT = 100;
 
-export interface StatusEvent {
+/** The replica counts (and mismatch reason) of a reporter, a status, an event: the upstream fields. */
+export type ReporterCounts = Pick<IImageRolloutReporterStatus,
+  'requiredReplicaCount' | 'observedReplicaCount' | 'healthyReplicaCount' | 'verifiedReplicaCount' | 'failedReplicaCount' | 'mismatchReason'>;
+
+export interface StatusEvent extends ReporterCounts {
   revision: number;
   rolloutId: string;
   rolloutGeneration: number;
   status: TImmutableImageRolloutStatus;
-  requiredReplicaCount: number;
-  observedReplicaCount: number;
-  healthyReplicaCount: number;
-  verifiedReplicaCount: number;
-  failedReplicaCount: number;
-  mismatchReason?: TImmutableImageMismatchReason;
   at: number;
 }
 

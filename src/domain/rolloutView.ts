@@ -2,7 +2,7 @@ import type {
   IImageRolloutStatus, IImmutableImageDeploymentPlan, TImmutableImageMismatchReason,
 } from '../contracts/index.js';
 import type { AutomationHold } from './rollouts.js';
-import type { ReplicaDetail, RolloutEvidence } from './rolloutStatus.js';
+import type { ReplicaDetail, ReporterCounts, RolloutEvidence } from './rolloutStatus.js';
 
 /**
  * The rollout view (GET /v1/services/:id/rollout): the plan, the stored status, each
@@ -32,7 +32,7 @@ export interface BlockingReason {
   detail: string;
 }
 
-export interface RolloutReporterView {
+export interface RolloutReporterView extends ReporterCounts {
   reporterId: string;
   clusterId: string;
   reporterSessionId: string;
@@ -43,12 +43,6 @@ export interface RolloutReporterView {
   /** The rolloutGeneration that report was made for. */
   observedGeneration: number;
   nodeNames: string[];
-  requiredReplicaCount: number;
-  observedReplicaCount: number;
-  healthyReplicaCount: number;
-  verifiedReplicaCount: number;
-  failedReplicaCount: number;
-  mismatchReason?: TImmutableImageMismatchReason;
   /** Per-replica detail of that report, as the server re-verified it. */
   replicas: ReplicaDetail[];
 }

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
-  Id, IImageRolloutStatus, IImmutableImageDeploymentPlan, TImmutableImageMismatchReason, TImmutableImageRolloutStatus,
+  Id, IImageRolloutReporterStatus, IImageRolloutStatus, IImmutableImageDeploymentPlan, TImmutableImageMismatchReason, TImmutableImageRolloutStatus,
 } from '../contracts/index.js';
 import { can } from '../domain/principal.js';
 import { rolloutView } from '../domain/rolloutView.js';
@@ -12,6 +12,11 @@ import { assertRole, bearerToken, type TokenVerifier } from './auth.js';
 import { ProblemResponses } from './problemSchema.js';
 import { authorize } from './restAuth.js';
 import { queryAccessToken, serve, SseStream, type StatusHub } from './statusStream.js';
+
+/** The counts of a reporter, the status and an event, as the upstream reporter status has them. */
+const ReplicaCountFields = Type.Pick(IImageRolloutReporterStatus, [
+  'requiredReplicaCount', 'observedReplicaCount', 'healthyReplicaCount', 'verifiedReplicaCount', 'failedReplicaCount', 'mismatchReason',
+]).properties;
 
 export interface RolloutRoutesOptions {
   verifier: TokenVerifier;
@@ -43,12 +48,7 @@ const ReporterViewSchema = Type.Object({
   lastReportAt: Type.Integer({ description: 'reportedAt of the latest accepted report (ms)' }),
   observedGeneration: Type.Integer({ description: 'the rolloutGeneration that report was made for' }),
   nodeNames: Type.Array(Type.String()),
-  requiredReplicaCount: Type.Integer(),
-  observedReplicaCount: Type.Integer(),
-  healthyReplicaCount: Type.Integer(),
-  verifiedReplicaCount: Type.Integer(),
-  failedReplicaCount: Type.Integer(),
-  mismatchReason: Type.Optional(TImmutableImageMismatchReason),
+  ...ReplicaCountFields,
   replicas: Type.Array(ReplicaDetailSchema),
 });
 
@@ -86,12 +86,7 @@ export const StatusEventSchema = Type.Object({
   rolloutId: Type.String(),
   rolloutGeneration: Type.Integer(),
   status: TImmutableImageRolloutStatus,
-  requiredReplicaCount: Type.Integer(),
-  observedReplicaCount: Type.Integer(),
-  healthyReplicaCount: Type.Integer(),
-  verifiedReplicaCount: Type.Integer(),
-  failedReplicaCount: Type.Integer(),
-  mismatchReason: Type.Optional(TImmutableImageMismatchReason),
+  ...ReplicaCountFields,
   at: Type.Integer(),
 });
 
