@@ -1,10 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Collection, Db, Document } from 'mongodb';
-import { MongoServerError } from 'mongodb';
 import type { IService } from '../../src/contracts/index.js';
 import { measureTriple, probesFor, setCanned, type BenchContext, type Triple } from '../lib/context.js';
 import { bearer, createServiceWithReleases, seedClusters } from '../lib/fixtures.js';
 import { HttpClient, closedLoop } from '../lib/load.js';
+import { STATUS_EVENTS_KEPT } from '../../src/domain/rolloutStatus.js';
+import { isDuplicateKeyError } from '../../src/store/mongo.js';
 
 /**
  * Promotion: POST …/promote with a fresh Idempotency-Key and the generation the caller last saw.
@@ -12,9 +13,6 @@ import { HttpClient, closedLoop } from '../lib/load.js';
  * writers on the same service at once, each retrying with the generation its last answer named
  * (a 409 carries `currentGeneration`), so every generation has one winner and up to 9 losers.
  */
-
-const STATUS_EVENTS_KEPT = 100;
-const DUPLICATE_KEY = 11000;
 
 interface PromotionSetup {
   serviceId: string;
@@ -62,7 +60,10 @@ async function createTwin (ctx: BenchContext, s: PromotionSetup): Promise<Promot
  *     rollout applied → updateOne idempotency (outcome)
  *   stale generation: … (… ‖ findOne release) → updateOne idempotency (the stored 409)
  *   lost the insert race: … insert rollout (E11000) → findOne rollout by record → find pending →
- *     findOne service → updateOne idempotency (the stored 409)
+ *     finish each (as below) → findOne service → updateOne idempotency (the stored 409)
+ *   pending rollouts found by the first reads (another writer's, not yet finished): finish each
+ *     (findOne service, updateOne service, count promotions, updateOne release, updateOne rollout),
+ *     then findOne service ‖ findOne release again, as the server does
  */
 function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
   // s is the twin: its own service and releases, the server's cluster and nodes.
@@ -78,6 +79,47 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
     });
     return { status: 409, generation: current };
   };
+  const headOf = (doc: Document | null): number =>
+    ((doc?.['data'] as Document | undefined)?.['imageDeployment'] as Document | undefined)?.['rolloutGeneration'] as number | undefined ?? 0;
+  const pendingRollouts = () => rollouts.find({ serviceId: s.serviceId, state: 'pending' }).sort({ generation: 1 }).limit(10).toArray();
+  const readService = () => services.findOne({ _id: s.serviceId as never }, { projection: { data: 1, automationHold: 1 } });
+
+  /** The server's `finish` of a recorded rollout: plan onto the service (CAS), release counters, applied. */
+  const finish = async (rollout: Document): Promise<void> => {
+    const generation = rollout['generation'] as number;
+    const at = rollout['createdAt'] as number;
+    const status = (((rollout['serviceAfter'] as Document)['data'] as Document)['imageRolloutStatus']) as Document;
+    for (;;) {
+      const head = await services.findOne({ _id: s.serviceId as never }, { projection: { statusRevision: 1, 'data.imageDeployment.rolloutGeneration': 1 } });
+      if (headOf(head) >= generation) break;
+      const revision = (head?.['statusRevision'] as number | undefined) ?? 0;
+      const update: Document = {
+        $set: {
+          'data.immutableImageRequired': true,
+          'data.imageDeployment': rollout['plan'],
+          'data.imageRolloutStatus': status,
+          rolloutEvidence: { rolloutId: rollout['_id'], reporters: [] },
+          updatedAt: at,
+          statusRevision: revision + 1,
+        },
+        $push: { statusEvents: { $each: [{ revision: revision + 1, rolloutId: rollout['_id'], rolloutGeneration: generation, status: status['status'], requiredReplicaCount: status['requiredReplicaCount'], observedReplicaCount: 0, healthyReplicaCount: 0, verifiedReplicaCount: 0, failedReplicaCount: 0, at }], $slice: -STATUS_EVENTS_KEPT } },
+      };
+      const applied = await services.updateOne(
+        {
+          _id: s.serviceId as never,
+          ...(generation === 1 ? { 'data.imageDeployment': { $exists: false } } : { 'data.imageDeployment.rolloutGeneration': generation - 1 }),
+          ...(revision === 0 ? { statusRevision: { $exists: false } } : { statusRevision: revision }),
+        },
+        update
+      );
+      if (applied.matchedCount === 1) break;
+    }
+    const releaseId = rollout['releaseId'] as string;
+    const count = await rollouts.countDocuments({ releaseId, mode: { $in: ['promotion', 'automatic'] } });
+    await releases.updateOne({ _id: releaseId as never }, { $min: { 'data.acceptedAt': at }, $max: { 'data.lastPromotedAt': at, 'data.promotionCount': count } });
+    await rollouts.updateOne({ _id: rollout['_id'], state: 'pending' }, { $set: { state: 'applied' } });
+  };
+
   return async (expected: number, releaseId: string): Promise<Answer> => {
     const now = Date.now();
     const recordId = randomBytes(32).toString('hex');
@@ -93,16 +135,21 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
       createdAt: now,
       expiresAt: new Date(now + 48 * 3600_000),
     });
-    const [, , service] = await Promise.all([
+    let [, pending, service] = await Promise.all([
       rollouts.findOne({ idempotencyRecordId: recordId }),
-      rollouts.find({ serviceId: s.serviceId, state: 'pending' }).sort({ generation: 1 }).limit(10).toArray(),
-      services.findOne({ _id: s.serviceId as never }, { projection: { data: 1, automationHold: 1 } }),
+      pendingRollouts(),
+      readService(),
       releases.findOne({ _id: releaseId as never }),
     ]);
-    const current = ((service?.['data'] as Document | undefined)?.['imageDeployment'] as Document | undefined)?.['rolloutGeneration'] as number | undefined ?? 0;
+    // As the server: finish what another writer left pending, then read service and release again.
+    if (pending.length > 0) {
+      for (const rollout of pending) await finish(rollout);
+      [service] = await Promise.all([readService(), releases.findOne({ _id: releaseId as never })]);
+    }
+    const current = headOf(service);
     if (current !== expected) return conflict(recordId, current);
     await Promise.all([
-      clusters.find({ _id: { $in: s.clusterIds as never[] } }, { projection: { _id: 1 } }).toArray(),
+      clusters.find({ _id: { $in: s.clusterIds as never[] } }, { projection: { _id: 1, nodeNames: 1 } }).toArray(),
       nodes.find({ clusterId: { $in: s.clusterIds } }, { projection: { _id: 1, clusterId: 1 } }).sort({ clusterId: 1, _id: 1 }).toArray(),
     ]);
     const generation = expected + 1;
@@ -111,44 +158,19 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
     const afterData = (template['serviceAfter'] as Document)['data'] as Document;
     const status: Document = { ...(afterData['imageRolloutStatus'] as Document), rolloutId, rolloutGeneration: generation, updatedAt: now };
     const serviceAfter = { id: s.serviceId, data: { ...afterData, imageDeployment: plan, imageRolloutStatus: status } };
+    const rollout: Document = {
+      ...template, _id: rolloutId, serviceId: s.serviceId, generation, releaseId, plan, idempotencyRecordId: recordId, serviceAfter, state: 'pending', createdAt: now,
+    };
     try {
-      await rollouts.insertOne({
-        ...template, _id: rolloutId as never, serviceId: s.serviceId, generation, releaseId, plan, idempotencyRecordId: recordId, serviceAfter, state: 'pending', createdAt: now,
-      });
+      await rollouts.insertOne(rollout);
     } catch (err) {
-      if (!(err instanceof MongoServerError) || err.code !== DUPLICATE_KEY) throw err;
+      if (!isDuplicateKeyError(err)) throw err;
+      // As the server: its own record? no; settle (finish the winner's pending rollout), read the winner.
       await rollouts.findOne({ idempotencyRecordId: recordId });
-      await rollouts.find({ serviceId: s.serviceId, state: 'pending' }).sort({ generation: 1 }).limit(10).toArray();
-      const winner = await services.findOne({ _id: s.serviceId as never }, { projection: { data: 1, automationHold: 1 } });
-      return conflict(recordId, ((winner?.['data'] as Document | undefined)?.['imageDeployment'] as Document | undefined)?.['rolloutGeneration'] as number | undefined ?? 0);
+      for (const winner of await pendingRollouts()) await finish(winner);
+      return conflict(recordId, headOf(await readService()));
     }
-    for (;;) {
-      const head = await services.findOne({ _id: s.serviceId as never }, { projection: { statusRevision: 1, 'data.imageDeployment.rolloutGeneration': 1 } });
-      const revision = (head?.['statusRevision'] as number | undefined) ?? 0;
-      const update: Document = {
-        $set: {
-          'data.immutableImageRequired': true,
-          'data.imageDeployment': plan,
-          'data.imageRolloutStatus': status,
-          rolloutEvidence: { rolloutId, reporters: [] },
-          updatedAt: now,
-          statusRevision: revision + 1,
-        },
-        $push: { statusEvents: { $each: [{ revision: revision + 1, rolloutId, rolloutGeneration: generation, status: 'pending', requiredReplicaCount: status['requiredReplicaCount'], observedReplicaCount: 0, healthyReplicaCount: 0, verifiedReplicaCount: 0, failedReplicaCount: 0, at: now }], $slice: -STATUS_EVENTS_KEPT } },
-      };
-      const applied = await services.updateOne(
-        {
-          _id: s.serviceId as never,
-          ...(expected === 0 ? { 'data.imageDeployment': { $exists: false } } : { 'data.imageDeployment.rolloutGeneration': expected }),
-          ...(revision === 0 ? { statusRevision: { $exists: false } } : { statusRevision: revision }),
-        },
-        update
-      );
-      if (applied.matchedCount === 1) break;
-    }
-    const count = await rollouts.countDocuments({ releaseId, mode: { $in: ['promotion', 'automatic'] } });
-    await releases.updateOne({ _id: releaseId as never }, { $min: { 'data.acceptedAt': now }, $max: { 'data.lastPromotedAt': now, 'data.promotionCount': count } });
-    await rollouts.updateOne({ _id: rolloutId as never, state: 'pending' }, { $set: { state: 'applied' } });
+    await finish(rollout);
     await idempotency.updateOne({ _id: recordId as never, state: 'in-progress' }, { $set: { state: 'completed', outcome: { kind: 'success', body: { service: serviceAfter } }, completedAt: Date.now() } });
     return { status: 200, generation };
   };
