@@ -165,7 +165,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
     operations,
     verifier: app.verifier,
     rolloutHistory: (serviceId, limit, cursor) => rolloutHistory({
-      serviceExists: async (id) => (await stores.services.findById(id)) !== null,
+      serviceExists: (id) => stores.services.exists(id),
       listRollouts: (id, n, before) => stores.rollouts.list(id, n, before),
     }, serviceId, limit, cursor),
   });

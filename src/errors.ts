@@ -122,6 +122,9 @@ export const describeProblems = (problems: Problem[]): string =>
 
 export const unauthenticated = (detail: string): AppError => new AppError('unauthenticated', detail);
 
+export const serviceNotFound = (serviceId: string): AppError =>
+  new AppError('service-not-found', `service '${serviceId}' does not exist`, { details: { serviceId } });
+
 export const forbidden = (detail: string): AppError => new AppError('forbidden', detail);
 
 export const databaseUnavailable = (cause?: unknown): AppError =>

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import { errorStatus, isAppError, type ErrorCode } from './errors.js';
+import { isReplayedError } from './domain/releaseLifecycle.js';
 import type { ReportOutcome, ReportRepositories } from './domain/reports.js';
 import { isDatabaseUnavailableError } from './store/mongo.js';
 
@@ -15,8 +16,9 @@ import { isDatabaseUnavailableError } from './store/mongo.js';
 
 export type RolloutMode = 'promotion' | 'automatic' | 'rollback';
 export type RolloutOutcome = 'success' | 'replayed' | 'conflict' | 'refused' | 'error';
-export type ReplayedOperation = RolloutMode | 'push-event' | 'report';
-export type CasConflictKind = 'rollout-generation-conflict' | 'current-rollout-mismatch' | 'rollout-status-revision';
+const REPLAYED_OPERATIONS = ['promotion', 'automatic', 'rollback', 'push-event', 'report'] as const;
+const CAS_CONFLICT_KINDS = ['rollout-generation-conflict', 'current-rollout-mismatch', 'rollout-status-revision'] as const;
+export type CasConflictKind = typeof CAS_CONFLICT_KINDS[number];
 
 /** Seconds; sub-millisecond at the bottom (a cached read), 10 s at the top (a request times out at 30 s). */
 export const REQUEST_DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -27,9 +29,10 @@ export const UNMATCHED_ROUTE = '(unmatched)';
 /** A label value for "no error code" / "no mismatch reason". */
 const NONE = 'none';
 
-const CAS_CODES: ReadonlySet<string> = new Set<CasConflictKind>(['rollout-generation-conflict', 'current-rollout-mismatch']);
+/** The CAS conflicts a promotion or rollback answers with (the third kind is a report's status revision). */
+export const CAS_CODES: ReadonlySet<string> = new Set<CasConflictKind>(['rollout-generation-conflict', 'current-rollout-mismatch']);
 
-/** What the operations report to metrics; `noMetrics` when an app is built without them. */
+/** What the operations report to metrics. */
 export interface OperationMetrics {
   /** Counts a promotion or rollback by mode and outcome once it settles; passes the result or error through. */
   rollout<T extends { replayed: boolean }>(mode: RolloutMode, attempt: Promise<T>): Promise<T>;
@@ -40,13 +43,6 @@ export interface OperationMetrics {
   /** A push event that was already recorded (same eventId): an idempotent replay. */
   pushEventReplayed(): void;
 }
-
-export const noMetrics: OperationMetrics = {
-  rollout: (_mode, attempt) => attempt,
-  report: (attempt) => attempt,
-  reportRefused: () => undefined,
-  pushEventReplayed: () => undefined,
-};
 
 /** The stable code an error is answered with (the same mapping as the error handler's, for metrics). */
 export function errorCodeOf (err: unknown): ErrorCode {
@@ -112,8 +108,8 @@ export class Metrics implements OperationMetrics {
   constructor () {
     collectDefaultMetrics({ register: this.registry });
     // Series an alert rate()s over exist from the start, at 0.
-    for (const kind of ['rollout-generation-conflict', 'current-rollout-mismatch', 'rollout-status-revision'] as const) this.casConflicts.inc({ kind }, 0);
-    for (const operation of ['promotion', 'automatic', 'rollback', 'push-event', 'report'] as const) this.idempotentReplays.inc({ operation }, 0);
+    for (const kind of CAS_CONFLICT_KINDS) this.casConflicts.inc({ kind }, 0);
+    for (const operation of REPLAYED_OPERATIONS) this.idempotentReplays.inc({ operation }, 0);
     this.errors.inc({ code: 'database-unavailable' }, 0);
   }
 
@@ -147,7 +143,7 @@ export class Metrics implements OperationMetrics {
   private rolloutFailed (mode: RolloutMode, err: unknown): void {
     const code = errorCodeOf(err);
     // A stored deterministic error replayed for the same key is a replay, not a new conflict.
-    const replayed = isAppError(err) && err.headers['idempotent-replayed'] === 'true';
+    const replayed = isReplayedError(err);
     let outcome: RolloutOutcome;
     if (replayed) {
       outcome = 'replayed';

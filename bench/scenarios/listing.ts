@@ -1,5 +1,6 @@
 import type { Collection, Document } from 'mongodb';
 import { encodeCursor } from '../../src/domain/releases.js';
+import { newestFirst, releasePageFilter } from '../../src/store/releaseStore.js';
 import { measureTriple, probesFor, setCanned, type BenchContext, type Triple } from '../lib/context.js';
 import { bearer, createServiceWithReleases, digestOf, registryHost } from '../lib/fixtures.js';
 import { HttpClient, closedLoop, expectStatus } from '../lib/load.js';
@@ -29,10 +30,9 @@ export type QueryCost =
   | { available: true, keysExamined: number, docsExamined: number, returned: number, sortedInMemory: boolean, indexes: string[] }
   | { available: false, why: string };
 
-const pageFilter = (serviceId: string, after?: { time: number, id: string }): Document => (after
-  ? { 'data.serviceId': serviceId, 'data.lastObservedAt': { $lte: after.time }, $or: [{ 'data.lastObservedAt': { $lt: after.time } }, { 'data.lastObservedAt': after.time, _id: { $lt: after.id } }] }
-  : { 'data.serviceId': serviceId });
-const NEWEST_FIRST = { 'data.lastObservedAt': -1, _id: -1 } as const;
+/** The store's own filter and order (src/store/releaseStore.ts): the floor runs the very query. */
+const pageFilter = (serviceId: string, after?: { time: number, id: string }): Document => releasePageFilter(serviceId, after);
+const NEWEST_FIRST = newestFirst;
 
 /** Every `stage` value and index name in an explain plan tree. */
 function planStages (node: unknown, out: { stages: string[], indexes: string[] } = { stages: [], indexes: [] }) {

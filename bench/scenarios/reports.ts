@@ -3,6 +3,7 @@ import type { IImmutableImageDeploymentPlan, IService } from '../../src/contract
 import { measureTriple, probesFor, serverCounter, setCanned, type BenchContext, type Triple } from '../lib/context.js';
 import { bearer, createServiceWithReleases, seedClusters, verifiedReplica } from '../lib/fixtures.js';
 import { HttpClient, closedLoop, expectStatus } from '../lib/load.js';
+import { STATUS_EVENTS_KEPT } from '../../src/domain/rolloutStatus.js';
 
 /**
  * Report ingestion: a fleet of Coreflow reporters, each reporting snapshots of its own nodes'
@@ -17,7 +18,6 @@ import { HttpClient, closedLoop, expectStatus } from '../lib/load.js';
  * from a reporter picked at random among those not in flight, so reports to one service collide
  * (status compare-and-swap conflicts) as often as chance makes them.
  */
-const STATUS_EVENTS_KEPT = 100;
 
 export interface FleetShape {
   reporters: number;

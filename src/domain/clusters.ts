@@ -79,7 +79,7 @@ export const ABANDONED_CLAIM_AFTER_MS = 60_000;
 /** At most this many taken nodes are listed in a `node-name-taken` answer. */
 const MAX_REPORTED = 20;
 
-/** Code-unit order: deterministic and the same as MongoDB's binary order for these ASCII names. */
+/** Code-unit order: deterministic and the same as MongoDB's binary order for ASCII strings (names, keys, ids). */
 export const compareNames = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 const sameNames = (a: readonly string[], b: readonly string[]): boolean =>

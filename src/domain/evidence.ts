@@ -98,7 +98,7 @@ export interface ReplicaVerdict {
 }
 
 /** The health a deployment status stands for. */
-export const replicaHealthOf = (status: string): ReplicaHealth => {
+const replicaHealthOf = (status: string): ReplicaHealth => {
   if (status === 'running') return 'healthy';
   if (status === 'failed') return 'failed';
   return 'unhealthy';

@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js';
+import { serviceNotFound } from '../errors.js';
 import { keyHashOfRolloutRef, type RolloutRecord } from './rollouts.js';
 
 export interface HistoryRepositories {
@@ -33,7 +33,7 @@ export interface RolloutHistoryPage {
 /** The audit trail: every rollout of a service, newest generation first, keyset-paged by generation. */
 export async function rolloutHistory (repos: HistoryRepositories, serviceId: string, limit: number, cursor?: string): Promise<RolloutHistoryPage> {
   if (!(await repos.serviceExists(serviceId))) {
-    throw new AppError('service-not-found', `service '${serviceId}' does not exist`, { details: { serviceId } });
+    throw serviceNotFound(serviceId);
   }
   const before = cursor === undefined ? undefined : Number(cursor);
   const records = await repos.listRollouts(serviceId, limit + 1, before);

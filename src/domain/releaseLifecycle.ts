@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { IImageRelease, IImmutableImageTargetScope, IService, IServicePlacement } from '../contracts/index.js';
-import { AppError, isAppError, type ErrorCode } from '../errors.js';
+import { AppError, isAppError, serviceNotFound, type ErrorCode } from '../errors.js';
 import type { FaultHook } from '../faults.js';
 import type { ClaimInput, ClaimResult, StoredOutcome } from '../store/idempotencyStore.js';
 import type { InsertRolloutResult } from '../store/rolloutStore.js';
 import type { ApplyRolloutResult } from '../store/serviceStore.js';
 import {
-  buildPlan, checkPreconditions, currentGeneration, idempotencyRecordId, requestFingerprint, rolloutRefFor, serviceAfterRollout,
+  buildPlan, checkPreconditions, conflict, currentGeneration, idempotencyRecordId, isSameImage, requestFingerprint, rolloutRefFor, serviceAfterRollout,
   type AutomationHold, type Issuer, type RolloutIntent, type RolloutRecord,
 } from './rollouts.js';
 
@@ -92,6 +92,11 @@ const deterministic = new Set<ErrorCode>([
   'automatic-promotion-skipped',
 ]);
 
+const REPLAYED_HEADER = 'idempotent-replayed';
+
+/** An error answered from a stored outcome (the same Idempotency-Key saw it before). */
+export const isReplayedError = (err: unknown): boolean => isAppError(err) && err.headers[REPLAYED_HEADER] === 'true';
+
 export function releaseLifecycle (deps: LifecycleDeps) {
   const { repos, fault } = deps;
 
@@ -118,11 +123,6 @@ export function releaseLifecycle (deps: LifecycleDeps) {
     await finishAll(await repos.rollouts.findPending(serviceId));
   }
 
-  const currentValues = (service: IService): Record<string, unknown> => ({
-    currentGeneration: currentGeneration(service),
-    currentRolloutId: service.data.imageDeployment?.rolloutId ?? null,
-  });
-
   /** What planning reads: the service (with its hold) and the release, in one parallel round trip. */
   const readPlanInputs = async (req: RolloutRequest) => {
     const [found, release] = await Promise.all([repos.services.findWithHold(req.serviceId), repos.releases.findById(req.releaseId)]);
@@ -139,17 +139,17 @@ export function releaseLifecycle (deps: LifecycleDeps) {
   async function plan (req: RolloutRequest, rolloutRef: string, inputs: PlanInputs, pending: RolloutRecord[]): Promise<RolloutRecord> {
     await finishAll(pending);
     const { found, release } = pending.length === 0 ? inputs : await readPlanInputs(req);
-    if (!found) throw new AppError('service-not-found', `service '${req.serviceId}' does not exist`, { details: { serviceId: req.serviceId } });
+    if (!found) throw serviceNotFound(req.serviceId);
     const { service, automationHold } = found;
 
     if (req.intent.kind === 'promotion' && req.intent.mode === 'automatic') {
       const skip = (reason: string, detail: string): never => {
-        throw new AppError('automatic-promotion-skipped', detail, { details: { reason, ...currentValues(service) } });
+        throw new AppError('automatic-promotion-skipped', detail, { details: { reason, ...conflict(service) } });
       };
       if (!service.data.deployOnPush || !service.data.immutableImageRequired) skip('not-enabled', 'automatic promotion needs deployOnPush and a first explicit promotion');
       if (automationHold) skip('on-hold', `automatic promotion is on hold since the rollback in rollout '${automationHold.rolloutId}'`);
       const current = service.data.imageDeployment;
-      if (current && release && current.requestedDigest === release.data.registryRootDigest && current.repository === release.data.repository && current.registryHost === release.data.registryHost) {
+      if (current && release && isSameImage(current, release)) {
         skip('already-current', 'the pushed digest is already deployed');
       }
     }
@@ -194,7 +194,7 @@ export function releaseLifecycle (deps: LifecycleDeps) {
       const now2 = await repos.services.findWithHold(req.serviceId);
       const winner = now2?.service ?? service;
       throw new AppError('rollout-generation-conflict',
-        `generation ${record.generation} was taken by a concurrent rollout`, { details: currentValues(winner) });
+        `generation ${record.generation} was taken by a concurrent rollout`, { details: conflict(winner) });
     }
     fault('after-rollout-record');
     return record;
@@ -226,7 +226,7 @@ export function releaseLifecycle (deps: LifecycleDeps) {
   }
 
   function fromOutcome (outcome: StoredOutcome, replayed: boolean, rolloutId?: string): RolloutResult {
-    const headers: Record<string, string> = replayed ? { 'idempotent-replayed': 'true' } : {};
+    const headers: Record<string, string> = replayed ? { [REPLAYED_HEADER]: 'true' } : {};
     if (outcome.kind === 'error') {
       throw new AppError(outcome.code as ErrorCode, outcome.message, { details: outcome.details, headers });
     }

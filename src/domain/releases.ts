@@ -4,7 +4,8 @@ import {
   type IImageRelease, type IImmutableRegistryPushEvent, type IRegistryTarget, type IService,
   type ImageReleasePage, type ImageTagHistory, type ImageTagHistoryEntry,
 } from '../contracts/index.js';
-import { AppError, validationFailed, type Problem } from '../errors.js';
+import { AppError, serviceNotFound, validationFailed, type Problem } from '../errors.js';
+import { compareNames } from './clusters.js';
 import type { ServiceRepository } from './services.js';
 
 /**
@@ -107,7 +108,7 @@ const canonicalJson = (value: unknown): string => {
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>)
       .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      .sort(([a], [b]) => compareNames(a, b));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
   return JSON.stringify(value);
@@ -226,9 +227,6 @@ const identityConflict = (identity: ReleaseIdentity, existing?: IImageRelease): 
     details: { releaseId: identity.releaseId, ...(existing ? { existingReleaseId: existing.id } : {}) },
   });
 };
-
-const serviceNotFound = (serviceId: string): AppError =>
-  new AppError('service-not-found', `service '${serviceId}' does not exist`, { details: { serviceId } });
 
 // Operations -------------------------------------------------------------------
 

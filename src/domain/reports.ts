@@ -1,6 +1,6 @@
 import type { IImageRolloutReporterStatus, IImageRolloutStatus, IImmutableImageDeploymentPlan, IService } from '../contracts/index.js';
 import type { ReportDeploymentSnapshotsInput, ReportedDeployment } from '../contracts/reports.js';
-import { AppError, forbidden, validationFailed } from '../errors.js';
+import { AppError, forbidden, serviceNotFound, validationFailed } from '../errors.js';
 import type { ServiceRolloutState } from '../store/serviceStore.js';
 import { verifyReplicaEvidence } from './evidence.js';
 import type { Principal } from './principal.js';
@@ -38,7 +38,7 @@ export type ReportOutcome =
   | { kind: 'replayed', status: IImageRolloutStatus };
 
 /** The reporter's identity comes from the verified token, never from the request. */
-export const reporterIdOf = (principal: Principal): string => `${principal.clusterId ?? 'none'}/${principal.subject}`;
+const reporterIdOf = (principal: Principal): string => `${principal.clusterId ?? 'none'}/${principal.subject}`;
 
 const MAX_CAS_ATTEMPTS = 64;
 
@@ -95,7 +95,7 @@ export function reportOperations (deps: ReportDeps) {
     if (principal.clusterId === undefined) throw forbidden('only cluster tokens may report deployments');
     const clusterId = principal.clusterId;
     const state = await repos.services.findRolloutState(input.serviceId);
-    if (!state) throw new AppError('service-not-found', `service '${input.serviceId}' does not exist`, { details: { serviceId: input.serviceId } });
+    if (!state) throw serviceNotFound(input.serviceId);
     const service: IService = state.service;
     const envelope = input.immutableReport;
 
@@ -120,7 +120,7 @@ export function reportOperations (deps: ReportDeps) {
 
     // Immutable deployment: the envelope is mandatory and everything in it is checked.
     if (!envelope) throw new AppError('runtime-attestation-missing', `service '${service.id}' requires immutable deployment: the immutableReport envelope is missing`);
-    rejectMissingCapability(input);
+    // The reporter capability was checked before (rejectMissingCapability, the operation's precheck).
     const plan = service.data.imageDeployment;
     if (!plan) throw new AppError('immutable-plan-missing', `service '${service.id}' has no immutable deployment plan`);
     if (!plan.targetScope.targetClusterIds.includes(clusterId)) {

@@ -100,12 +100,13 @@ export function aggregateStatus (plan: IImmutableImageDeploymentPlan, reporters:
   });
 
   let result = build(status);
-  if ((status === 'succeeded' || status === 'rolled-back') && validateImageRolloutStatus(result).length > 0) {
+  let problems = validateImageRolloutStatus(result);
+  if ((status === 'succeeded' || status === 'rolled-back') && problems.length > 0) {
     // Every replica looks verified, yet the evidence does not add up (e.g. one node in two reporters):
     // success must be proven, so stay short of it.
     result = build(rollback ? 'rolling-back' : 'verifying');
+    problems = validateImageRolloutStatus(result);
   }
-  const problems = validateImageRolloutStatus(result);
   if (problems.length > 0) throw new Error(`refusing to store an invalid rollout status: ${problems.join('; ')}`);
   return result;
 }

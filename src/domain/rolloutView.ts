@@ -1,6 +1,7 @@
 import type {
   IImageRolloutStatus, IImmutableImageDeploymentPlan, TImmutableImageMismatchReason,
 } from '../contracts/index.js';
+import { compareNames } from './clusters.js';
 import type { AutomationHold } from './rollouts.js';
 import type { ReplicaDetail, ReporterCounts, RolloutEvidence } from './rolloutStatus.js';
 
@@ -76,8 +77,6 @@ const KIND_ORDER: Record<BlockingKind, number> = {
   'replica-unhealthy': 2,
   'replica-unverified': 3,
 };
-
-const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Only the status, reporters and evidence of the current plan's rollout count. */
 function currentOf (plan: IImmutableImageDeploymentPlan | undefined, status: IImageRolloutStatus | undefined, evidence: RolloutEvidence | undefined) {
@@ -176,21 +175,21 @@ export function blockingReasons (
   }
 
   return result.sort((a, b) =>
-    compareText(a.nodeName ?? '', b.nodeName ?? '') ||
-    compareText(a.deploymentId ?? '', b.deploymentId ?? '') ||
+    compareNames(a.nodeName ?? '', b.nodeName ?? '') ||
+    compareNames(a.deploymentId ?? '', b.deploymentId ?? '') ||
     KIND_ORDER[a.kind] - KIND_ORDER[b.kind] ||
-    compareText(a.reporterId ?? '', b.reporterId ?? ''));
+    compareNames(a.reporterId ?? '', b.reporterId ?? ''));
 }
 
 /** The reporters of the current rollout (sorted by reporter id) with their evidence detail. */
-export function reporterViews (
+function reporterViews (
   plan: IImmutableImageDeploymentPlan | undefined,
   status: IImageRolloutStatus | undefined,
   evidence: RolloutEvidence | undefined
 ): RolloutReporterView[] {
   const { reporters, replicasOf } = currentOf(plan, status, evidence);
   return [...reporters]
-    .sort((a, b) => compareText(a.reporterId, b.reporterId))
+    .sort((a, b) => compareNames(a.reporterId, b.reporterId))
     .map((r) => ({
       reporterId: r.reporterId,
       clusterId: r.clusterId,
@@ -206,7 +205,7 @@ export function reporterViews (
       failedReplicaCount: r.failedReplicaCount,
       ...(r.mismatchReason ? { mismatchReason: r.mismatchReason } : {}),
       replicas: [...(replicasOf.get(r.reporterId) ?? [])]
-        .sort((x, y) => compareText(x.nodeName, y.nodeName) || compareText(x.deploymentId, y.deploymentId))
+        .sort((x, y) => compareNames(x.nodeName, y.nodeName) || compareNames(x.deploymentId, y.deploymentId))
         .map((x) => ({ ...x })),
     }));
 }

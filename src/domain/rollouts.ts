@@ -71,7 +71,8 @@ export interface PlanInput {
   now: number;
 }
 
-const conflict = (service: IService): Record<string, unknown> => ({
+/** The values a conflict answer names: the service's generation and current rollout. */
+export const conflict = (service: IService): Record<string, unknown> => ({
   currentGeneration: currentGeneration(service),
   currentRolloutId: service.data.imageDeployment?.rolloutId ?? null,
 });
@@ -110,7 +111,7 @@ export function checkPreconditions (input: Omit<PlanInput, 'targetScope' | 'roll
   return release;
 }
 
-const isSameImage = (plan: IImmutableImageDeploymentPlan, release: IImageRelease): boolean =>
+export const isSameImage = (plan: IImmutableImageDeploymentPlan, release: IImageRelease): boolean =>
   plan.requestedDigest === release.data.registryRootDigest &&
   plan.registryHost === release.data.registryHost &&
   plan.repository === release.data.repository;
@@ -148,7 +149,7 @@ export function buildPlan (input: PlanInput, release: IImageRelease): IImmutable
 }
 
 /** The status a new rollout starts with: nothing observed yet. */
-export function initialStatus (plan: IImmutableImageDeploymentPlan): IImageRolloutStatus {
+function initialStatus (plan: IImmutableImageDeploymentPlan): IImageRolloutStatus {
   const status: IImageRolloutStatus = {
     rolloutId: plan.rolloutId,
     rolloutGeneration: plan.rolloutGeneration,

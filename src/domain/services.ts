@@ -3,7 +3,7 @@ import {
   TServiceWritableData, serverManagedServiceDataFields,
   type IService, type IServiceData,
 } from '../contracts/index.js';
-import { AppError } from '../errors.js';
+import { AppError, serviceNotFound } from '../errors.js';
 
 /** What the service domain needs from persistence (implemented in src/store). */
 export interface ServiceRepository {
@@ -53,13 +53,13 @@ export function serviceOperations (deps: ServiceDeps) {
 
     async getServiceById (serviceId: string): Promise<IService> {
       const service = await deps.services.findById(serviceId);
-      if (!service) throw new AppError('service-not-found', `service '${serviceId}' does not exist`, { details: { serviceId } });
+      if (!service) throw serviceNotFound(serviceId);
       return service;
     },
 
     async updateService (serviceId: string, serviceData: TServiceWritableData): Promise<IService> {
       const service = await deps.services.replaceWritableData(serviceId, serviceData, writableServiceDataFields, deps.now());
-      if (!service) throw new AppError('service-not-found', `service '${serviceId}' does not exist`, { details: { serviceId } });
+      if (!service) throw serviceNotFound(serviceId);
       return service;
     },
   };

@@ -5,7 +5,7 @@ import { rejectDuplicateNodeNames } from '../domain/clusters.js';
 import type { TokenVerifier } from './auth.js';
 import type { Operations } from './operations.js';
 import { ProblemResponses } from './problemSchema.js';
-import { authorize, principalOf } from './restAuth.js';
+import { authorize, operationContext } from './restAuth.js';
 
 export interface ClusterRoutesOptions {
   operations: Operations;
@@ -21,7 +21,7 @@ const ListQuery = Type.Object({
 
 /** REST: register (admin), read and list clusters and their node names. */
 export const clusterRoutes: FastifyPluginAsyncTypebox<ClusterRoutesOptions> = async (app, { operations, verifier }) => {
-  const ctx = (request: Parameters<typeof principalOf>[0]) => ({ principal: principalOf(request), log: request.log, requestId: request.id });
+  const ctx = operationContext;
 
   app.put('/v1/clusters/:clusterId', {
     onRequest: authorize(verifier, operations.registerCluster.roles, operations.registerCluster.action),

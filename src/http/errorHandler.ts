@@ -74,7 +74,7 @@ export function registerErrorHandling (app: FastifyInstance, opts: ErrorHandling
     if (error.code === 'internal-error') {
       request.log.error({ err }, 'request failed');
     } else if (error.statusCode >= 500) {
-      // Expected outages (database away, shutting down): one line, no stack per request.
+      // Expected outages (database away): one line, no stack per request.
       request.log.warn({ code: error.code, cause: error.cause instanceof Error ? error.cause.message : undefined }, error.message);
     } else {
       request.log.info({ code: error.code, detail: error.message }, 'request rejected');
@@ -128,17 +128,26 @@ export const MAX_ENVELOPE_DEPTH = 64;
  * inside `value`, or undefined when there is none. Iterative: safe at any depth.
  */
 export function pathNestedDeeperThan (value: unknown, limit: number): string[] | undefined {
-  const stack: Array<[unknown, string[]]> = [[value, []]];
-  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
-    const [node, path] = item;
-    if (node === null || typeof node !== 'object') continue;
-    if (path.length >= limit) return path;
-    for (const [key, child] of Object.entries(node)) stack.push([child, [...path, key]]);
+  // Only arrays and objects are visited; a visit knows its parent, so the path is built only
+  // for the one answer (every request body is walked, and most are shallow and fine).
+  interface Visit { node: object, depth: number, key: string, parent: Visit | undefined }
+  const isNode = (v: unknown): v is object => v !== null && typeof v === 'object';
+  if (!isNode(value)) return undefined;
+  const stack: Visit[] = [{ node: value, depth: 0, key: '', parent: undefined }];
+  for (let visit = stack.pop(); visit !== undefined; visit = stack.pop()) {
+    if (visit.depth >= limit) {
+      const path: string[] = [];
+      for (let v: Visit | undefined = visit; v?.parent !== undefined; v = v.parent) path.push(v.key);
+      return path.reverse();
+    }
+    for (const [key, child] of Object.entries(visit.node)) {
+      if (isNode(child)) stack.push({ node: child, depth: visit.depth + 1, key, parent: visit });
+    }
   }
   return undefined;
 }
 
-export const nestedDeeperThan = (value: unknown, limit: number): boolean => pathNestedDeeperThan(value, limit) !== undefined;
+const nestedDeeperThan = (value: unknown, limit: number): boolean => pathNestedDeeperThan(value, limit) !== undefined;
 
 /** Echoes the request payload back as the protocol expects, minus the caller's token. */
 export function withoutIdentity (payload: unknown): Record<string, unknown> {

@@ -2,14 +2,15 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
-  Id, IImmutableImageTargetScope, IService, NonNegativeSafeInteger, TImmutableImageRolloutMode, TSha256Digest,
+  Id, IImmutableImageTargetScope, NonNegativeSafeInteger, TImmutableImageRolloutMode, TSha256Digest,
 } from '../contracts/index.js';
 import { AppError } from '../errors.js';
 import type { TokenVerifier } from './auth.js';
 import type { Operations } from './operations.js';
 import type { OperationContext } from './operation.js';
 import { ProblemResponses } from './problemSchema.js';
-import { authorize, principalOf } from './restAuth.js';
+import { authorize, operationContext } from './restAuth.js';
+import { ServiceParams, ServiceReply } from './routeSchemas.js';
 import type { RolloutHistoryPage } from '../domain/history.js';
 
 export interface LifecycleRoutesOptions {
@@ -22,7 +23,6 @@ export interface LifecycleRoutesOptions {
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 const ReleaseParams = Type.Object({ serviceId: Id, releaseId: Id }, { additionalProperties: false });
-const ServiceParams = Type.Object({ serviceId: Id }, { additionalProperties: false });
 const Reason = Type.String({ minLength: 1, maxLength: 1024, description: 'why (kept in the rollout history)' });
 
 const PromoteBody = Type.Object({
@@ -37,8 +37,6 @@ const RollbackBody = Type.Object({
   expectedRolloutGeneration: NonNegativeSafeInteger,
   reason: Type.Optional(Reason),
 }, { additionalProperties: false });
-
-const ServiceReply = Type.Object({ service: IService });
 
 export const RolloutHistoryEntry = Type.Object({
   rolloutId: Type.String(),
@@ -69,9 +67,7 @@ const HistoryQuery = Type.Object({
 /** REST adapters for promotion, rollback and the rollout history. */
 export const lifecycleRoutes: FastifyPluginAsyncTypebox<LifecycleRoutesOptions> = async (app, { operations, verifier, rolloutHistory }) => {
   const ctx = (request: FastifyRequest, reply: FastifyReply, reason?: string): OperationContext => ({
-    principal: principalOf(request),
-    log: request.log,
-    requestId: request.id,
+    ...operationContext(request),
     setHeader: (name, value) => { reply.header(name, value); },
     ...(reason ? { reason } : {}),
   });

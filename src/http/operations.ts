@@ -10,8 +10,8 @@ import type { Stores } from '../store/index.js';
 import { isAppError } from '../errors.js';
 import type { AutomaticPromotionOutcome } from '../contracts/releases.js';
 import type { PushEventIngestResult } from '../domain/releases.js';
-import type { ReleaseLifecycle, RolloutRequest, RolloutResult } from '../domain/releaseLifecycle.js';
-import { noMetrics, type OperationMetrics } from '../metrics.js';
+import { isReplayedError, type ReleaseLifecycle, type RolloutRequest, type RolloutResult } from '../domain/releaseLifecycle.js';
+import { CAS_CODES, type OperationMetrics } from '../metrics.js';
 import { issuerOf, type RolloutIntent } from '../domain/rollouts.js';
 import { rejectMissingCapability, type ReportOutcome } from '../domain/reports.js';
 import { ReportDeploymentSnapshotsInput } from '../contracts/reports.js';
@@ -26,12 +26,12 @@ export interface OperationDeps {
   stores: Stores;
   lifecycle: ReleaseLifecycle;
   reports: { report(input: ReportDeploymentSnapshotsInput, principal: Principal): Promise<ReportOutcome> };
-  now?: () => number;
-  /** Promotions, rollbacks, reports and replays are counted at this boundary; default: not counted. */
-  metrics?: OperationMetrics;
+  /** Promotions, rollbacks, reports and replays are counted at this boundary. */
+  metrics: OperationMetrics;
 }
 
-export function createOperations ({ stores, lifecycle, reports, now = Date.now, metrics = noMetrics }: OperationDeps) {
+export function createOperations ({ stores, lifecycle, reports, metrics }: OperationDeps) {
+  const now = Date.now;
   const services = serviceOperations({ services: stores.services, now });
   const markReplayed = (ctx: OperationContext, replayed: boolean): void => {
     if (replayed) ctx.setHeader?.('idempotent-replayed', 'true');
@@ -64,9 +64,9 @@ export function createOperations ({ stores, lifecycle, reports, now = Date.now, 
       };
     } catch (err) {
       if (!isAppError(err)) throw err;
-      const replayed = err.headers['idempotent-replayed'] === 'true' ? { replayed: true } : {};
+      const replayed = isReplayedError(err) ? { replayed: true } : {};
       if (err.code === 'automatic-promotion-skipped') return { outcome: 'skipped', reason: String(err.details['reason']), ...replayed };
-      if (err.code === 'rollout-generation-conflict' || err.code === 'current-rollout-mismatch') {
+      if (CAS_CODES.has(err.code)) {
         return { outcome: 'conflict', reason: err.message, ...replayed };
       }
       if (err.code === 'invalid-deployment-plan') return { outcome: 'skipped', reason: `invalid-deployment-plan: ${err.message}`, ...replayed };

@@ -8,14 +8,14 @@ import { assertPushEventConsistent, assertTagHistoryQuery, decodeCursor } from '
 import type { TokenVerifier } from './auth.js';
 import type { Operations } from './operations.js';
 import { ProblemResponses } from './problemSchema.js';
-import { authorize, principalOf } from './restAuth.js';
+import { authorize, operationContext } from './restAuth.js';
+import { ServiceParams } from './routeSchemas.js';
 
 export interface ReleaseRoutesOptions {
   operations: Operations;
   verifier: TokenVerifier;
 }
 
-const ServiceParams = Type.Object({ serviceId: Id }, { additionalProperties: false });
 const TagParams = Type.Object({ serviceId: Id, tag: OciTag }, { additionalProperties: false });
 
 /**
@@ -25,7 +25,7 @@ const TagParams = Type.Object({ serviceId: Id, tag: OciTag }, { additionalProper
  * them with TypedRequest names, so both dialects refuse the same input the same way.
  */
 export const releaseRoutes: FastifyPluginAsyncTypebox<ReleaseRoutesOptions> = async (app, { operations, verifier }) => {
-  const ctx = (request: Parameters<typeof principalOf>[0]) => ({ principal: principalOf(request), log: request.log, requestId: request.id });
+  const ctx = operationContext;
   const op = operations;
 
   app.post('/v1/registry/push-events', {

@@ -6,7 +6,7 @@ import type { ReportOutcome } from '../domain/reports.js';
 import type { TokenVerifier } from './auth.js';
 import type { Operations } from './operations.js';
 import { ProblemResponses } from './problemSchema.js';
-import { authorize, principalOf } from './restAuth.js';
+import { authorize, operationContext } from './restAuth.js';
 
 export interface ReportRoutesOptions {
   operations: Operations;
@@ -35,9 +35,7 @@ export const reportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> = asyn
   }, async (request) => {
     let outcome: ReportOutcome | undefined;
     await op.handle(request.body, {
-      principal: principalOf(request),
-      log: request.log,
-      requestId: request.id,
+      ...operationContext(request),
       setOutcome: (o) => { outcome = o as ReportOutcome; },
     });
     if (!outcome) throw new Error('report produced no outcome');

@@ -9,14 +9,23 @@ declare module 'fastify' {
   }
 }
 
-/** An onRequest hook: verifies the bearer token, then the role. Runs before the body is parsed. */
-export function authorize (verifier: TokenVerifier, roles: readonly Role[], action: string) {
+/**
+ * An onRequest hook: verifies the token, then the role. Runs before the body is parsed.
+ * `tokenOf` finds the token (default: the `Authorization: Bearer` header).
+ */
+export function authorize (
+  verifier: TokenVerifier, roles: readonly Role[], action: string,
+  tokenOf: (request: FastifyRequest) => string = (request) => bearerToken(request.headers.authorization)
+) {
   return async function authorizeRequest (request: FastifyRequest, _reply: FastifyReply): Promise<void> {
-    const principal = await verifier.verify(bearerToken(request.headers.authorization));
+    const principal = await verifier.verify(tokenOf(request));
     assertRole(principal, roles, action);
     request.principal = principal;
   };
 }
+
+/** The operation context of an `authorize`d route: who asks, its logger and request id. */
+export const operationContext = (request: FastifyRequest) => ({ principal: principalOf(request), log: request.log, requestId: request.id });
 
 /** The principal an `authorize`d route runs as. */
 export function principalOf (request: FastifyRequest): Principal {

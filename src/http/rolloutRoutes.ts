@@ -1,16 +1,17 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import {
-  Id, IImageRolloutReporterStatus, IImageRolloutStatus, IImmutableImageDeploymentPlan, TImmutableImageMismatchReason, TImmutableImageRolloutStatus,
+  IImageRolloutReporterStatus, IImageRolloutStatus, IImmutableImageDeploymentPlan, TImmutableImageMismatchReason, TImmutableImageRolloutStatus,
 } from '../contracts/index.js';
 import { can } from '../domain/principal.js';
 import { rolloutView } from '../domain/rolloutView.js';
-import { AppError, unauthenticated } from '../errors.js';
+import { serviceNotFound, unauthenticated } from '../errors.js';
 import type { ServiceRolloutState } from '../store/serviceStore.js';
-import { assertRole, bearerToken, type TokenVerifier } from './auth.js';
+import { bearerToken, type TokenVerifier } from './auth.js';
 import { ProblemResponses } from './problemSchema.js';
 import { authorize } from './restAuth.js';
+import { AutomationHoldSchema, ServiceParams } from './routeSchemas.js';
 import { queryAccessToken, serve, SseStream, type StatusHub } from './statusStream.js';
 
 /** The counts of a reporter, the status and an event, as the upstream reporter status has them. */
@@ -25,8 +26,6 @@ export interface RolloutRoutesOptions {
   /** This process's status hub (polls the database for every watched service). */
   hub: StatusHub;
 }
-
-const ServiceParams = Type.Object({ serviceId: Id }, { additionalProperties: false });
 
 const ReplicaDetailSchema = Type.Object({
   nodeName: Type.String(),
@@ -64,12 +63,6 @@ const BlockingReasonSchema = Type.Object({
   detail: Type.String(),
 });
 
-const AutomationHoldSchema = Type.Object({
-  since: Type.Integer(),
-  rolloutId: Type.String(),
-  by: Type.String(),
-}, { description: 'set by a manual rollback: automatic promotion is off until the next explicit promotion' });
-
 export const RolloutViewReply = Type.Object({
   serviceId: Type.String(),
   plan: Type.Optional(IImmutableImageDeploymentPlan),
@@ -100,30 +93,18 @@ const EventsHeaders = Type.Object({
   'last-event-id': Type.Optional(Type.String({ pattern: REVISION, description: 'set by EventSource on reconnect; wins over `after`' })),
 });
 
-const serviceNotFound = (serviceId: string): AppError =>
-  new AppError('service-not-found', `service '${serviceId}' does not exist`, { details: { serviceId } });
-
 /**
  * Bearer header, or `?access_token=` (EventSource cannot send headers). The query value
  * was taken out of the URL before routing and logging (stripAccessToken); the header
  * wins when both are present.
  */
-function authorizeStream (verifier: TokenVerifier) {
-  return async function authorizeStreamRequest (request: FastifyRequest, _reply: FastifyReply): Promise<void> {
-    const header = request.headers.authorization;
-    let token: string;
-    if (header !== undefined && header !== '') {
-      token = bearerToken(header);
-    } else {
-      const query = queryAccessToken(request.raw);
-      if (query === undefined) throw unauthenticated('missing Authorization header (expected "Bearer <token>") or access_token query parameter');
-      if (query === null) throw unauthenticated('malformed access_token query parameter (expected exactly one non-empty token)');
-      token = query;
-    }
-    const principal = await verifier.verify(token);
-    assertRole(principal, can.read, 'read rollout status');
-    request.principal = principal;
-  };
+function streamToken (request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  if (header !== undefined && header !== '') return bearerToken(header);
+  const query = queryAccessToken(request.raw);
+  if (query === undefined) throw unauthenticated('missing Authorization header (expected "Bearer <token>") or access_token query parameter');
+  if (query === null) throw unauthenticated('malformed access_token query parameter (expected exactly one non-empty token)');
+  return query;
 }
 
 /** The rollout view and the status event stream. */
@@ -151,7 +132,7 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
   });
 
   app.get('/v1/services/:serviceId/rollout/events', {
-    onRequest: authorizeStream(verifier),
+    onRequest: authorize(verifier, can.read, 'read rollout status', streamToken),
     schema: {
       tags: ['rollouts'],
       summary: 'Rollout status changes as Server-Sent Events (text/event-stream)',

@@ -1,13 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { AutomationHold } from '../domain/rollouts.js';
-import { AppError } from '../errors.js';
+import { serviceNotFound } from '../errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Id, IService, TServiceWritableData } from '../contracts/index.js';
+import { IService, TServiceWritableData } from '../contracts/index.js';
 import { rejectServerManagedFields } from '../domain/services.js';
 import type { TokenVerifier } from './auth.js';
 import type { Operations } from './operations.js';
 import { ProblemResponses } from './problemSchema.js';
-import { authorize, principalOf } from './restAuth.js';
+import { authorize, operationContext } from './restAuth.js';
+import { AutomationHoldSchema, ServiceParams, ServiceReply } from './routeSchemas.js';
 
 export interface ServiceRoutesOptions {
   operations: Operations;
@@ -16,18 +17,9 @@ export interface ServiceRoutesOptions {
   serviceView: (serviceId: string) => Promise<{ service: Static<typeof IService>, automationHold?: AutomationHold } | null>;
 }
 
-const AutomationHoldSchema = Type.Object({
-  since: Type.Integer(),
-  rolloutId: Type.String(),
-  by: Type.String(),
-}, { description: 'set by a manual rollback: automatic promotion is off until the next explicit promotion' });
-
-const ServiceParams = Type.Object({ serviceId: Id }, { additionalProperties: false });
-const ServiceReply = Type.Object({ service: IService });
-
 /** REST: create, read and update services (body = `TServiceWritableData`). */
 export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = async (app, { operations, verifier, serviceView }) => {
-  const ctx = (request: Parameters<typeof principalOf>[0]) => ({ principal: principalOf(request), log: request.log, requestId: request.id });
+  const ctx = operationContext;
   const refuseServerManaged = async (request: { body: unknown }) => rejectServerManagedFields(request.body, '/body');
 
   app.post('/v1/services', {
@@ -54,7 +46,7 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = as
     },
   }, async (request) => {
     const view = await serviceView(request.params.serviceId);
-    if (!view) throw new AppError('service-not-found', `service '${request.params.serviceId}' does not exist`, { details: { serviceId: request.params.serviceId } });
+    if (!view) throw serviceNotFound(request.params.serviceId);
     return view;
   });
 

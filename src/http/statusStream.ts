@@ -253,7 +253,7 @@ const frame = (event: string, id: number | undefined, data: unknown): string =>
   `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
 /** Only the StatusEvent fields, whatever else a stored element might carry. */
-export const statusEventData = (e: StatusEvent): StatusEvent => ({
+const statusEventData = (e: StatusEvent): StatusEvent => ({
   revision: e.revision,
   rolloutId: e.rolloutId,
   rolloutGeneration: e.rolloutGeneration,
@@ -266,6 +266,20 @@ export const statusEventData = (e: StatusEvent): StatusEvent => ({
   ...(e.mismatchReason ? { mismatchReason: e.mismatchReason } : {}),
   at: e.at,
 });
+
+/**
+ * The `status` frame of an event. Every listener of a service is sent the same event objects
+ * (one poll per service and process), so each frame is built once, not once per listener.
+ */
+const statusFrames = new WeakMap<StatusEvent, string>();
+const statusFrame = (e: StatusEvent): string => {
+  let built = statusFrames.get(e);
+  if (built === undefined) {
+    built = frame('status', e.revision, statusEventData(e));
+    statusFrames.set(e, built);
+  }
+  return built;
+};
 
 /**
  * One SSE response as a hub listener. Writes go straight to the socket; when the
@@ -298,8 +312,6 @@ export class SseStream implements StatusListener {
     });
   }
 
-  get closed (): boolean { return this.ended; }
-
   private write (chunk: string): void {
     if (this.ended || this.res.destroyed) return;
     if (!this.res.write(chunk)) {
@@ -324,7 +336,7 @@ export class SseStream implements StatusListener {
   }
 
   send (events: StatusEvent[]): void {
-    this.write(events.map((e) => frame('status', e.revision, statusEventData(e))).join(''));
+    this.write(events.map(statusFrame).join(''));
     this.sent += events.length;
   }
 

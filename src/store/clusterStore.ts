@@ -1,6 +1,6 @@
-import { MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection } from 'mongodb';
+import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection } from 'mongodb';
 import type { ClusterNodes, ClusterRecord, ClusterRepository, NodeClaim, NodeClaimResult } from '../domain/clusters.js';
-import type { Database } from './mongo.js';
+import { DUPLICATE_KEY, isDuplicateKeyError, type Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
 export interface ClusterDocument {
@@ -27,11 +27,6 @@ export interface NodeDocument {
   revision: number;
   createdAt: number;
 }
-
-const DUPLICATE_KEY = 11000;
-
-const isDuplicateKey = (err: unknown): boolean =>
-  err instanceof MongoServerError && err.code === DUPLICATE_KEY;
 
 export class ClusterStore implements ClusterRepository {
   readonly clusters: Collection<ClusterDocument>;
@@ -129,7 +124,7 @@ export class ClusterStore implements ClusterRepository {
         await this.clusters.insertOne({ _id: id, ...(name === undefined ? {} : { name }), revision, nodeNames, createdAt: now, updatedAt: now });
         return { createdAt: now, updatedAt: now };
       } catch (err) {
-        if (isDuplicateKey(err)) return null;
+        if (isDuplicateKeyError(err)) return null;
         throw err;
       }
     }

@@ -56,9 +56,4 @@ export class DeploymentStore {
       _id: { $nin: keep },
     });
   }
-
-  async listForService (serviceId: string, limit = 10_000): Promise<ReportedDeployment[]> {
-    const docs = await this.collection.find({ serviceId }).sort({ nodeName: 1, _id: 1 }).limit(limit).toArray();
-    return docs.map((d) => d.deployment);
-  }
 }

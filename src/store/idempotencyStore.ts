@@ -1,5 +1,5 @@
-import { MongoServerError, type Collection } from 'mongodb';
-import type { Database } from './mongo.js';
+import { type Collection } from 'mongodb';
+import { isDuplicateKeyError, type Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
 /** What a completed request answered: replayed verbatim for the same key and request. */
@@ -44,8 +44,6 @@ export interface ClaimInput {
   retentionMs: number;
 }
 
-const DUPLICATE_KEY = 11000;
-
 /**
  * Idempotency records (IETF Idempotency-Key draft, Stripe's practice). A key
  * is claimed by inserting its record (the unique _id decides between
@@ -76,7 +74,7 @@ export class IdempotencyStore {
       });
       return { kind: 'claimed', createdAt: now };
     } catch (err) {
-      if (!(err instanceof MongoServerError) || err.code !== DUPLICATE_KEY) throw err;
+      if (!isDuplicateKeyError(err)) throw err;
     }
     // Someone holds the key. A few rounds settle races between takers-over.
     for (let round = 0; round < 3; round++) {
@@ -114,11 +112,5 @@ export class IdempotencyStore {
   async sweepExpired (now: number): Promise<number> {
     const result = await this.collection.deleteMany({ expiresAt: { $lt: new Date(now) } });
     return result.deletedCount;
-  }
-
-  /** The stored outcome when the record is completed (a request that raced its own completion). */
-  async outcome (recordId: string): Promise<StoredOutcome | undefined> {
-    const doc = await this.collection.findOne({ _id: recordId, state: 'completed' });
-    return doc?.outcome;
   }
 }

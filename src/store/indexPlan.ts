@@ -102,6 +102,6 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     collection: collections.deployments,
     name: 'deployments_service_cluster_node',
     key: { serviceId: 1, clusterId: 1, nodeName: 1 },
-    serves: "snapshot replacement: a cluster's deployments of a service, or those on the reporter's nodes; listing by service",
+    serves: "snapshot replacement: a cluster's deployments of a service, or those on the reporter's nodes",
   },
 ];

@@ -146,12 +146,11 @@ export class Database {
  */
 const SOCKET_ERROR_CODES = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTCONN']);
 
-/**
- * Errors that mean "the database is not reachable right now" (as opposed to a
- * bug or a rejected write). They become `database-unavailable` + Retry-After.
- * A bulk write that lost its connection is a MongoBulkWriteError (a server error
- * class) carrying the MongoNetworkError as `errorResponse`: the wrapped error counts.
- */
+/** MongoDB's duplicate key error code (E11000): a unique index refused a write. */
+export const DUPLICATE_KEY = 11000;
+
+export const isDuplicateKeyError = (err: unknown): boolean => err instanceof MongoServerError && err.code === DUPLICATE_KEY;
+
 /**
  * Server errors that say "not now" about a write that had no effect, so a retry may succeed:
  * MongoDB's WriteConflict (112) and LockTimeout (24), and the PostgreSQL conditions that
@@ -161,6 +160,12 @@ const SOCKET_ERROR_CODES = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECON
  */
 const TRANSIENT_SERVER_CODES = new Set([24, 112, 16908292, 16777220]);
 
+/**
+ * Errors that mean "the database is not reachable right now" (as opposed to a
+ * bug or a rejected write). They become `database-unavailable` + Retry-After.
+ * A bulk write that lost its connection is a MongoBulkWriteError (a server error
+ * class) carrying the MongoNetworkError as `errorResponse`: the wrapped error counts.
+ */
 export function isDatabaseUnavailableError (err: unknown, depth = 0): boolean {
   if (!(err instanceof Error) || depth > 3) return false;
   if (!(err instanceof MongoError)) {

@@ -1,7 +1,8 @@
-import { MongoServerError, type Collection, type Filter } from 'mongodb';
+import { type Collection, type Filter } from 'mongodb';
 import type { IImmutableRegistryPushEvent, ImageTagHistoryEntry } from '../contracts/index.js';
 import type { KeysetPosition, PushEventRepository, ReleaseIdentity, StoredPushEvent } from '../domain/releases.js';
-import type { Database } from './mongo.js';
+import { keysetBefore } from './keyset.js';
+import { isDuplicateKeyError, type Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
 /**
@@ -15,8 +16,6 @@ export interface PushEventDocument extends Omit<IImmutableRegistryPushEvent, 'ev
   recordedAt: number;
   reportedBy: string;
 }
-
-const DUPLICATE_KEY = 11000;
 
 const toStored = (doc: PushEventDocument): StoredPushEvent => {
   const { _id, fingerprint, recordedAt, reportedBy, ...rest } = doc;
@@ -60,7 +59,7 @@ export class PushEventStore implements PushEventRepository {
       await this.collection.insertOne(toDocument(record));
       return true;
     } catch (err) {
-      if (err instanceof MongoServerError && err.code === DUPLICATE_KEY) return false;
+      if (isDuplicateKeyError(err)) return false;
       throw err;
     }
   }
@@ -87,15 +86,9 @@ export class PushEventStore implements PushEventRepository {
     const filter: Filter<PushEventDocument> = {
       serviceId,
       tag,
+      // `at` and a cursor never come together (assertTagHistoryQuery); were they to, `at` bounds.
+      ...(after ? keysetBefore('observedAt', after) : {}),
       ...(at !== undefined ? { observedAt: { $lte: at } } : {}),
-      ...(after
-        ? {
-            $or: [
-              { observedAt: { $lt: after.time } },
-              { observedAt: after.time, _id: { $lt: after.id } },
-            ],
-          }
-        : {}),
     };
     const rows = await this.collection
       .find(filter, { projection: ledgerProjection })

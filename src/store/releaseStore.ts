@@ -1,9 +1,10 @@
-import { MongoServerError, type Collection, type Filter } from 'mongodb';
+import { type Collection, type Filter } from 'mongodb';
 import type { IImageRelease } from '../contracts/index.js';
 import type {
   KeysetPosition, RecordObservationResult, ReleaseIdentity, ReleaseObservation, ReleaseRepository,
 } from '../domain/releases.js';
-import type { Database } from './mongo.js';
+import { keysetBefore } from './keyset.js';
+import { isDuplicateKeyError, type Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
 /**
@@ -19,12 +20,14 @@ export interface ReleaseDocument {
   data: IImageRelease['data'];
 }
 
-const DUPLICATE_KEY = 11000;
-const isDuplicateKey = (err: unknown): boolean => err instanceof MongoServerError && err.code === DUPLICATE_KEY;
+/** The order of a service's releases: newest observation first. */
+export const newestFirst = { 'data.lastObservedAt': -1, _id: -1 } as const;
 
-const newestFirst = { 'data.lastObservedAt': -1, _id: -1 } as const;
+/** The filter of a page of a service's releases (after a cursor, if any); sorted by `newestFirst`. */
+export const releasePageFilter = (serviceId: string, after?: KeysetPosition): Filter<ReleaseDocument> =>
+  ({ 'data.serviceId': serviceId, ...(after ? keysetBefore('data.lastObservedAt', after) : {}) });
 
-export function toRelease (doc: ReleaseDocument): IImageRelease {
+function toRelease (doc: ReleaseDocument): IImageRelease {
   const d = doc.data;
   return {
     id: doc._id,
@@ -98,7 +101,7 @@ export class ReleaseStore implements ReleaseRepository {
         const doc = await this.collection.findOneAndUpdate(filter, update, { upsert: true, returnDocument: 'after' });
         if (doc) return { outcome: 'recorded', release: toRelease(doc) };
       } catch (err) {
-        if (!isDuplicateKey(err)) throw err;
+        if (!isDuplicateKeyError(err)) throw err;
       }
     }
     return { outcome: 'identity-conflict' };
@@ -116,20 +119,7 @@ export class ReleaseStore implements ReleaseRepository {
   }
 
   async listByService (serviceId: string, page: { limit: number, after?: KeysetPosition }): Promise<IImageRelease[]> {
-    const { after } = page;
-    // The `$lte` bound says nothing the `$or` does not, but it lets the index scan start at the
-    // cursor; without it a planner may read (and discard) every entry before it.
-    const filter: Filter<ReleaseDocument> = after
-      ? {
-          'data.serviceId': serviceId,
-          'data.lastObservedAt': { $lte: after.time },
-          $or: [
-            { 'data.lastObservedAt': { $lt: after.time } },
-            { 'data.lastObservedAt': after.time, _id: { $lt: after.id } },
-          ],
-        }
-      : { 'data.serviceId': serviceId };
-    const docs = await this.collection.find(filter).sort(newestFirst).limit(page.limit).toArray();
+    const docs = await this.collection.find(releasePageFilter(serviceId, page.after)).sort(newestFirst).limit(page.limit).toArray();
     return docs.map(toRelease);
   }
 }

@@ -1,13 +1,11 @@
-import { MongoServerError, type Collection } from 'mongodb';
+import { type Collection } from 'mongodb';
 import type { RolloutRecord } from '../domain/rollouts.js';
-import type { Database } from './mongo.js';
+import { isDuplicateKeyError, type Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
 export interface RolloutDocument extends Omit<RolloutRecord, 'rolloutId'> {
   _id: string;
 }
-
-const DUPLICATE_KEY = 11000;
 
 const toRecord = ({ _id, ...rest }: RolloutDocument): RolloutRecord => ({ rolloutId: _id, ...rest });
 
@@ -37,7 +35,7 @@ export class RolloutStore {
       await this.collection.insertOne({ _id: rolloutId, ...rest });
       return { kind: 'inserted' };
     } catch (err) {
-      if (!(err instanceof MongoServerError) || err.code !== DUPLICATE_KEY) throw err;
+      if (!isDuplicateKeyError(err)) throw err;
     }
     const mine = await this.findByIdempotencyRecord(record.idempotencyRecordId);
     if (mine) return { kind: 'exists-for-record', record: mine };
@@ -69,9 +67,5 @@ export class RolloutStore {
     const filter = beforeGeneration === undefined ? { serviceId } : { serviceId, generation: { $lt: beforeGeneration } };
     const docs = await this.collection.find(filter, { projection: { serviceAfter: 0 } }).sort({ generation: -1 }).limit(limit).toArray();
     return docs.map((doc) => toRecord({ ...doc, serviceAfter: undefined as never }));
-  }
-
-  async countForService (serviceId: string): Promise<number> {
-    return this.collection.countDocuments({ serviceId });
   }
 }

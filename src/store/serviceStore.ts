@@ -1,11 +1,11 @@
-import { MongoServerError, type Collection } from 'mongodb';
+import { type Collection } from 'mongodb';
 import type { IService, IServiceData, TServiceWritableData } from '../contracts/index.js';
 import type { ServiceRepository } from '../domain/services.js';
 import type { AutomationHold, RolloutRecord } from '../domain/rollouts.js';
 import type { IImageRolloutStatus } from '../contracts/index.js';
 import { STATUS_EVENTS_KEPT, statusEventOf, type RolloutEvidence, type StatusEvent } from '../domain/rolloutStatus.js';
 import { AppError } from '../errors.js';
-import type { Database } from './mongo.js';
+import { isDuplicateKeyError, type Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
 export interface ServiceDocument {
@@ -29,6 +29,14 @@ const atGeneration = (id: string, generation: number): Record<string, unknown> =
     ? { _id: id, 'data.imageDeployment': { $exists: false } }
     : { _id: id, 'data.imageDeployment.rolloutGeneration': generation };
 
+/** Compare-and-swap on the status revision (absent until the first change). */
+const atStatusRevision = (revision: number): Record<string, unknown> =>
+  revision === 0 ? { statusRevision: { $exists: false } } : { statusRevision: revision };
+
+/** Appends the status event of `revision` to the bounded change log. */
+const pushStatusEvent = (status: IImageRolloutStatus, revision: number, now: number) =>
+  ({ $push: { statusEvents: { $each: [statusEventOf(status, revision, now)], $slice: -STATUS_EVENTS_KEPT } } });
+
 export type ApplyRolloutResult = 'applied' | 'already-applied' | 'service-missing';
 
 /** What a snapshot report reads: the service with its status bookkeeping (not the status history). */
@@ -48,12 +56,10 @@ const serviceOnly = { data: 1 } as const;
 const serviceWithHold = { data: 1, automationHold: 1 } as const;
 const withoutHistory = { statusEvents: 0 } as const;
 
-const DUPLICATE_KEY = 11000;
-
 const toService = (doc: ServiceDocument): IService => ({ id: doc._id, data: doc.data });
 
 function nameTaken (err: unknown, name: string): AppError | undefined {
-  if (err instanceof MongoServerError && err.code === DUPLICATE_KEY) {
+  if (isDuplicateKeyError(err)) {
     return new AppError('service-already-exists', `a service named '${name}' already exists`, { details: { name } });
   }
   return undefined;
@@ -79,6 +85,10 @@ export class ServiceStore implements ServiceRepository {
     return doc ? toService(doc) : null;
   }
 
+  async exists (id: string): Promise<boolean> {
+    return (await this.collection.findOne({ _id: id }, { projection: { _id: 1 } })) !== null;
+  }
+
   async findWithHold (id: string): Promise<{ service: IService, automationHold?: AutomationHold } | null> {
     const doc = await this.collection.findOne({ _id: id }, { projection: serviceWithHold });
     if (!doc) return null;
@@ -102,10 +112,10 @@ export class ServiceStore implements ServiceRepository {
    */
   async compareAndSetStatus (id: string, rolloutId: string, revision: number, status: IImageRolloutStatus, evidence: RolloutEvidence, event: boolean, now: number): Promise<boolean> {
     const result = await this.collection.updateOne(
-      { _id: id, 'data.imageDeployment.rolloutId': rolloutId, ...(revision === 0 ? { statusRevision: { $exists: false } } : { statusRevision: revision }) },
+      { _id: id, 'data.imageDeployment.rolloutId': rolloutId, ...atStatusRevision(revision) },
       {
         $set: { 'data.imageRolloutStatus': status, rolloutEvidence: evidence, statusRevision: revision + 1, updatedAt: now },
-        ...(event ? { $push: { statusEvents: { $each: [statusEventOf(status, revision + 1, now)], $slice: -STATUS_EVENTS_KEPT } } } : {}),
+        ...(event ? pushStatusEvent(status, revision + 1, now) : {}),
       }
     );
     return result.matchedCount === 1;
@@ -142,10 +152,10 @@ export class ServiceStore implements ServiceRepository {
       if ((current.data?.imageDeployment?.rolloutGeneration ?? 0) >= record.generation) return 'already-applied';
       const revision = current.statusRevision ?? 0;
       const result = await this.collection.updateOne(
-        { ...atGeneration(record.serviceId, record.generation - 1), ...(revision === 0 ? { statusRevision: { $exists: false } } : { statusRevision: revision }) },
+        { ...atGeneration(record.serviceId, record.generation - 1), ...atStatusRevision(revision) },
         {
           $set: { ...set, statusRevision: revision + 1 },
-          ...(status ? { $push: { statusEvents: { $each: [statusEventOf(status, revision + 1, now)], $slice: -STATUS_EVENTS_KEPT } } } : {}),
+          ...(status ? pushStatusEvent(status, revision + 1, now) : {}),
           ...(record.hold === 'cleared' ? { $unset: { automationHold: '' } } : {}),
         }
       );

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../src/contracts/index.js';
 import {
-  createFixtureService, httpCaller, promote, pushRelease, registerCluster, type Caller, type FixtureService,
+  createFixtureService, httpCaller, promote, pushRelease, registerCluster, type Caller, type FixtureService, bearer,
 } from '../helpers/fixtures.js';
 import { startFleet, type Fleet } from '../helpers/fleet.js';
 import { fullReplicas, reportBody, verifiedReplica } from '../helpers/reports.js';
@@ -205,8 +205,6 @@ async function startProxy (target: string | (() => string), opts: ProxyOptions =
 }
 
 // ---------------------------------------------------------------------------------------
-
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 /** The variables of one GitHub Actions job attempt. */
 const github = (runId: string, attempt = '1'): Record<string, string> => ({

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { serviceData, typedRequest } from '../helpers/app.js';
 import { request, startFleet, type Fleet } from '../helpers/fleet.js';
-import { createFixtureService, httpCaller, promote, pushRelease, registerCluster, type FixtureService } from '../helpers/fixtures.js';
+import { bearer, createFixtureService, httpCaller, promote, pushRelease, registerCluster, type FixtureService } from '../helpers/fixtures.js';
 import { eventually, mapLimit, rawConnection, sleep, Tally, vmRssKb, type RawConnection } from './helpers.js';
 
 /**
@@ -31,8 +31,6 @@ const SLOW_TIMEOUT_MS = 3_000;
 const FLOOD_KEYS = Number(process.env['ABUSE_FLOOD_KEYS'] ?? 10_000);
 const FLOOD_CONCURRENCY = 16;
 const RSS_GROWTH_BOUND_KB = 150 * 1024;
-
-const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
 /** A well-behaved client with its own token, reading its own service in a loop until stopped. */
 function bystander (url: string, token: string, serviceId: string) {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serviceData } from '../helpers/app.js';
 import { startFleet, type Fleet, type ServerProcess } from '../helpers/fleet.js';
-import { createFixtureService, httpCaller, pushRelease, registerCluster, type FixtureService } from '../helpers/fixtures.js';
+import { bearer, createFixtureService, httpCaller, pushRelease, registerCluster, type FixtureService } from '../helpers/fixtures.js';
 import { childPids, commandLine, eventually, openRequest, processExists, rawRequest, sleep, Tally, type HttpResult, type OpenRequest } from './helpers.js';
 
 /**
@@ -39,8 +39,6 @@ import { childPids, commandLine, eventually, openRequest, processExists, rawRequ
 const IN_FLIGHT = 50;
 const LOOPERS = 10;
 const SHUTDOWN_TIMEOUT_MS = 10_000;
-
-const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
 /** Resolves when the server process has logged that it received the signal. */
 async function signalAcknowledged (server: ServerProcess): Promise<void> {
@@ -252,6 +250,7 @@ describe('SIGTERM without MONGODB_URI: the local database child is stopped too, 
     expect(read.statusCode, read.body).toBe(200);
     expect(read.json().service.data.name).toBe('written-during-drain');
     const java2 = childPids(server.pid).filter((pid) => commandLine(pid).includes('mongodev.MongoDevServer'));
+    expect(java2).toHaveLength(1);
     expect(await server.kill('SIGTERM')).toBe(0);
     expect(java2.every((pid) => !processExists(pid))).toBe(true);
   }, 120_000);

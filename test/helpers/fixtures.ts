@@ -38,7 +38,7 @@ export function httpCaller (baseUrl: string): Caller {
   };
 }
 
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+export const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
 /** Registers a cluster with its nodes (PUT semantics). */
 export async function registerCluster (app: Caller, admin: string, clusterId: string, nodeNames: string[]): Promise<void> {

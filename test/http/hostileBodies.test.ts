@@ -43,7 +43,7 @@ import { errorStatus } from '../../src/errors.js';
 import { withoutIdentity } from '../../src/http/errorHandler.js';
 import { TypedRequestEnvelope } from '../../src/http/typedRequest.js';
 import { buildTestApp, serviceData, typedRequest, type TestApp } from '../helpers/app.js';
-import { createFixtureService, pushEvent, registryHost, type FixtureService } from '../helpers/fixtures.js';
+import { bearer, createFixtureService, pushEvent, registryHost, type FixtureService } from '../helpers/fixtures.js';
 
 /** Runs per property: 19 properties × 300 runs take about 20 s. */
 const RUNS = Number(process.env['HOSTILE_RUNS'] ?? 300);
@@ -435,7 +435,6 @@ async function hostileProperty<T> (arbitrary: fc.Arbitrary<T>, build: (input: T)
 // ---- the state the properties run against ----------------------------------------------------
 
 const KEY = 'hostile-fixed-key';
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const identity = (jwt: string) => ({ name: 'ui-user', userId: 'user-1', expiresAt: 4_102_444_800_000, jwt });
 
 interface State {

@@ -2,10 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FaultPoint } from '../../src/faults.js';
 import { buildTestApp, typedRequest, type TestApp } from '../helpers/app.js';
 import {
-  createFixtureService, promote, pushRelease, registerCluster, rollback, type FixtureService,
+  createFixtureService, promote, pushRelease, registerCluster, rollback, type FixtureService, bearer,
 } from '../helpers/fixtures.js';
-
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 describe('promotion and rollback', () => {
   let t: TestApp;
@@ -309,13 +307,15 @@ describe('automatic promotion on push', () => {
     expect(await history(svc.id)).toHaveLength(0);
     const g1 = (await promote(t.app, api, svc.id, first.releaseId, { generation: 0 })).json().service.data.imageDeployment;
 
-    const v2 = await pushRelease(t.app, api, svc, { tag: 'v2', eventId: 'evt-v2' });
+    const v2Event = { tag: 'v2', eventId: 'evt-v2', seed: `v2-${svc.id}`, observedAt: Date.now() };
+    const v2 = await pushRelease(t.app, api, svc, v2Event);
     let rollouts = await history(svc.id);
     expect(rollouts).toHaveLength(2);
     expect(rollouts[0]).toMatchObject({ mode: 'automatic', generation: 2, releaseId: v2.releaseId, issuedBy: { role: 'system' } });
 
-    // The same event again (a redelivery) does not promote again.
-    await pushRelease(t.app, api, svc, { tag: 'v2', eventId: 'evt-v2', seed: undefined, releaseId: v2.releaseId, observedAt: undefined }).catch(() => undefined);
+    // The same event again (a redelivery, identical content) is answered, and does not promote again.
+    const redelivered = await pushRelease(t.app, api, svc, v2Event);
+    expect(redelivered.body['duplicate']).toBe(true);
     expect(await history(svc.id)).toHaveLength(2);
 
     const g2 = rollouts[0] as { rolloutId: string };

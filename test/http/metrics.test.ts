@@ -3,10 +3,8 @@ import { getMetricsFromIterator, type PromHistogramData, type PromLabels, type P
 import type { IImmutableImageDeploymentPlan } from '../../src/contracts/index.js';
 import { REQUEST_DURATION_BUCKETS } from '../../src/metrics.js';
 import { buildTestApp, typedRequest, type TestApp } from '../helpers/app.js';
-import { createFixtureService, pushEvent, pushRelease, promote, registerCluster, rollback } from '../helpers/fixtures.js';
+import { bearer, createFixtureService, pushEvent, pushRelease, promote, registerCluster, rollback } from '../helpers/fixtures.js';
 import { fullReplicas, reportBody, verifiedReplica } from '../helpers/reports.js';
-
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 /**
  * A scrape parsed by a Prometheus text-format parser, with exact lookups: a series is found by its

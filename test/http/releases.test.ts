@@ -7,11 +7,9 @@ import type { IImageRelease, IImmutableRegistryPushEvent } from '../../src/contr
 import { PushEventStore } from '../../src/store/pushEventStore.js';
 import { ReleaseStore } from '../../src/store/releaseStore.js';
 import { buildTestApp, serviceData, typedRequest, type TestApp } from '../helpers/app.js';
+import { bearer, digestOf, registryHost } from '../helpers/fixtures.js';
 
-const registryHost = 'registry.example.com';
 const hex = (bytes = 6) => randomBytes(bytes).toString('hex');
-const digestOf = (seed: string) => `sha256:${createHash('sha256').update(seed).digest('hex')}` as const;
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const identity = (jwt: string) => ({ name: 'tester', userId: 'u-test', expiresAt: 0, jwt });
 
 interface Svc { id: string, repository: string }

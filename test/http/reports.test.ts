@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../src/contracts/index.js';
 import { buildTestApp, typedRequest, type TestApp } from '../helpers/app.js';
-import { createFixtureService, promote, pushRelease, registerCluster, rollback } from '../helpers/fixtures.js';
+import { bearer, createFixtureService, promote, pushRelease, registerCluster, rollback } from '../helpers/fixtures.js';
 import { fullReplicas, reportBody, verifiedReplica } from '../helpers/reports.js';
-
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 describe('snapshot reports and rollout status', () => {
   let t: TestApp;
@@ -39,9 +37,12 @@ describe('snapshot reports and rollout status', () => {
 
   const send = (token: string, body: Record<string, unknown>) =>
     t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: body });
+  /** Everything a report may write: the status, its revision and evidence, and the stored deployments. */
   const stored = async (serviceId: string) => {
-    const doc = await t.app.database.db.collection('services').findOne({ _id: serviceId as never });
-    return JSON.stringify({ status: doc?.['data']?.imageRolloutStatus, revision: doc?.['statusRevision'], evidence: doc?.['rolloutEvidence'] });
+    const db = t.app.database.db;
+    const doc = await db.collection('services').findOne({ _id: serviceId as never });
+    const deployments = await db.collection('deployments').find({ serviceId }).sort({ _id: 1 }).toArray();
+    return JSON.stringify({ status: doc?.['data']?.imageRolloutStatus, revision: doc?.['statusRevision'], evidence: doc?.['rolloutEvidence'], deployments });
   };
   const statusOf = async (serviceId: string) =>
     (await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}`, headers: bearer(admin) })).json().service.data.imageRolloutStatus;

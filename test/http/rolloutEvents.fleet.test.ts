@@ -8,7 +8,7 @@ import {
 } from '../../src/http/statusStream.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import {
-  createFixtureService, httpCaller, promote, pushRelease, registerCluster, type Caller,
+  createFixtureService, httpCaller, promote, pushRelease, registerCluster, type Caller, bearer,
 } from '../helpers/fixtures.js';
 import { startFleet, type Fleet } from '../helpers/fleet.js';
 import { fullReplicas, reportBody, verifiedReplica } from '../helpers/reports.js';
@@ -111,7 +111,6 @@ async function openSse (url: string, headers: Record<string, string> = {}, conne
   return client;
 }
 
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const revisions = (events: StatusEvent[]) => events.map((e) => e.revision);
 const isIncreasing = (xs: number[]) => xs.every((x, i) => i === 0 || x > xs[i - 1]!);

@@ -3,10 +3,8 @@ import type { IImageRolloutStatus, IImmutableImageDeploymentPlan } from '../../s
 import { blockingReasons } from '../../src/domain/rolloutView.js';
 import type { ReplicaDetail, RolloutEvidence } from '../../src/domain/rolloutStatus.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { createFixtureService, promote, pushRelease, registerCluster, rollback } from '../helpers/fixtures.js';
+import { bearer, createFixtureService, promote, pushRelease, registerCluster, rollback } from '../helpers/fixtures.js';
 import { fullReplicas, reportBody, verifiedReplica } from '../helpers/reports.js';
-
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 describe('GET /v1/services/:serviceId/rollout', () => {
   let t: TestApp;

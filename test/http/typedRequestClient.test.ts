@@ -307,9 +307,10 @@ describe('the real TypedRequest client: list → promote → rollback', () => {
     // Exactly one rollout was issued.
     const history = await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollouts`, headers: { authorization: `Bearer ${admin}` } });
     expect(history.json().rollouts).toHaveLength(1);
-    // How many duplicates met the first request in flight (and got `retry`) depends on timing — in
-    // practice all nine; the client waited each out. The next describe makes it certain.
-    expect(log.mock.calls.every(([line]) => String(line).includes('server requested retry'))).toBe(true);
+    // How many duplicates met the first request in flight (and got `retry`) depends on timing, so
+    // it is not asserted here; the next describe makes a `retry` certain. Whatever the client
+    // logged was only that.
+    expect(log.mock.calls.filter(([line]) => !String(line).includes('server requested retry'))).toEqual([]);
   });
 });
 

@@ -118,8 +118,6 @@ export class ApiClient {
     this.random = opts.random ?? Math.random;
   }
 
-  get baseUrl (): string { return this.opts.baseUrl; }
-
   url (path: string): string {
     return `${this.opts.baseUrl}${path}`;
   }
