@@ -80,4 +80,4 @@ export async function createServiceWithReleases (ctx: BenchContext, name: string
 }
 
 /** A verified replica for the plan: the same fixture the tests use. */
-export { verifiedReplica } from '../../test/helpers/reports.js';
+export { verifiedReplica } from '../../test/support/reports.js';

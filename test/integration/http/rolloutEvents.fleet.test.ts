@@ -1,0 +1,536 @@
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
+import { STATUS_EVENTS_KEPT, type StatusEvent } from '../../../src/domain/rolloutStatus.js';
+import {
+  planDelivery, StatusHub, stripAccessToken, type ResetReason, type StatusListener, type StatusSnapshot,
+} from '../../../src/http/statusStream.js';
+import { buildTestApp, type TestApp } from '../../support/app.js';
+import {
+  createFixtureService, httpCaller, promote, pushRelease, registerCluster, type Caller, bearer,
+} from '../../support/fixtures.js';
+import { startFleet, type Fleet } from '../../support/fleet.js';
+import { fullReplicas, reportBody, verifiedReplica } from '../../support/reports.js';
+
+// ---------------------------------------------------------------------------------------
+// A minimal SSE client over fetch: parses the stream itself, every wait is bounded.
+// ---------------------------------------------------------------------------------------
+
+interface SseMessage { id?: string, event: string, data: string }
+
+interface SseClient {
+  status: number;
+  headers: Headers;
+  messages: SseMessage[];
+  /** `: …` comment lines (keep-alives, the shutdown note). */
+  comments: string[];
+  /** Resolves when the server ended the stream. */
+  ended: Promise<void>;
+  /** The `status` events, parsed. */
+  statuses(): StatusEvent[];
+  waitFor(what: string, predicate: (c: SseClient) => boolean, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function openSse (url: string, headers: Record<string, string> = {}, connectTimeoutMs = 10_000): Promise<SseClient> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error(`no response from ${url} within ${connectTimeoutMs} ms`)), connectTimeoutMs);
+  let res: Response;
+  try {
+    res = await fetch(url, { headers: { accept: 'text/event-stream', ...headers }, signal: controller.signal });
+  } finally {
+    clearTimeout(timer);
+  }
+  const waiters = new Set<() => void>();
+  const notify = (): void => { for (const w of [...waiters]) w(); };
+  const client: SseClient = {
+    status: res.status,
+    headers: res.headers,
+    messages: [],
+    comments: [],
+    ended: Promise.resolve(),
+    statuses: () => client.messages.filter((m) => m.event === 'status').map((m) => JSON.parse(m.data) as StatusEvent),
+    waitFor: (what, predicate, timeoutMs = 15_000) => new Promise<void>((resolve, reject) => {
+      const check = (): void => {
+        if (!predicate(client)) return;
+        waiters.delete(check);
+        clearTimeout(t);
+        resolve();
+      };
+      const t = setTimeout(() => {
+        waiters.delete(check);
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; got ${JSON.stringify(client.messages)}`));
+      }, timeoutMs);
+      waiters.add(check);
+      check();
+    }),
+    close: async () => {
+      controller.abort();
+      await client.ended;
+    },
+  };
+  client.ended = (async () => {
+    if (!res.body) return;
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let cut: number;
+        while ((cut = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 2);
+          const message: SseMessage = { event: 'message', data: '' };
+          let hasData = false;
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':')) {
+              client.comments.push(line.slice(1).trim());
+              continue;
+            }
+            const colon = line.indexOf(':');
+            const field = colon < 0 ? line : line.slice(0, colon);
+            const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+            if (field === 'id') message.id = value;
+            else if (field === 'event') message.event = value;
+            else if (field === 'data') {
+              message.data += (hasData ? '\n' : '') + value;
+              hasData = true;
+            }
+          }
+          if (hasData) client.messages.push(message);
+          notify();
+        }
+      }
+    } catch {
+      // aborted by close(), or the connection died: the stream is over either way
+    } finally {
+      notify();
+    }
+  })();
+  return client;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const revisions = (events: StatusEvent[]) => events.map((e) => e.revision);
+const isIncreasing = (xs: number[]) => xs.every((x, i) => i === 0 || x > xs[i - 1]!);
+
+// ---------------------------------------------------------------------------------------
+// Two real server processes: every client sees every change, whichever process made it.
+// ---------------------------------------------------------------------------------------
+
+describe('rollout status events across server processes', () => {
+  let fleet: Fleet;
+  let callers: Caller[];
+  let admin: string;
+  let api: string;
+  let c1: string;
+  let c2: string;
+
+  beforeAll(async () => {
+    fleet = await startFleet({ processes: 2 });
+    callers = fleet.servers.map((s) => httpCaller(s.url));
+    admin = await fleet.token('admin');
+    api = await fleet.token('api');
+    c1 = await fleet.token('cluster', { clusterId: 'c1', subject: 'coreflow-c1' });
+    c2 = await fleet.token('cluster', { clusterId: 'c2', subject: 'coreflow-c2' });
+    await registerCluster(callers[0]!, admin, 'c1', ['n1', 'n2']);
+    await registerCluster(callers[1]!, admin, 'c2', ['m1']);
+  }, 120_000);
+  afterAll(async () => { await fleet?.close(); });
+
+  const eventsUrl = (i: number, serviceId: string, query = '') => `${fleet.servers[i]!.url}/v1/services/${serviceId}/rollout/events${query}`;
+
+  it('a client on each process receives the same ordered changes, including those made through the other process; Last-Event-ID resumes exactly after', async () => {
+    const svc = await createFixtureService(callers[0]!, admin, { clusterIds: ['c1', 'c2'], replicasPerNode: 2 });
+    const release = await pushRelease(callers[1]!, api, svc, { tag: 'v1' });
+    const clients: SseClient[] = [];
+    try {
+      clients.push(await openSse(eventsUrl(0, svc.id), bearer(admin)));
+      clients.push(await openSse(eventsUrl(1, svc.id), bearer(api)));
+      for (const c of clients) {
+        expect(c.status).toBe(200);
+        expect(c.headers.get('content-type')).toMatch(/^text\/event-stream/);
+        expect(c.headers.get('cache-control')).toBe('no-cache');
+        expect(c.headers.get('x-accel-buffering')).toBe('no');
+      }
+
+      const promoted = await promote(callers[0]!, api, svc.id, release.releaseId, { generation: 0 });
+      expect(promoted.statusCode, promoted.body).toBe(200);
+      const plan = promoted.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
+
+      // Reports alternate between the two processes.
+      const reports: Array<[string, Record<string, unknown>]> = [
+        [c1, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['n1', 'n2'], deployments: [verifiedReplica(plan, svc.id, 'n1', 0, { status: 'starting', evidence: null })] })],
+        [c1, reportBody(plan, svc.id, { sequence: 2, nodeNames: ['n1', 'n2'], deployments: ['n1', 'n2'].flatMap((n) => [0, 1].map((i) => verifiedReplica(plan, svc.id, n, i, { evidence: null }))) })],
+        [c2, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['m1'], deployments: [verifiedReplica(plan, svc.id, 'm1', 0), verifiedReplica(plan, svc.id, 'm1', 1, { status: 'failed' })] })],
+        [c2, reportBody(plan, svc.id, { sequence: 2, nodeNames: ['m1'], deployments: [0, 1].map((i) => verifiedReplica(plan, svc.id, 'm1', i, { evidence: null })) })],
+        [c1, reportBody(plan, svc.id, { sequence: 3, nodeNames: ['n1', 'n2'], deployments: fullReplicas(plan, svc.id, ['n1', 'n2']) })],
+        [c1, reportBody(plan, svc.id, { sequence: 3, nodeNames: ['n1', 'n2'], deployments: fullReplicas(plan, svc.id, ['n1', 'n2']) })], // a replay: no change
+        [c2, reportBody(plan, svc.id, { sequence: 3, nodeNames: ['m1'], deployments: fullReplicas(plan, svc.id, ['m1']) })],
+      ];
+      let last = '';
+      for (const [i, [token, body]] of reports.entries()) {
+        const res = await callers[i % 2]!.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: body });
+        expect(res.statusCode, res.body).toBe(200);
+        last = res.json().status.status;
+      }
+      expect(last).toBe('succeeded');
+
+      for (const c of clients) await c.waitFor('succeeded', (x) => x.statuses().some((e) => e.status === 'succeeded'));
+      await sleep(750); // three poll intervals: nothing more may arrive
+      const [a, b] = clients.map((c) => c.statuses()) as [StatusEvent[], StatusEvent[]];
+      expect(a).toEqual(b);
+      expect(isIncreasing(revisions(a))).toBe(true);
+      expect(a.map((e) => e.status)).toEqual(['pending', 'deploying', 'deploying', 'failed', 'verifying', 'verifying', 'succeeded']);
+      expect(a.at(-1)).toMatchObject({ status: 'succeeded', rolloutId: plan.rolloutId, verifiedReplicaCount: 6 });
+      expect(clients[0]!.messages.map((m) => m.id)).toEqual(revisions(a).map(String));
+      // Exactly the stored log: nothing skipped, nothing invented.
+      const doc = await (await fleet.db()).collection('services').findOne({ _id: svc.id as never });
+      expect(a).toEqual(doc?.['statusEvents']);
+
+      // Resume after the 2nd event (on either process): exactly the rest, nothing before, nothing twice.
+      const resumed = [
+        await openSse(eventsUrl(1, svc.id), { ...bearer(admin), 'last-event-id': String(a[1]!.revision) }),
+        await openSse(eventsUrl(0, svc.id, `?after=${a[1]!.revision}`), bearer(admin)),
+      ];
+      clients.push(...resumed);
+      for (const c of resumed) await c.waitFor('the rest', (x) => x.statuses().length >= a.length - 2);
+      await sleep(750);
+      for (const c of resumed) expect(c.statuses()).toEqual(a.slice(2));
+
+      // A fresh connection gets only the current state.
+      const fresh = await openSse(eventsUrl(1, svc.id), bearer(admin));
+      clients.push(fresh);
+      await fresh.waitFor('the current state', (x) => x.messages.length >= 1);
+      await sleep(500);
+      expect(fresh.statuses()).toEqual([a.at(-1)]);
+    } finally {
+      await Promise.all(clients.map(async (c) => await c.close()));
+    }
+  }, 90_000);
+
+  it('SIGTERM with open streams: the process drains promptly and ends them', async () => {
+    const server = await fleet.add();
+    const svc = await createFixtureService(callers[0]!, admin, { clusterIds: ['c1'] });
+    const streams = await Promise.all([0, 1, 2].map(async () => await openSse(`${server.url}/v1/services/${svc.id}/rollout/events`, bearer(admin))));
+    try {
+      const started = Date.now();
+      const code = await Promise.race([server.kill('SIGTERM'), sleep(8_000).then(() => 'timeout' as const)]);
+      expect(code, fleet.logs()).toBe(0);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      await Promise.race([Promise.all(streams.map(async (s) => await s.ended)), sleep(2_000)]);
+      for (const s of streams) expect(s.comments).toContain('server shutting down, reconnect');
+    } finally {
+      await Promise.all(streams.map(async (s) => await s.close()));
+      await server.kill('SIGKILL');
+    }
+  }, 60_000);
+});
+
+// ---------------------------------------------------------------------------------------
+// One process: auth, errors, access_token, keep-alives, resets, shutdown.
+// ---------------------------------------------------------------------------------------
+
+describe('rollout status events in one process', () => {
+  let t: TestApp;
+  let base: string;
+  let admin: string;
+  let api: string;
+  let c2: string;
+  const logLines: string[] = [];
+
+  beforeAll(async () => {
+    const stream = new Writable({ write (chunk: Buffer, _enc, done) { logLines.push(...chunk.toString().split('\n').filter(Boolean)); done(); } });
+    t = await buildTestApp({}, { logger: { level: 'trace', stream }, statusStream: { pollIntervalMs: 50, heartbeatMs: 200 } });
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    admin = await t.token('admin');
+    api = await t.token('api');
+    c2 = await t.token('cluster', { clusterId: 'c2', subject: 'coreflow-c2' });
+    await registerCluster(t.app, admin, 'c2', ['m1']);
+  });
+  afterAll(async () => { await t?.close(); });
+
+  const url = (serviceId: string, query = '') => `${base}/v1/services/${serviceId}/rollout/events${query}`;
+
+  /** A service on m1 with one replica, promoted: revision 1 = pending. */
+  async function promoted () {
+    const svc = await createFixtureService(t.app, admin, { clusterIds: ['c2'], replicasPerNode: 1 });
+    const release = await pushRelease(t.app, api, svc, { tag: 'v1' });
+    const plan = (await promote(t.app, api, svc.id, release.releaseId, { generation: 0 })).json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
+    let sequence = 0;
+    /** Alternates the replica between failed and running+verified: one status event each. */
+    const toggle = async (failed: boolean) => {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/deployment-snapshots',
+        headers: bearer(c2),
+        payload: reportBody(plan, svc.id, { sequence: ++sequence, nodeNames: ['m1'], deployments: [verifiedReplica(plan, svc.id, 'm1', 0, failed ? { status: 'failed' } : {})] }),
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json().status.status as string;
+    };
+    return { svc, plan, toggle };
+  }
+
+  it('refuses before streaming: 401 without a token, 403 for a cluster token, 404 for an unknown service, 400 for a bad Last-Event-ID', async () => {
+    const { svc } = await promoted();
+    const get = async (u: string, headers: Record<string, string> = {}) => {
+      const res = await fetch(u, { headers, signal: AbortSignal.timeout(5_000) });
+      return { status: res.status, type: res.headers.get('content-type'), body: await res.json() as Record<string, unknown> };
+    };
+    expect(await get(url(svc.id))).toMatchObject({ status: 401, type: 'application/problem+json; charset=utf-8', body: { code: 'unauthenticated' } });
+    expect(await get(url(svc.id), bearer(c2))).toMatchObject({ status: 403, body: { code: 'forbidden' } });
+    expect(await get(url('svc_missing'), bearer(admin))).toMatchObject({ status: 404, body: { code: 'service-not-found' } });
+    expect(await get(url(svc.id), { ...bearer(admin), 'last-event-id': 'abc' })).toMatchObject({ status: 400, body: { code: 'validation-failed' } });
+    expect(await get(url(svc.id, '?after=-1'), bearer(admin))).toMatchObject({ status: 400, body: { code: 'validation-failed' } });
+    expect(await get(url(svc.id, '?access_token='), {})).toMatchObject({ status: 401, body: { code: 'unauthenticated' } });
+  });
+
+  it('streams the current state, then each change, with keep-alives in between', async () => {
+    const { svc, toggle } = await promoted();
+    const client = await openSse(url(svc.id), bearer(api));
+    try {
+      await client.waitFor('the current state', (c) => c.statuses().length === 1);
+      expect(client.messages[0]).toMatchObject({ id: '1', event: 'status' });
+      expect(client.statuses()[0]).toMatchObject({ revision: 1, status: 'pending' });
+      expect(await toggle(false)).toBe('succeeded');
+      expect(await toggle(true)).toBe('failed');
+      await client.waitFor('two changes', (c) => c.statuses().length === 3);
+      expect(client.statuses().map((e) => [e.revision, e.status])).toEqual([[1, 'pending'], [2, 'succeeded'], [3, 'failed']]);
+      await client.waitFor('a keep-alive', (c) => c.comments.includes('keep-alive'), 5_000);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('notices disconnects: each closed client leaves the hub', async () => {
+    const { svc } = await promoted();
+    const clients = [await openSse(url(svc.id), bearer(api)), await openSse(url(svc.id), bearer(admin))];
+    try {
+      for (const c of clients) await c.waitFor('the current state', (x) => x.statuses().length === 1);
+      expect(await openStreams(svc.id)).toBe(2);
+      await clients[0]!.close();
+      await eventually(async () => expect(await openStreams(svc.id)).toBe(1));
+      await clients[1]!.close();
+      await eventually(async () => expect(await openStreams(svc.id)).toBe(0));
+    } finally {
+      await Promise.all(clients.map(async (c) => await c.close()));
+    }
+  });
+
+  /** How many streams this process has open for the service (from its logs: opened − closed, logged on 'close'). */
+  async function openStreams (serviceId: string): Promise<number> {
+    const entries = logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e['serviceId'] === serviceId);
+    return entries.filter((e) => e['msg'] === 'status stream opened').length - entries.filter((e) => e['msg'] === 'status stream closed').length;
+  }
+
+  it('accepts ?access_token= for EventSource, and the token never reaches a log line', async () => {
+    const { svc } = await promoted();
+    const token = await t.token('user', { subject: 'browser-user' });
+    const client = await openSse(url(svc.id, `?access_token=${encodeURIComponent(token)}&after=0`));
+    try {
+      expect(client.status).toBe(200);
+      await client.waitFor('the stored events', (c) => c.statuses().length === 1);
+    } finally {
+      await client.close();
+    }
+    const wrong = await fetch(url(svc.id, `?access_token=${encodeURIComponent(token)}x`), { signal: AbortSignal.timeout(5_000) });
+    expect(wrong.status).toBe(401);
+    const other = await fetch(`${base}/v1/services/${svc.id}?access_token=${encodeURIComponent(token)}`, { signal: AbortSignal.timeout(5_000) });
+    expect(other.status).toBe(401); // only the stream accepts it
+    await eventually(async () => expect(await openStreams(svc.id)).toBe(0));
+    const urls = logLines.filter((l) => l.includes(svc.id) && l.includes('"url"'));
+    expect(urls.length).toBeGreaterThan(0);
+    for (const line of logLines) {
+      expect(line).not.toContain(token);
+      expect(line).not.toContain(token.slice(-20)); // the signature, however the token was encoded
+    }
+  });
+
+  it('a client more than 100 changes behind, or from an unknown revision, gets a reset with the current state, then the changes after it', async () => {
+    const { svc, toggle } = await promoted();
+    for (let i = 0; i < STATUS_EVENTS_KEPT + 2; i++) await toggle(i % 2 === 1);
+    const current = (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollout`, headers: bearer(admin) })).json();
+    const latest = (await t.app.database.db.collection('services').findOne({ _id: svc.id as never }))?.['statusEvents'].at(-1) as StatusEvent;
+    expect(latest.revision).toBe(current.revision);
+
+    const behind = await openSse(url(svc.id), { ...bearer(admin), 'last-event-id': '1' });
+    const future = await openSse(url(svc.id, '?after=999999'), bearer(admin));
+    try {
+      for (const c of [behind, future]) await c.waitFor('a reset', (x) => x.messages.length >= 1);
+      const parsed = (c: SseClient) => c.messages.map((m) => ({ ...m, data: JSON.parse(m.data) as unknown }));
+      expect(parsed(behind)).toEqual([{ id: String(latest.revision), event: 'reset', data: { reason: 'events-missed', revision: current.revision, latest } }]);
+      expect(parsed(future)).toEqual([{ id: String(latest.revision), event: 'reset', data: { reason: 'unknown-revision', revision: current.revision, latest } }]);
+      const next = await toggle(latest.status !== 'failed');
+      for (const c of [behind, future]) await c.waitFor('the next change', (x) => x.statuses().length === 1);
+      expect(behind.statuses()[0]).toMatchObject({ revision: latest.revision + 1, status: next });
+    } finally {
+      await Promise.all([behind.close(), future.close()]);
+    }
+  }, 60_000);
+
+  it('app.close() does not hang on open streams: they are ended', async () => {
+    const own = await buildTestApp({}, { statusStream: { pollIntervalMs: 50 } });
+    let client: SseClient | undefined;
+    try {
+      await own.app.listen({ host: '127.0.0.1', port: 0 });
+      const ownAdmin = await own.token('admin');
+      const svc = await createFixtureService(own.app, ownAdmin, { withPlacement: false });
+      client = await openSse(`http://127.0.0.1:${(own.app.server.address() as AddressInfo).port}/v1/services/${svc.id}/rollout/events`, bearer(ownAdmin));
+      expect(client.status).toBe(200);
+      const started = Date.now();
+      await Promise.race([own.close(), sleep(5_000).then(() => { throw new Error('app.close() hung on an open SSE connection'); })]);
+      expect(Date.now() - started).toBeLessThan(3_000);
+      await Promise.race([client.ended, sleep(2_000)]);
+      expect(client.comments).toContain('server shutting down, reconnect');
+    } finally {
+      await client?.close();
+      await own.close().catch(() => undefined);
+    }
+  });
+});
+
+async function eventually (assertion: () => Promise<void>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await assertion();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await sleep(25);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The hub and the gap rule against a fake source.
+// ---------------------------------------------------------------------------------------
+
+describe('StatusHub and planDelivery', () => {
+  const ev = (revision: number): StatusEvent => ({
+    revision,
+    rolloutId: 'ro_1',
+    rolloutGeneration: 1,
+    status: 'deploying',
+    requiredReplicaCount: 1,
+    observedReplicaCount: 0,
+    healthyReplicaCount: 0,
+    verifiedReplicaCount: 0,
+    failedReplicaCount: 0,
+    at: revision,
+  });
+  /** A service document's log: `revision` with the last 100 of `events`. */
+  class FakeSource {
+    revision = 0;
+    log: StatusEvent[] = [];
+    polls: Array<[string, number]> = [];
+    push (withEvent = true): void {
+      this.revision++;
+      if (withEvent) this.log = [...this.log, ev(this.revision)].slice(-STATUS_EVENTS_KEPT);
+    }
+
+    async statusEventsAfter (serviceId: string, revision: number): Promise<StatusSnapshot | null> {
+      this.polls.push([serviceId, revision]);
+      return serviceId === 'gone' ? null : { revision: this.revision, events: this.log.filter((e) => e.revision > revision) };
+    }
+  }
+  class FakeListener implements StatusListener {
+    ready = true;
+    got: number[] = [];
+    resets: Array<[ResetReason, number | undefined]> = [];
+    ended: string | undefined;
+    constructor (public cursor: number) {}
+    send (events: StatusEvent[]) { this.got.push(...events.map((e) => e.revision)); }
+    reset (reason: ResetReason, _revision: number, latest: StatusEvent | undefined) { this.resets.push([reason, latest?.revision]); }
+    heartbeat () {}
+    end (why: string) { this.ended = why; }
+  }
+
+  it('planDelivery: the events after the cursor; a reset only when a gap is possible', () => {
+    const full = { revision: 250, events: Array.from({ length: STATUS_EVENTS_KEPT }, (_, i) => ev(151 + i)) };
+    expect(planDelivery(160, full)).toEqual({ kind: 'events', events: full.events.slice(10) });
+    expect(planDelivery(150, full)).toMatchObject({ kind: 'reset', reason: 'events-missed' });
+    expect(planDelivery(251, full)).toMatchObject({ kind: 'reset', reason: 'unknown-revision', latest: ev(250) });
+    // Not full: nothing was ever dropped, whatever the cursor.
+    expect(planDelivery(0, { revision: 7, events: [ev(3), ev(7)] })).toEqual({ kind: 'events', events: [ev(3), ev(7)] });
+  });
+
+  it('one poll loop per watched service, each listener served from its own cursor, stopped when the last one leaves', async () => {
+    const source = new FakeSource();
+    for (let i = 0; i < 3; i++) source.push();
+    const hub = new StatusHub({ source, pollIntervalMs: 10 });
+    try {
+      const a = new FakeListener(1);
+      const b = new FakeListener(3);
+      const offA = hub.subscribe('svc', a);
+      const offB = hub.subscribe('svc', b);
+      expect(hub.watched()).toEqual({ svc: 2 });
+      await eventually(async () => expect(a.got).toEqual([2, 3]));
+      source.push(false); // a revision without an event (a report that changed no count)
+      source.push();
+      await eventually(async () => expect([a.got, b.got]).toEqual([[2, 3, 5], [5]]));
+      expect(new Set(source.polls.map(([s]) => s))).toEqual(new Set(['svc']));
+      offA();
+      offB();
+      expect(hub.watched()).toEqual({});
+      const polls = source.polls.length;
+      await sleep(60);
+      expect(source.polls.length).toBeLessThanOrEqual(polls + 1); // at most the one in flight
+    } finally {
+      hub.close();
+    }
+  });
+
+  it('a listener that stops reading keeps its cursor and catches up when it drains; one that fell out of the window gets a reset', async () => {
+    const source = new FakeSource();
+    source.push();
+    const hub = new StatusHub({ source, pollIntervalMs: 10 });
+    try {
+      const slow = new FakeListener(1);
+      const gone = new FakeListener(0);
+      hub.subscribe('svc', slow);
+      hub.subscribe('gone', gone);
+      slow.ready = false;
+      for (let i = 0; i < 5; i++) source.push();
+      await sleep(60);
+      expect(slow.got).toEqual([]);
+      slow.ready = true;
+      hub.kick('svc');
+      await eventually(async () => expect(slow.got).toEqual([2, 3, 4, 5, 6]));
+      slow.ready = false;
+      for (let i = 0; i < STATUS_EVENTS_KEPT + 5; i++) source.push();
+      slow.ready = true;
+      await eventually(async () => expect(slow.resets).toEqual([['events-missed', source.revision]]));
+      expect(slow.got).toEqual([2, 3, 4, 5, 6]);
+      source.push();
+      await eventually(async () => expect(slow.got.at(-1)).toBe(source.revision));
+      await eventually(async () => expect(gone.ended).toBe('service-gone'));
+      expect(hub.watched()).toEqual({ svc: 1 });
+    } finally {
+      hub.close();
+    }
+  });
+
+  it('close() ends every listener and refuses new ones', () => {
+    const hub = new StatusHub({ source: new FakeSource(), pollIntervalMs: 10 });
+    const a = new FakeListener(0);
+    hub.subscribe('svc', a);
+    hub.close();
+    expect(a.ended).toBe('shutdown');
+    const late = new FakeListener(0);
+    hub.subscribe('svc', late);
+    expect(late.ended).toBe('shutdown');
+    expect(hub.watched()).toEqual({});
+  });
+
+  it('stripAccessToken takes the token out of the URL and keeps everything else verbatim', () => {
+    const req = (url: string) => ({ url }) as unknown as Parameters<typeof stripAccessToken>[0];
+    expect(stripAccessToken(req('/v1/services/s/rollout/events?after=3&access_token=abc.def'))).toBe('/v1/services/s/rollout/events?after=3');
+    expect(stripAccessToken(req('/v1/x?access%5Ftoken=abc&tag=a%20b'))).toBe('/v1/x?tag=a%20b');
+    expect(stripAccessToken(req('/v1/x?tag=access_token'))).toBe('/v1/x?tag=access_token');
+    expect(stripAccessToken(req('/v1/x'))).toBe('/v1/x');
+  });
+});

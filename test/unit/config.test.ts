@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('configuration from the environment', () => {
+  it('has safe defaults for a developer machine', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ host: '127.0.0.1', port: 3000, mongodbDb: 'cloudly_release', logLevel: 'info', dataDir: '.data' });
+    expect(config.mongodbUri).toBeUndefined();
+    expect(config.auth).toBeUndefined();
+  });
+
+  it('converts and reads every variable', () => {
+    const config = loadConfig({ PORT: '8080', HOST: '0.0.0.0', MONGODB_URI: 'mongodb://db:27017/?replicaSet=rs0', MONGODB_DB: 'prod', AUTH_JWT_SECRET: 'x'.repeat(32), LOG_LEVEL: 'warn' });
+    expect(config).toMatchObject({ port: 8080, host: '0.0.0.0', mongodbUri: 'mongodb://db:27017/?replicaSet=rs0', mongodbDb: 'prod', auth: { kind: 'secret' }, logLevel: 'warn' });
+  });
+
+  it('treats an empty variable as unset', () => {
+    expect(loadConfig({ AUTH_JWT_SECRET: '', PORT: '' })).toMatchObject({ port: 3000 });
+  });
+
+  const bad: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: 'eighty' }, /^PORT: /],
+    [{ PORT: '70000' }, /^PORT: /],
+    [{ MONGODB_URI: 'postgres://x' }, /^MONGODB_URI: /],
+    [{ MONGODB_DB: 'a.b' }, /^MONGODB_DB: /],
+    [{ AUTH_JWT_SECRET: 'short' }, /^AUTH_JWT_SECRET: /],
+    [{ AUTH_JWT_PUBLIC_KEY: 'not a pem' }, /^AUTH_JWT_PUBLIC_KEY: /],
+    [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL: /],
+    [{ AUTH_JWT_SECRET: 'x'.repeat(32), AUTH_JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----' }, /^AUTH_JWT_SECRET: set either/],
+  ];
+  for (const [env, message] of bad) {
+    it(`stops on ${JSON.stringify(env).slice(0, 60)} naming the variable`, () => {
+      expect(() => loadConfig(env)).toThrow(ConfigError);
+      expect(() => loadConfig(env)).toThrow(message);
+    });
+  }
+
+  it('never echoes a secret in the message', () => {
+    expect(() => loadConfig({ AUTH_JWT_SECRET: 'hunter2' })).toThrow(/^(?!.*hunter2)/);
+  });
+});

@@ -1,0 +1,154 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { IImmutableRegistryPushEvent, IRegistryTarget } from '../../../src/contracts/index.js';
+import {
+  assertPushEventConsistent, assertTagHistoryQuery, decodeCursor, encodeCursor, isSameRelease, pushEventFingerprint,
+  registryTargetMatches, releaseIdentityOf,
+} from '../../../src/domain/releases.js';
+import { AppError } from '../../../src/errors.js';
+
+const digest = `sha256:${'ab'.repeat(32)}` as const;
+
+const event = (overrides: Partial<IImmutableRegistryPushEvent> = {}): IImmutableRegistryPushEvent => ({
+  deploymentPolicy: 'immutable-digest',
+  eventId: 'evt_1',
+  releaseId: 'rel_1',
+  protocol: 'oci',
+  registryHost: 'registry.example.com:5000',
+  repository: 'team/web',
+  tag: 'v1.2.3',
+  registryRootDigest: digest,
+  digestPinnedImageReference: `registry.example.com:5000/team/web@${digest}`,
+  imageUrl: 'registry.example.com:5000/team/web:v1.2.3',
+  observedAt: 1_700_000_000_000,
+  serviceId: 'svc_1',
+  imageId: 'img_1',
+  manifestMediaType: 'application/vnd.oci.image.index.v1+json',
+  ...overrides,
+});
+
+/** The problems of the validation-failed error `fn` throws. */
+const problemsOf = (fn: () => void): Array<{ field: string }> => {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).code).toBe('validation-failed');
+    return (err as AppError).details['problems'] as Array<{ field: string }>;
+  }
+  throw new Error('expected validation-failed');
+};
+
+describe('push event fingerprint', () => {
+  it('is the same for the same content in any key order and differs when any field differs', () => {
+    const e = event();
+    const reversed = Object.fromEntries(Object.entries(e).reverse()) as IImmutableRegistryPushEvent;
+    expect(pushEventFingerprint(reversed)).toBe(pushEventFingerprint(e));
+    expect(pushEventFingerprint({ ...e, tag: 'v1.2.4' })).not.toBe(pushEventFingerprint(e));
+    expect(pushEventFingerprint({ ...e, observedAt: e.observedAt + 1 })).not.toBe(pushEventFingerprint(e));
+    expect(pushEventFingerprint({ ...e, actorUserId: 'u1' })).not.toBe(pushEventFingerprint(e));
+  });
+});
+
+describe('assertPushEventConsistent', () => {
+  it('accepts a canonical event', () => {
+    expect(() => assertPushEventConsistent(event(), '/body')).not.toThrow();
+    expect(() => assertPushEventConsistent(event({ registryHost: 'localhost', digestPinnedImageReference: `localhost/team/web@${digest}` }), '/body')).not.toThrow();
+  });
+
+  it('names the non-canonical host or repository under the given prefix', () => {
+    expect(problemsOf(() => assertPushEventConsistent(event({ registryHost: 'Registry.example.com' }), '/body')).map((p) => p.field))
+      .toEqual(['/body/registryHost']);
+    expect(problemsOf(() => assertPushEventConsistent(event({ repository: 'Team/Web' }), '/request/event')).map((p) => p.field))
+      .toEqual(['/request/event/repository']);
+    expect(problemsOf(() => assertPushEventConsistent(event({ registryHost: 'https://x', repository: 'a//b' }), '/body')).map((p) => p.field))
+      .toEqual(['/body/registryHost', '/body/repository']);
+  });
+
+  it('requires the pinned reference to be host/repository@digest exactly', () => {
+    for (const ref of [
+      `registry.example.com/team/web@${digest}`,
+      `registry.example.com:5000/team/api@${digest}`,
+      `registry.example.com:5000/team/web@sha256:${'cd'.repeat(32)}`,
+      `registry.example.com:5000/team/web:v1.2.3@${digest}`,
+    ]) {
+      expect(problemsOf(() => assertPushEventConsistent(event({ digestPinnedImageReference: ref }), '/body')).map((p) => p.field))
+        .toEqual(['/body/digestPinnedImageReference']);
+    }
+  });
+
+  it('requires an OCI tag', () => {
+    for (const tag of ['.hidden', '-x', 'a/b', 'a b', 'x'.repeat(129)]) {
+      expect(problemsOf(() => assertPushEventConsistent(event({ tag }), '/body')).map((p) => p.field)).toEqual(['/body/tag']);
+    }
+    for (const tag of ['latest', '_x', 'v1.2.3-rc.1', 'A_b-c.d', 'x'.repeat(128)]) {
+      expect(() => assertPushEventConsistent(event({ tag }), '/body')).not.toThrow();
+    }
+  });
+});
+
+describe('registryTargetMatches', () => {
+  const target = (registryHost: string, repository: string): IRegistryTarget => ({ protocol: 'oci', registryHost, repository });
+  const e = { registryHost: 'registry.example.com', repository: 'team/web' };
+
+  it('compares the host case-insensitively and the repository exactly, without aliases', () => {
+    expect(registryTargetMatches(target('registry.example.com', 'team/web'), e)).toBe(true);
+    expect(registryTargetMatches(target('Registry.Example.COM', 'team/web'), e)).toBe(true);
+    expect(registryTargetMatches(target('registry.example.com', 'Team/Web'), e)).toBe(false);
+    expect(registryTargetMatches(target('registry.example.com:443', 'team/web'), e)).toBe(false);
+    expect(registryTargetMatches(target('registry.example.com', 'team/web2'), e)).toBe(false);
+    expect(registryTargetMatches(target('docker.io', 'library/web'), { registryHost: 'docker.io', repository: 'web' })).toBe(false);
+  });
+});
+
+describe('keyset cursors', () => {
+  it('round-trip every position', () => {
+    fc.assert(fc.property(fc.nat({ max: Number.MAX_SAFE_INTEGER }), fc.string({ minLength: 1, maxLength: 128, unit: 'grapheme' }), (time, id) => {
+      fc.pre(id.length <= 128);
+      const cursor = encodeCursor({ time, id });
+      expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+      expect(decodeCursor(cursor, '/querystring/cursor')).toEqual({ time, id });
+    }));
+  });
+
+  it('refuse anything this API did not produce, naming the field', () => {
+    const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    for (const cursor of ['', 'abc', '!!!', b64({ time: 1, id: 'x' }), b64([1]), b64(['1', 'x']), b64([-1, 'x']), b64([1.5, 'x']), b64([1, '']), b64([1, 'x'.repeat(129)]), b64([1, 'x', 2]), `${b64([1, 'x'])}A`]) {
+      expect(problemsOf(() => decodeCursor(cursor, '/querystring/cursor')), cursor).toEqual([expect.objectContaining({ field: '/querystring/cursor' })]);
+    }
+  });
+
+  it('tag history refuses a cursor together with `at`', () => {
+    const cursor = encodeCursor({ time: 1, id: 'e' });
+    expect(problemsOf(() => assertTagHistoryQuery({ at: 5, cursor }, '/querystring')).map((p) => p.field)).toEqual(['/querystring/cursor']);
+    expect(() => assertTagHistoryQuery({ at: 5 }, '/querystring')).not.toThrow();
+    expect(() => assertTagHistoryQuery({ cursor }, '/querystring')).not.toThrow();
+  });
+});
+
+describe('release identity', () => {
+  it('is the same release only when id, tuple, image and media type all agree', () => {
+    const identity = releaseIdentityOf(event());
+    const release = {
+      id: 'rel_1',
+      data: {
+        serviceId: 'svc_1',
+        imageId: 'img_1',
+        registryHost: identity.registryHost,
+        repository: identity.repository,
+        registryRootDigest: digest,
+        digestPinnedImageReference: identity.digestPinnedImageReference,
+        manifestMediaType: identity.manifestMediaType,
+        observedTags: ['v1.2.3'],
+        firstObservedAt: 1,
+        lastObservedAt: 1,
+        observationCount: 1,
+      },
+    };
+    expect(isSameRelease(release, identity)).toBe(true);
+    expect(isSameRelease({ ...release, id: 'rel_2' }, identity)).toBe(false);
+    expect(isSameRelease({ ...release, data: { ...release.data, serviceId: 'svc_2' } }, identity)).toBe(false);
+    expect(isSameRelease({ ...release, data: { ...release.data, imageId: 'img_2' } }, identity)).toBe(false);
+    expect(isSameRelease({ ...release, data: { ...release.data, manifestMediaType: 'application/vnd.oci.image.manifest.v1+json' } }, identity)).toBe(false);
+  });
+});
