@@ -14,6 +14,7 @@ import { serviceRoutes } from './http/serviceRoutes.js';
 import { releaseRoutes } from './http/releaseRoutes.js';
 import { clusterRoutes } from './http/clusterRoutes.js';
 import { createOperations } from './http/operations.js';
+import { serviceOperations } from './domain/services.js';
 import { createStores } from './store/index.js';
 import { releaseLifecycle } from './domain/releaseLifecycle.js';
 import { computeTargetScope } from './domain/clusters.js';
@@ -159,7 +160,12 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(healthRoutes);
   await app.register(metricsRoutes, { metrics, ...(config.metricsToken === undefined ? {} : { token: config.metricsToken }) });
   await app.register(typedRequestRoutes, { operations: Object.values(operations), verifier: app.verifier });
-  await app.register(serviceRoutes, { operations, verifier: app.verifier, serviceView: (id) => stores.services.findWithHold(id) });
+  await app.register(serviceRoutes, {
+    operations,
+    verifier: app.verifier,
+    serviceView: (id) => stores.services.findWithHold(id),
+    services: serviceOperations({ services: stores.services, now: Date.now }),
+  });
   await app.register(reportRoutes, { operations, verifier: app.verifier });
   await app.register(lifecycleRoutes, {
     operations,

@@ -1,9 +1,54 @@
 import { randomBytes } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
 import {
+  Id, Name, TImmutableImageMismatchReason, TImmutableImageRolloutMode, TImmutableImageRolloutStatus, TSha256Digest,
   TServiceWritableData, serverManagedServiceDataFields,
   type IService, type IServiceData,
 } from '../contracts/index.js';
-import { AppError, serviceNotFound } from '../errors.js';
+import { AppError, serviceNotFound, validationFailed } from '../errors.js';
+
+/** One row of the service listing: who it is and where its current rollout stands. */
+export const ServiceSummary = Type.Object({
+  id: Id,
+  name: Name,
+  rollout: Type.Optional(Type.Object({
+    rolloutId: Id,
+    rolloutGeneration: Type.Integer(),
+    mode: TImmutableImageRolloutMode,
+    releaseId: Id,
+    requestedDigest: TSha256Digest,
+    status: Type.Optional(TImmutableImageRolloutStatus),
+    requiredReplicaCount: Type.Optional(Type.Integer()),
+    observedReplicaCount: Type.Optional(Type.Integer()),
+    healthyReplicaCount: Type.Optional(Type.Integer()),
+    verifiedReplicaCount: Type.Optional(Type.Integer()),
+    failedReplicaCount: Type.Optional(Type.Integer()),
+    mismatchReason: Type.Optional(TImmutableImageMismatchReason),
+    updatedAt: Type.Optional(Type.Integer()),
+  })),
+  automationHold: Type.Optional(Type.Object({ since: Type.Integer(), rolloutId: Type.String(), by: Type.String() })),
+});
+export type ServiceSummary = Static<typeof ServiceSummary>;
+
+export const ServiceListQuery = Type.Object({
+  name: Type.Optional(Name),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, description: 'page size (default 50)' })),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'nextCursor of the previous page' })),
+}, { additionalProperties: false });
+export type ServiceListQuery = Static<typeof ServiceListQuery>;
+
+export const ServicePage = Type.Object({
+  services: Type.Array(ServiceSummary),
+  nextCursor: Type.Optional(Type.String()),
+});
+export type ServicePage = Static<typeof ServicePage>;
+
+const encodeNameCursor = (name: string): string => Buffer.from(name, 'utf8').toString('base64url');
+const decodeNameCursor = (cursor: string, field: string): string => {
+  const name = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (name.length === 0 || encodeNameCursor(name) !== cursor) throw validationFailed([{ field, message: 'is not a cursor returned by this API' }]);
+  return name;
+};
 
 /** What the service domain needs from persistence (implemented in src/store). */
 export interface ServiceRepository {
@@ -16,6 +61,8 @@ export interface ServiceRepository {
    * Resolves to the updated service, or null when there is none.
    */
   replaceWritableData(id: string, data: TServiceWritableData, writableFields: readonly string[], now: number): Promise<IService | null>;
+  /** Services sorted by name, strictly after `afterName`; with `name`, only the service of that name. */
+  list(query: { name?: string, afterName?: string, limit: number }): Promise<ServiceSummary[]>;
 }
 
 /** Every caller-writable field of `IService['data']` (derived from the schema). */
@@ -55,6 +102,16 @@ export function serviceOperations (deps: ServiceDeps) {
       const service = await deps.services.findById(serviceId);
       if (!service) throw serviceNotFound(serviceId);
       return service;
+    },
+
+    /** Sorted by name; `name` finds one service again (names are unique). */
+    async listServices (query: ServiceListQuery, fieldPrefix: string): Promise<ServicePage> {
+      const afterName = query.cursor === undefined ? undefined : decodeNameCursor(query.cursor, `${fieldPrefix}/cursor`);
+      const limit = query.limit ?? 50;
+      const rows = await deps.services.list({ ...(query.name === undefined ? {} : { name: query.name }), ...(afterName === undefined ? {} : { afterName }), limit: limit + 1 });
+      const services = rows.slice(0, limit);
+      const last = services.at(-1);
+      return rows.length > limit && last ? { services, nextCursor: encodeNameCursor(last.name) } : { services };
     },
 
     async updateService (serviceId: string, serviceData: TServiceWritableData): Promise<IService> {

@@ -1,7 +1,7 @@
 import type { IService } from '../contracts/index.js';
 import { typedRequestContracts } from '../contracts/index.js';
 import { can } from '../domain/principal.js';
-import { rejectServerManagedFields, serviceOperations } from '../domain/services.js';
+import { rejectServerManagedFields, serviceOperations, ServiceListQuery, ServicePage } from '../domain/services.js';
 import { releaseTypedRequestContracts } from '../contracts/releases.js';
 import { releaseOperations } from '../domain/releases.js';
 import { clusterContracts, clusterListLimits } from '../contracts/clusters.js';
@@ -145,6 +145,14 @@ export function createOperations ({ stores, lifecycle, reports, metrics }: Opera
       response: c.createService.response,
       precheck: (input) => rejectServerManagedFields(field(input, 'serviceData'), '/request/serviceData'),
       handle: async (input) => ({ service: await services.createService(input.serviceData) }),
+    }),
+    listServices: defineOperation({
+      method: 'listServices',
+      action: 'read services',
+      roles: can.read,
+      request: ServiceListQuery,
+      response: ServicePage,
+      handle: async (input) => services.listServices(input, '/request'),
     }),
     updateService: defineOperation({
       method: c.updateService.method,

@@ -3,7 +3,7 @@ import type { AutomationHold } from '../domain/rollouts.js';
 import { serviceNotFound } from '../errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { IService, TServiceWritableData } from '../contracts/index.js';
-import { rejectServerManagedFields } from '../domain/services.js';
+import { rejectServerManagedFields, ServiceListQuery, ServicePage } from '../domain/services.js';
 import type { TokenVerifier } from './auth.js';
 import type { Operations } from './operations.js';
 import { ProblemResponses } from './problemSchema.js';
@@ -12,13 +12,15 @@ import { AutomationHoldSchema, ServiceParams, ServiceReply } from './routeSchema
 
 export interface ServiceRoutesOptions {
   operations: Operations;
+  /** The listing, with REST field names in its errors. */
+  services: { listServices(query: ServiceListQuery, fieldPrefix: string): Promise<ServicePage> };
   verifier: TokenVerifier;
   /** The service plus what REST shows beside it (the automation hold). */
   serviceView: (serviceId: string) => Promise<{ service: Static<typeof IService>, automationHold?: AutomationHold } | null>;
 }
 
 /** REST: create, read and update services (body = `TServiceWritableData`). */
-export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = async (app, { operations, verifier, serviceView }) => {
+export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = async (app, { operations, verifier, serviceView, services }) => {
   const ctx = operationContext;
   const refuseServerManaged = async (request: { body: unknown }) => rejectServerManagedFields(request.body, '/body');
 
@@ -34,6 +36,19 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = as
   }, async (request, reply) => {
     const result = await operations.createService.handle({ serviceData: request.body }, ctx(request));
     return reply.code(201).header('location', `/v1/services/${encodeURIComponent(result.service.id)}`).send(result);
+  });
+
+  app.get('/v1/services', {
+    onRequest: authorize(verifier, operations.listServices.roles, operations.listServices.action),
+    schema: {
+      tags: ['services'],
+      summary: 'Find services again: sorted by name, `name` for one by its exact name, cursor pages (limit 1–200, default 50)',
+      querystring: ServiceListQuery,
+      response: { 200: ServicePage, ...ProblemResponses },
+    },
+  }, async (request) => {
+    const page = await services.listServices(request.query, '/querystring');
+    return page;
   });
 
   app.get('/v1/services/:serviceId', {

@@ -1,6 +1,6 @@
 import { type Collection } from 'mongodb';
 import type { IService, IServiceData, TServiceWritableData } from '../contracts/index.js';
-import type { ServiceRepository } from '../domain/services.js';
+import type { ServiceRepository, ServiceSummary } from '../domain/services.js';
 import type { AutomationHold, RolloutRecord } from '../domain/rollouts.js';
 import type { IImageRolloutStatus } from '../contracts/index.js';
 import { STATUS_EVENTS_KEPT, statusEventOf, type RolloutEvidence, type StatusEvent } from '../domain/rolloutStatus.js';
@@ -58,12 +58,67 @@ const withoutHistory = { statusEvents: 0 } as const;
 
 const toService = (doc: ServiceDocument): IService => ({ id: doc._id, data: doc.data });
 
-function nameTaken (err: unknown, name: string): AppError | undefined {
-  if (isDuplicateKeyError(err)) {
-    return new AppError('service-already-exists', `a service named '${name}' already exists`, { details: { name } });
-  }
-  return undefined;
+/** The service that holds the name, for the `service-already-exists` answer (a lost id can be found again). */
+async function nameTaken (collection: Collection<ServiceDocument>, err: unknown, name: string): Promise<AppError | undefined> {
+  if (!isDuplicateKeyError(err)) return undefined;
+  const holder = await collection.findOne({ 'data.name': name }, { projection: { _id: 1 } });
+  return new AppError('service-already-exists', `a service named '${name.slice(0, 256)}' already exists${holder ? ` (id '${holder._id}')` : ''}`, {
+    details: { name, ...(holder ? { serviceId: holder._id } : {}) },
+  });
 }
+
+/** What a service listing shows of each service: never the reporters list or the environment. */
+const summaryProjection = {
+  'data.name': 1,
+  'data.imageDeployment.rolloutId': 1,
+  'data.imageDeployment.rolloutGeneration': 1,
+  'data.imageDeployment.mode': 1,
+  'data.imageDeployment.releaseId': 1,
+  'data.imageDeployment.requestedDigest': 1,
+  'data.imageRolloutStatus.rolloutId': 1,
+  'data.imageRolloutStatus.status': 1,
+  'data.imageRolloutStatus.requiredReplicaCount': 1,
+  'data.imageRolloutStatus.observedReplicaCount': 1,
+  'data.imageRolloutStatus.healthyReplicaCount': 1,
+  'data.imageRolloutStatus.verifiedReplicaCount': 1,
+  'data.imageRolloutStatus.failedReplicaCount': 1,
+  'data.imageRolloutStatus.mismatchReason': 1,
+  'data.imageRolloutStatus.updatedAt': 1,
+  automationHold: 1,
+} as const;
+
+const toSummary = (doc: ServiceDocument): ServiceSummary => {
+  const plan = doc.data.imageDeployment;
+  const status = doc.data.imageRolloutStatus;
+  return {
+    id: doc._id,
+    name: doc.data.name,
+    ...(plan
+      ? {
+          rollout: {
+            rolloutId: plan.rolloutId,
+            rolloutGeneration: plan.rolloutGeneration,
+            mode: plan.mode,
+            releaseId: plan.releaseId,
+            requestedDigest: plan.requestedDigest,
+            ...(status && status.rolloutId === plan.rolloutId
+              ? {
+                  status: status.status,
+                  requiredReplicaCount: status.requiredReplicaCount,
+                  observedReplicaCount: status.observedReplicaCount,
+                  healthyReplicaCount: status.healthyReplicaCount,
+                  verifiedReplicaCount: status.verifiedReplicaCount,
+                  failedReplicaCount: status.failedReplicaCount,
+                  ...(status.mismatchReason ? { mismatchReason: status.mismatchReason } : {}),
+                  updatedAt: status.updatedAt,
+                }
+              : {}),
+          },
+        }
+      : {}),
+    ...(doc.automationHold ? { automationHold: doc.automationHold } : {}),
+  };
+};
 
 export class ServiceStore implements ServiceRepository {
   readonly collection: Collection<ServiceDocument>;
@@ -76,13 +131,22 @@ export class ServiceStore implements ServiceRepository {
     try {
       await this.collection.insertOne({ _id: service.id, data: service.data, createdAt: now, updatedAt: now });
     } catch (err) {
-      throw nameTaken(err, service.data.name) ?? err;
+      throw (await nameTaken(this.collection, err, service.data.name)) ?? err;
     }
   }
 
   async findById (id: string): Promise<IService | null> {
     const doc = await this.collection.findOne({ _id: id }, { projection: serviceOnly });
     return doc ? toService(doc) : null;
+  }
+
+  /** Services sorted by name (the unique name index), after `afterName`; `name`: only that one. */
+  async list (query: { name?: string, afterName?: string, limit: number }): Promise<ServiceSummary[]> {
+    const filter = query.name !== undefined
+      ? { 'data.name': query.name }
+      : query.afterName !== undefined ? { 'data.name': { $gt: query.afterName } } : {};
+    const docs = await this.collection.find(filter, { projection: summaryProjection }).sort({ 'data.name': 1 }).limit(query.limit).toArray();
+    return docs.map(toSummary);
   }
 
   async exists (id: string): Promise<boolean> {
@@ -180,7 +244,7 @@ export class ServiceStore implements ServiceRepository {
       );
       return doc ? toService(doc) : null;
     } catch (err) {
-      throw nameTaken(err, data.name) ?? err;
+      throw (await nameTaken(this.collection, err, data.name)) ?? err;
     }
   }
 }

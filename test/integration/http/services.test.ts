@@ -112,10 +112,67 @@ describe('services: create, read, update', () => {
 
   it('service names are unique: a second create with the same name is service-already-exists', async () => {
     const data = serviceData();
-    expect((await create(data)).statusCode).toBe(201);
+    const first = await create(data);
+    expect(first.statusCode).toBe(201);
+    const created = first.json().service;
     const again = await create(data);
     expect(again.statusCode).toBe(409);
-    expect(again.json().code).toBe('service-already-exists');
+    // The answer names the service that holds the name, so a lost id can be found again.
+    expect(again.json()).toMatchObject({ code: 'service-already-exists', name: data.name, serviceId: created.id });
+    expect(again.json().detail).toContain(created.id);
+  });
+});
+
+describe('services: listing and lookup by name', () => {
+  let t: TestApp;
+  let reader: string;
+  let admin: string;
+  const identity = (jwt: string) => ({ name: 'x', userId: 'x', expiresAt: 0, jwt });
+
+  beforeAll(async () => {
+    t = await buildTestApp();
+    admin = await t.token('admin');
+    reader = await t.token('user');
+  });
+  afterAll(async () => { await t.close(); });
+
+  const list = (query: string, token = reader) => t.app.inject({ method: 'GET', url: `/v1/services${query}`, headers: { authorization: `Bearer ${token}` } });
+
+  it('lists services sorted by name in cursor pages, finds one by its exact name, over REST and TypedRequest', async () => {
+    const names = ['delta', 'alpha', 'echo', 'charlie', 'bravo'];
+    const ids = new Map<string, string>();
+    for (const name of names) {
+      const res = await t.app.inject({ method: 'POST', url: '/v1/services', headers: { authorization: `Bearer ${admin}` }, payload: serviceData({ name }) });
+      ids.set(name, res.json().service.id);
+    }
+    const first = await list('?limit=2');
+    expect(first.statusCode).toBe(200);
+    expect(first.json().services.map((s: { name: string }) => s.name)).toEqual(['alpha', 'bravo']);
+    expect(first.json().services[0]).toEqual({ id: ids.get('alpha'), name: 'alpha' });
+    const second = await list(`?limit=2&cursor=${first.json().nextCursor}`);
+    expect(second.json().services.map((s: { name: string }) => s.name)).toEqual(['charlie', 'delta']);
+    const third = await list(`?limit=2&cursor=${second.json().nextCursor}`);
+    expect(third.json()).toEqual({ services: [{ id: ids.get('echo'), name: 'echo' }] });
+
+    const byName = await list('?name=charlie');
+    expect(byName.json()).toEqual({ services: [{ id: ids.get('charlie'), name: 'charlie' }] });
+    expect((await list('?name=nope')).json()).toEqual({ services: [] });
+
+    const tr = await t.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest('listServices', { identity: identity(reader), name: 'echo' }) });
+    expect(tr.json().response).toEqual({ services: [{ id: ids.get('echo'), name: 'echo' }] });
+  });
+
+  it('refuses a cursor it did not issue and bad limits, naming the field', async () => {
+    const bad = await list('?cursor=%2B%2B%2B');
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().problems).toEqual([expect.objectContaining({ field: '/querystring/cursor' })]);
+    const limit = await list('?limit=0');
+    expect(limit.statusCode).toBe(400);
+    expect(limit.json().problems[0].field).toBe('/querystring/limit');
+  });
+
+  it('needs a token', async () => {
+    expect((await t.app.inject({ method: 'GET', url: '/v1/services' })).statusCode).toBe(401);
   });
 });
 
