@@ -1,6 +1,21 @@
 import neostandard from 'neostandard';
 
-// neostandard (the Fastify ecosystem's style), TypeScript-aware, with semicolons.
+/**
+ * The dependency direction (STYLE.md): http → operations → domain ← store. The domain imports
+ * neither fastify, mongodb nor the store; the adapters import neither mongodb nor the store; the
+ * runtime tree never imports the development database launcher (src/server.ts reaches it by a
+ * dynamic import the compiler does not follow). test/unit/architecture.test.ts checks the same.
+ */
+const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
+const forbidden = {
+  fastify: { group: ['fastify', 'fastify/*', '@fastify/*'], message: 'the domain and the use cases know nothing of HTTP' },
+  mongodb: { group: ['mongodb', 'mongodb/*'], message: 'only src/store talks to the driver' },
+  store: { group: ['**/store/*', '**/store/**'], message: 'use the ports in src/domain/ports.ts; src/app.ts composes the store' },
+  http: { group: ['**/http/*', '**/http/**'], message: 'the inner layers never import the adapters' },
+  operations: { group: ['**/operations/*', '**/operations/**'], message: 'the domain never imports the use cases' },
+  tools: { group: ['**/tools/**', '**/dev-database/**'], message: 'development tooling stays out of the runtime tree' },
+};
+
 export default [
   ...neostandard({ ts: true, semi: true, ignores: ['dist/**', 'tools/mongo-dev/target/**', 'bench/results/**'] }),
   {
@@ -13,6 +28,14 @@ export default [
       'no-void': 'off',
       '@stylistic/comma-dangle': ['error', 'only-multiline'],
       '@stylistic/operator-linebreak': 'off',
+      'no-duplicate-imports': ['error', { allowSeparateTypeImports: true }],
+      '@stylistic/max-len': ['warn', { code: 160, ignoreUrls: true }],
     },
   },
+  { files: ['src/**', 'tools/**'], ignores: ['src/cli/**'], rules: { '@stylistic/max-len': ['error', { code: 160, ignoreUrls: true }] } },
+  { files: ['src/domain/**'], rules: restrict([forbidden.fastify, forbidden.mongodb, forbidden.store, forbidden.http, forbidden.operations, forbidden.tools]) },
+  { files: ['src/operations/**'], rules: restrict([forbidden.fastify, forbidden.mongodb, forbidden.store, forbidden.http, forbidden.tools]) },
+  { files: ['src/http/**'], rules: restrict([forbidden.mongodb, forbidden.store, forbidden.tools]) },
+  { files: ['src/contracts/**', 'src/cli/**', 'src/*.ts'], ignores: ['src/app.ts'], rules: restrict([forbidden.mongodb, forbidden.store, forbidden.tools]) },
+  { files: ['src/app.ts'], rules: restrict([forbidden.mongodb, forbidden.tools]) },
 ];

@@ -1,38 +1,46 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import type { Server } from 'node:http';
+import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { AppConfig, AuthKey } from './config.js';
-import { Database } from './store/mongo.js';
-import { createTokenVerifier, type TokenVerifier } from './http/auth.js';
-import { problemDocument, registerErrorHandling } from './http/errorHandler.js';
-import { AppError } from './errors.js';
-import { healthRoutes } from './http/healthRoutes.js';
-import { typedRequestRoutes } from './http/typedRequest.js';
-import { serviceRoutes } from './http/serviceRoutes.js';
-import { releaseRoutes } from './http/releaseRoutes.js';
-import { clusterRoutes } from './http/clusterRoutes.js';
-import { createOperations } from './http/operations.js';
-import { serviceOperations } from './domain/services.js';
-import { createStores } from './store/index.js';
-import { releaseLifecycle } from './domain/releaseLifecycle.js';
-import { computeTargetScope } from './domain/clusters.js';
-import { rolloutHistory } from './domain/history.js';
-import { lifecycleRoutes } from './http/lifecycleRoutes.js';
-import { reportRoutes } from './http/reportRoutes.js';
-import { reportOperations } from './domain/reports.js';
+import { authKeyOf, faultPointsOf, type AppConfig } from './config.js';
+import type { Repositories } from './domain/ports.js';
+import { errors, type ErrorCode } from './errors.js';
 import { faultHookFromConfig, type FaultHook } from './faults.js';
-import { rolloutRoutes } from './http/rolloutRoutes.js';
-import { StatusHub, stripAccessToken } from './http/statusStream.js';
+import { stripAccessToken } from './http/accessToken.js';
+import { createTokenVerifier } from './http/auth.js';
+import { problemDocument, registerErrorHandling } from './http/errorHandler.js';
+import { instrumentRequests } from './http/instrumentation.js';
+import { clusterRoutes } from './http/rest/clusters.js';
+import { healthRoutes } from './http/rest/health.js';
+import { metricsRoutes } from './http/rest/metrics.js';
+import { releaseRoutes } from './http/rest/releases.js';
+import { reportRoutes } from './http/rest/reports.js';
+import { rolloutRoutes } from './http/rest/rollouts.js';
+import { rolloutStatusRoutes } from './http/rest/rolloutStatus.js';
+import { serviceRoutes } from './http/rest/services.js';
+import { StatusHub } from './http/sse/hub.js';
+import { typedRequestMethods } from './http/typedRequest/methods.js';
+import { typedRequestRoute } from './http/typedRequest/route.js';
 import { Metrics } from './metrics.js';
-import { instrumentRequests, metricsRoutes } from './http/metricsRoutes.js';
-
-export type ResolvedConfig = AppConfig & { mongodbUri: string, auth: AuthKey };
+import { clusterOperations } from './operations/clusters.js';
+import type { Operations } from './operations/index.js';
+import { rolloutIssuer } from './operations/issueRollout.js';
+import { observePushEvent } from './operations/observePushEvent.js';
+import { promote } from './operations/promote.js';
+import { rolloutReads } from './operations/readRollout.js';
+import { releaseReads } from './operations/releases.js';
+import { reportSnapshot } from './operations/reportSnapshot.js';
+import { rollBack } from './operations/rollBack.js';
+import { serviceOperations } from './operations/services.js';
+import type { Telemetry } from './operations/telemetry.js';
+import { openStore } from './store/index.js';
 
 export interface BuildAppOptions {
-  config: ResolvedConfig;
-  /** Fastify logger options; defaults to pino at `config.logLevel` with secrets redacted. */
+  /** The configuration; MONGODB_URI and a JWT key must be set (src/server.ts provisions them for development). */
+  config: AppConfig;
+  /** Fastify logger options; defaults to the production logger (`loggerOptions`). */
   logger?: FastifyServerOptions['logger'];
   /** Crash injection for tests; defaults to FAULT_INJECTION (off). */
   fault?: FaultHook;
@@ -40,30 +48,27 @@ export interface BuildAppOptions {
   statusStream?: { pollIntervalMs?: number, heartbeatMs?: number };
 }
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    database: Database;
-    verifier: TokenVerifier;
-  }
-}
-
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Never logged: tokens, in headers and in TypedRequest identities. */
 export const redactPaths = ['req.headers.authorization', 'req.headers.cookie', 'request.identity.jwt', '*.identity.jwt', 'token'];
 
+/** The logger every process runs with: pino at LOG_LEVEL, secrets redacted. */
+export const loggerOptions = (config: AppConfig): NonNullable<FastifyServerOptions['logger']> =>
+  ({ level: config.LOG_LEVEL, redact: { paths: redactPaths, censor: '[redacted]' } });
+
 /**
- * Wires the service together and returns it un-started (tests use `inject` or
- * `listen` on port 0). The database is connected lazily; indexes are created
- * at ready time, or later by /readyz when the database was away at start-up.
+ * Fastify's server options: request ids, body limit, timeouts and URL handling.
+ * Slow or stuck clients cannot hold a connection forever. The request timeout must also reach
+ * http.createServer: Node (20) enforces it on a trickled BODY only when headersTimeout <=
+ * requestTimeout, which its constructor arranges but Fastify's later `server.requestTimeout = …`
+ * does not (headersTimeout stayed 60 s and a body sent at 1 byte/s was never cut off). Node checks
+ * these timeouts every connectionsCheckingInterval (default 30 s, which would double the limit):
+ * check 10 times per period.
  */
-export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance> {
-  const { config } = opts;
-  // One registry per app: buildApp runs many times in one test process.
-  const metrics = new Metrics();
-  const app = Fastify({
-    logger: opts.logger ?? { level: config.logLevel, redact: { paths: redactPaths, censor: '[redacted]' } },
-    bodyLimit: config.bodyLimitBytes,
+function serverOptions (config: AppConfig, onFrameworkError: (code: ErrorCode) => void): FastifyHttpOptions<Server> {
+  return {
+    bodyLimit: config.BODY_LIMIT_BYTES,
     // Ids in paths may be 128 characters (contracts `Id`); Fastify's default of 100 answers 414.
     routerOptions: { maxParamLength: 256 },
     requestIdHeader: 'x-request-id',
@@ -71,17 +76,12 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
       const offered = req.headers['x-request-id'];
       return typeof offered === 'string' && REQUEST_ID.test(offered) ? offered : randomUUID();
     },
-    // Slow or stuck clients cannot hold a connection forever. The request timeout must also reach
-    // http.createServer: Node (20) enforces it on a trickled BODY only when headersTimeout <= requestTimeout,
-    // which its constructor arranges but Fastify's later `server.requestTimeout = …` does not (headersTimeout
-    // stayed 60 s and a body sent at 1 byte/s was never cut off). Node checks these timeouts every
-    // connectionsCheckingInterval (default 30 s, which would double the limit): check 10 times per period.
-    connectionTimeout: config.connectionTimeoutMs,
-    requestTimeout: config.requestTimeoutMs,
+    connectionTimeout: config.CONNECTION_TIMEOUT_MS,
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
     http: {
-      requestTimeout: config.requestTimeoutMs,
-      headersTimeout: Math.min(60_000, config.requestTimeoutMs),
-      connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(config.requestTimeoutMs / 10))),
+      requestTimeout: config.REQUEST_TIMEOUT_MS,
+      headersTimeout: Math.min(60_000, config.REQUEST_TIMEOUT_MS),
+      connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(config.REQUEST_TIMEOUT_MS / 10))),
     },
     keepAliveTimeout: 5_000,
     forceCloseConnections: 'idle',
@@ -91,48 +91,89 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
     // Malformed URLs and over-long path parameters are rejected by the router before any hook:
     // answer them in the same coded problem+json shape as everything else.
     frameworkErrors: (err, request, reply) => {
-      const error = new AppError('validation-failed', err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'the URL is malformed', {
-        details: { problems: [{ field: '/params', message: err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'longer than 256 characters' : 'malformed percent-encoding' }] },
-      });
+      const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
+      const error = errors.validationFailed([{ field: '/params', message: tooLong ? 'longer than 256 characters' : 'malformed percent-encoding' }]);
+      onFrameworkError(error.code);
       const raw = reply as unknown as FastifyReply;
-      metrics.errorAnswered(error.code);
       void raw.code(400).type('application/problem+json').header('x-request-id', request.id).send(problemDocument(error, request as unknown as FastifyRequest));
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
-  }).withTypeProvider<TypeBoxTypeProvider>();
-  app.setValidatorCompiler(TypeBoxValidatorCompiler);
-  // Before any route: every route declared from here on is timed under its pattern.
-  instrumentRequests(app, metrics);
-  // The API speaks JSON only: anything else is 415, not a string that fails validation later.
-  app.removeContentTypeParser(['text/plain']);
+  };
+}
 
-  app.decorate('database', new Database({
-    uri: config.mongodbUri,
-    dbName: config.mongodbDb,
-    timeoutMs: config.mongodbTimeoutMs,
-    onMonitorHung: (info) => { app.log.error(info, 'the database driver\'s server monitor hung; reconnecting the client'); },
-  }));
-  app.decorate('verifier', await createTokenVerifier(config.auth));
-  app.addHook('onClose', async () => { await app.database.close(); });
-  app.database.onHeartbeatFailed(() => { metrics.databaseHeartbeatFailures.inc(); });
-  app.addHook('onReady', async () => {
-    try {
-      await app.database.ensureIndexes();
-    } catch (err) {
-      app.log.warn({ err }, 'database not reachable at start-up; /readyz fails until it is');
-    }
-  });
-  // Shutting down (close() called): every answer closes its connection. Without this, a keep-alive
-  // connection whose request finishes during the drain stays open until keepAliveTimeout, and the
-  // exit waits for it (Node closes idle connections once, when the listening socket closes).
+/** Every use case, each from the module named after it. */
+function composeOperations (repos: Repositories, telemetry: Telemetry, config: AppConfig, fault: FaultHook): Operations {
+  const now = Date.now;
+  const rollouts = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault });
+  return {
+    services: serviceOperations({ repos, now }),
+    clusters: clusterOperations({ repos, now }),
+    releases: releaseReads({ repos }),
+    rollouts: rolloutReads({ repos }),
+    promote: promote({ rollouts, telemetry }),
+    rollBack: rollBack({ rollouts, telemetry }),
+    observePushEvent: observePushEvent({ repos, rollouts, telemetry, now }),
+    reportSnapshot: reportSnapshot({ repos, telemetry, now }),
+  };
+}
+
+/** Shutting down (close() called): every answer closes its connection and none is cached. */
+function registerAnswerHeaders (app: FastifyInstance): void {
+  // Without `connection: close`, a keep-alive connection whose request finishes during the drain
+  // stays open until keepAliveTimeout, and the exit waits for it (Node closes idle connections
+  // once, when the listening socket closes).
   let closing = false;
   app.addHook('preClose', async () => { closing = true; });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
     if (closing) reply.header('connection', 'close');
   });
+}
 
-  registerErrorHandling(app, { onErrorAnswered: (code) => { metrics.errorAnswered(code); } });
+/** Expired idempotency records: MongoDB's TTL index removes them; the local development database has no TTL, so every process also sweeps. */
+function sweepIdempotencyRecords (app: FastifyInstance, repos: Repositories, intervalMs: number): void {
+  const sweep = setInterval(() => {
+    repos.idempotency.sweepExpired(Date.now()).then((deleted) => {
+      if (deleted > 0) app.log.info({ deleted }, 'removed expired idempotency records');
+    }, (err: unknown) => { app.log.warn({ err }, 'idempotency sweep failed; retrying at the next interval'); });
+  }, intervalMs);
+  sweep.unref();
+  app.addHook('preClose', async () => { clearInterval(sweep); });
+}
+
+/**
+ * Composes the service and returns it un-started (tests use `inject` or `listen` on port 0):
+ * the store, the use cases, the REST and TypedRequest adapters and the error handler. The
+ * database is connected lazily; indexes are created at ready time, or later by /readyz when the
+ * database was away at start-up.
+ */
+export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance> {
+  const { config } = opts;
+  const authKey = authKeyOf(config);
+  if (!config.MONGODB_URI || !authKey) throw new Error('buildApp needs MONGODB_URI and a JWT key (AUTH_JWT_SECRET or AUTH_JWT_PUBLIC_KEY)');
+  // One registry per app: buildApp runs many times in one test process.
+  const metrics = new Metrics();
+  const app = Fastify({ logger: opts.logger ?? loggerOptions(config), ...serverOptions(config, (code) => { metrics.errorAnswered(code); }) })
+    .withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  // Before any route: every route declared from here on is timed under its pattern.
+  instrumentRequests(app, metrics);
+  // The API speaks JSON only: anything else is 415, not a string that fails validation later.
+  app.removeContentTypeParser(['text/plain']);
+
+  const store = openStore({
+    uri: config.MONGODB_URI,
+    dbName: config.MONGODB_DB,
+    timeoutMs: config.MONGODB_TIMEOUT_MS,
+    onMonitorHung: (info) => { app.log.error(info, 'the database driver\'s server monitor hung; reconnecting the client'); },
+  });
+  app.addHook('onClose', async () => { await store.close(); });
+  store.onHeartbeatFailed(() => { metrics.databaseHeartbeatFailures.inc(); });
+  app.addHook('onReady', async () => {
+    await store.health.ensureIndexes().catch((err: unknown) => { app.log.warn({ err }, 'database not reachable at start-up; /readyz fails until it is'); });
+  });
+  registerAnswerHeaders(app);
+  registerErrorHandling(app, { onErrorAnswered: (code) => { metrics.errorAnswered(code); }, bodyLimitBytes: config.BODY_LIMIT_BYTES });
 
   await app.register(swagger, {
     openapi: {
@@ -147,58 +188,33 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  const stores = createStores(app.database);
-  const lifecycle = releaseLifecycle({
-    repos: stores,
-    computeTargetScope,
-    now: Date.now,
-    leaseMs: config.idempotencyLeaseMs,
-    fault: opts.fault ?? faultHookFromConfig(config.faultInjection),
-  });
-  const reports = reportOperations({ repos: { ...stores, services: metrics.countStatusConflicts(stores.services) }, now: Date.now });
-  const operations = createOperations({ stores, lifecycle, reports, metrics });
-  await app.register(healthRoutes);
-  await app.register(metricsRoutes, { metrics, ...(config.metricsToken === undefined ? {} : { token: config.metricsToken }) });
-  await app.register(typedRequestRoutes, { operations: Object.values(operations), verifier: app.verifier });
-  await app.register(serviceRoutes, {
-    operations,
-    verifier: app.verifier,
-    serviceView: (id) => stores.services.findWithHold(id),
-    services: serviceOperations({ services: stores.services, now: Date.now }),
-  });
-  await app.register(reportRoutes, { operations, verifier: app.verifier });
-  await app.register(lifecycleRoutes, {
-    operations,
-    verifier: app.verifier,
-    rolloutHistory: (serviceId, limit, cursor) => rolloutHistory({
-      serviceExists: (id) => stores.services.exists(id),
-      listRollouts: (id, n, before) => stores.rollouts.list(id, n, before),
-    }, serviceId, limit, cursor),
-  });
-  await app.register(releaseRoutes, { operations, verifier: app.verifier });
-  await app.register(clusterRoutes, { operations, verifier: app.verifier });
-
-  // Expired idempotency records: MongoDB's TTL index removes them; the local development
-  // database has no TTL, so every process also sweeps (idempotent, a few per interval).
-  const sweep = setInterval(() => {
-    stores.idempotency.sweepExpired(Date.now()).then((deleted) => {
-      if (deleted > 0) app.log.info({ deleted }, 'removed expired idempotency records');
-    }, (err: unknown) => { app.log.warn({ err }, 'idempotency sweep failed; retrying at the next interval'); });
-  }, config.idempotencySweepIntervalMs);
-  sweep.unref();
-  app.addHook('preClose', async () => { clearInterval(sweep); });
-
+  const repos = store.repositories;
+  const operations = composeOperations(repos, metrics, config, opts.fault ?? faultHookFromConfig(faultPointsOf(config)));
+  const verifier = await createTokenVerifier(authKey);
   // One status hub per process: polls the database for services with SSE listeners.
-  const statusHub = new StatusHub({
-    source: stores.services,
+  const hub = new StatusHub({
+    source: {
+      statusEventsAfter: async (id, revision) => {
+        const read = await operations.rollouts.readStatusEvents(id, revision);
+        return read.ok ? read.value : null;
+      },
+    },
     log: app.log,
-    ...(opts.statusStream?.pollIntervalMs === undefined ? {} : { pollIntervalMs: opts.statusStream.pollIntervalMs }),
-    ...(opts.statusStream?.heartbeatMs === undefined ? {} : { heartbeatMs: opts.statusStream.heartbeatMs }),
+    ...opts.statusStream,
   });
   // preClose, not onClose: the HTTP server waits for open connections before onClose hooks
   // run, so the streams must end first or close() (SIGTERM) would hang on them.
-  app.addHook('preClose', async () => { statusHub.close(); });
-  await app.register(rolloutRoutes, { verifier: app.verifier, rolloutState: (id) => stores.services.findRolloutState(id), hub: statusHub });
+  app.addHook('preClose', async () => { hub.close(); });
 
+  await app.register(healthRoutes, { database: store.health });
+  await app.register(metricsRoutes, { metrics, token: config.METRICS_TOKEN });
+  await app.register(typedRequestRoute, { methods: typedRequestMethods(operations), verifier });
+  await app.register(serviceRoutes, { services: operations.services, verifier });
+  await app.register(clusterRoutes, { clusters: operations.clusters, verifier });
+  await app.register(releaseRoutes, { operations, verifier });
+  await app.register(rolloutRoutes, { operations, verifier });
+  await app.register(reportRoutes, { operations, verifier });
+  await app.register(rolloutStatusRoutes, { rollouts: operations.rollouts, verifier, hub });
+  sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);
   return app;
 }

@@ -1,10 +1,12 @@
+import { readFileSync } from 'node:fs';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
 /**
- * The environment the service reads, validated once at start-up. Every value
- * has a default that is safe on a developer machine; production sets the
- * database and the JWT key explicitly.
+ * The environment the service reads, validated once at start-up: one schema, and the
+ * configuration type is `Static<>` of it (as fastify/demo does with @fastify/env), so the
+ * names in code are the variables' names. Every value has a default that is safe on a
+ * developer machine; production sets the database and the JWT key explicitly.
  */
 export const EnvSchema = Type.Object({
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'address to listen on' }),
@@ -32,6 +34,12 @@ export const EnvSchema = Type.Object({
     { default: 'info' }
   ),
   DATA_DIR: Type.String({ minLength: 1, default: '.data', description: 'local state: development database and secret' }),
+  LOCAL_DATABASE_PORT: Type.Integer({
+    minimum: 0,
+    maximum: 65535,
+    default: 27027,
+    description: 'port of the local development database (without MONGODB_URI); 0 = any free port',
+  }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 1024 * 1024 }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
   REQUEST_TIMEOUT_MS: Type.Integer({
@@ -76,35 +84,14 @@ export const EnvSchema = Type.Object({
   })),
 });
 
-export type Env = Static<typeof EnvSchema>;
+export type AppConfig = Static<typeof EnvSchema>;
+
+/** Secrets may come from files instead (Docker secrets): `<NAME>_FILE` holds the path; the variable itself wins. */
+export const fileVariables = ['MONGODB_URI', 'AUTH_JWT_SECRET', 'AUTH_JWT_PUBLIC_KEY', 'METRICS_TOKEN'] as const;
 
 export type AuthKey =
   | { kind: 'secret', secret: string }
   | { kind: 'public-key', pem: string, algorithm: string };
-
-export interface AppConfig {
-  host: string;
-  port: number;
-  mongodbUri?: string;
-  mongodbDb: string;
-  /** Resolved key. `undefined` means "not configured" (server.ts then provisions a development secret). */
-  auth?: AuthKey;
-  logLevel: string;
-  dataDir: string;
-  bodyLimitBytes: number;
-  shutdownTimeoutMs: number;
-  /** Slow clients: the whole request must arrive within this (Node's requestTimeout). */
-  requestTimeoutMs: number;
-  /** Slow clients: an inactive connection is closed after this (socket timeout). */
-  connectionTimeoutMs: number;
-  mongodbTimeoutMs: number;
-  idempotencyLeaseMs: number;
-  idempotencySweepIntervalMs: number;
-  /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`. */
-  metricsToken?: string;
-  /** TEST ONLY: fault points at which the process SIGKILLs itself. */
-  faultInjection: readonly string[];
-}
 
 export class ConfigError extends Error {
   constructor (message: string) {
@@ -113,53 +100,57 @@ export class ConfigError extends Error {
   }
 }
 
+const isSecret = (variable: string): boolean => /SECRET|KEY|TOKEN|URI/.test(variable);
+
+/** The raw values of the known variables; an empty variable counts as unset (`FOO= npm start` is how shells unset). */
+function rawValues (env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  for (const key of fileVariables) {
+    const file = env[`${key}_FILE`];
+    if (raw[key] !== undefined || file === undefined || file === '') continue;
+    try {
+      raw[key] = readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      throw new ConfigError(`${key}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  return raw;
+}
+
 /**
  * Reads the environment. Throws ConfigError with one line naming the first bad
  * variable, so that `npm start` stops with a message an operator can act on.
  */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): AppConfig {
-  const known = Object.keys(EnvSchema.properties);
-  const raw: Record<string, unknown> = {};
-  for (const key of known) {
-    const value = env[key];
-    // An empty variable counts as unset: `FOO= npm start` is how shells unset.
-    if (value !== undefined && value !== '') raw[key] = value;
-  }
+  const raw = rawValues(env);
   const converted = Value.Default(EnvSchema, Value.Convert(EnvSchema, raw));
   const first = Value.Errors(EnvSchema, converted).First();
   if (first) {
     const variable = first.path.replace(/^\//, '') || '(environment)';
-    const shown = variable in raw && !/SECRET|KEY|TOKEN/.test(variable) ? ` (got ${JSON.stringify(raw[variable])})` : '';
-    throw new ConfigError(`${variable}: ${first.schema.description ?? ''}${first.schema.description ? ' — ' : ''}${first.message}${shown}`);
+    const shown = variable in raw && !isSecret(variable) ? ` (got ${JSON.stringify(raw[variable])})` : '';
+    const description = first.schema.description === undefined ? '' : `${first.schema.description} — `;
+    throw new ConfigError(`${variable}: ${description}${first.message}${shown}`);
   }
-  const parsed = converted as Env;
-  if (parsed.AUTH_JWT_SECRET && parsed.AUTH_JWT_PUBLIC_KEY) {
+  const config = converted as AppConfig;
+  if (config.AUTH_JWT_SECRET && config.AUTH_JWT_PUBLIC_KEY) {
     throw new ConfigError('AUTH_JWT_SECRET: set either AUTH_JWT_SECRET or AUTH_JWT_PUBLIC_KEY, not both');
   }
-  if (parsed.AUTH_JWT_ALGORITHM && !parsed.AUTH_JWT_PUBLIC_KEY) {
+  if (config.AUTH_JWT_ALGORITHM && !config.AUTH_JWT_PUBLIC_KEY) {
     throw new ConfigError('AUTH_JWT_ALGORITHM: only meaningful with AUTH_JWT_PUBLIC_KEY');
   }
-  let auth: AuthKey | undefined;
-  if (parsed.AUTH_JWT_SECRET) auth = { kind: 'secret', secret: parsed.AUTH_JWT_SECRET };
-  if (parsed.AUTH_JWT_PUBLIC_KEY) {
-    auth = { kind: 'public-key', pem: parsed.AUTH_JWT_PUBLIC_KEY, algorithm: parsed.AUTH_JWT_ALGORITHM ?? 'RS256' };
-  }
-  return {
-    host: parsed.HOST,
-    port: parsed.PORT,
-    ...(parsed.MONGODB_URI ? { mongodbUri: parsed.MONGODB_URI } : {}),
-    mongodbDb: parsed.MONGODB_DB,
-    ...(auth ? { auth } : {}),
-    logLevel: parsed.LOG_LEVEL,
-    dataDir: parsed.DATA_DIR,
-    bodyLimitBytes: parsed.BODY_LIMIT_BYTES,
-    shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
-    requestTimeoutMs: parsed.REQUEST_TIMEOUT_MS,
-    connectionTimeoutMs: parsed.CONNECTION_TIMEOUT_MS,
-    mongodbTimeoutMs: parsed.MONGODB_TIMEOUT_MS,
-    idempotencyLeaseMs: parsed.IDEMPOTENCY_LEASE_MS,
-    idempotencySweepIntervalMs: parsed.IDEMPOTENCY_SWEEP_INTERVAL_MS,
-    ...(parsed.METRICS_TOKEN ? { metricsToken: parsed.METRICS_TOKEN } : {}),
-    faultInjection: parsed.FAULT_INJECTION ? parsed.FAULT_INJECTION.split(',') : [],
-  };
+  return config;
 }
+
+/** The key tokens are verified with; undefined when none is configured (server.ts then provisions a development secret). */
+export function authKeyOf (config: AppConfig): AuthKey | undefined {
+  if (config.AUTH_JWT_SECRET) return { kind: 'secret', secret: config.AUTH_JWT_SECRET };
+  if (config.AUTH_JWT_PUBLIC_KEY) return { kind: 'public-key', pem: config.AUTH_JWT_PUBLIC_KEY, algorithm: config.AUTH_JWT_ALGORITHM ?? 'RS256' };
+  return undefined;
+}
+
+/** TEST ONLY: the fault points FAULT_INJECTION names. */
+export const faultPointsOf = (config: AppConfig): string[] => config.FAULT_INJECTION?.split(',') ?? [];

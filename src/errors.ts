@@ -1,135 +1,238 @@
 /**
- * Every error the service reports, in one place (DESIGN §3). The domain and the
- * store throw `AppError`s built by the factories below; one error handler turns
- * them into RFC 9457 problem+json (REST) or the TypedRequest error envelope.
- * Clients match on `code`, never on the message text.
+ * The error catalogue (DESIGN §3): every error the service answers, one entry per stable
+ * code with its HTTP status and title, and ONE factory per code below, so that a code always
+ * has one body shape. Documented code by code in docs/errors.md; test/unit/errors.test.ts
+ * checks catalogue and documentation against each other in both directions.
+ *
+ * Use cases return these errors inside their results for expected refusals; only the
+ * unexpected (a bug, the database away) is thrown. One error handler (src/http/errorHandler.ts)
+ * turns them into RFC 9457 problem+json (REST) or the TypedRequest error envelope. Clients
+ * match on `code`, never on the message text. No message or member echoes unbounded input:
+ * everything taken from a request is cut with `excerpt`.
  */
 
-export const errorStatus = {
-  'validation-failed': 400,
-  'idempotency-key-missing': 400,
-  'server-managed-field': 400,
-  unauthenticated: 401,
-  forbidden: 403,
-  'not-found': 404,
-  'service-not-found': 404,
-  'release-not-found': 404,
-  'cluster-not-found': 404,
-  'method-not-found': 404,
-  'rollout-generation-conflict': 409,
-  'current-rollout-mismatch': 409,
-  'idempotency-request-in-progress': 409,
-  'rollback-target-not-accepted': 409,
-  'rollback-target-is-current': 409,
-  'no-current-rollout': 409,
-  'service-already-exists': 409,
-  'node-name-taken': 409,
-  'release-identity-conflict': 409,
-  'push-event-conflict': 409,
-  'registry-target-mismatch': 422,
-  'automatic-promotion-skipped': 409,
-  'idempotency-key-reused': 422,
-  'invalid-deployment-plan': 422,
-  'payload-too-large': 413,
-  'unsupported-media-type': 415,
-  'internal-error': 500,
-  'database-unavailable': 503,
-  // Snapshot report rejections reuse the upstream TImmutableImageMismatchReason.
-  'stale-rollout-report': 409,
-  'immutable-plan-missing': 409,
-  'runtime-capability-missing': 422,
-  'runtime-attestation-missing': 422,
-} as const;
+interface ErrorSpec {
+  status: number;
+  title: string;
+}
 
-export type ErrorCode = keyof typeof errorStatus;
+export const errorCatalogue = {
+  'validation-failed': { status: 400, title: 'The request is not valid' },
+  'idempotency-key-missing': { status: 400, title: 'An Idempotency-Key is required' },
+  'server-managed-field': { status: 400, title: 'The field is managed by the server' },
+  unauthenticated: { status: 401, title: 'Authentication required' },
+  forbidden: { status: 403, title: 'Not allowed' },
+  'not-found': { status: 404, title: 'Not found' },
+  'service-not-found': { status: 404, title: 'Service not found' },
+  'release-not-found': { status: 404, title: 'Image release not found' },
+  'cluster-not-found': { status: 404, title: 'Cluster not found' },
+  'method-not-found': { status: 404, title: 'Unknown TypedRequest method' },
+  'rollout-generation-conflict': { status: 409, title: 'The rollout generation changed' },
+  'current-rollout-mismatch': { status: 409, title: 'The current rollout is not the expected one' },
+  'idempotency-request-in-progress': { status: 409, title: 'A request with this Idempotency-Key is still in progress' },
+  'rollback-target-not-accepted': { status: 409, title: 'The rollback target was never accepted' },
+  'rollback-target-is-current': { status: 409, title: 'The rollback target is the digest deployed now' },
+  'no-current-rollout': { status: 409, title: 'The service has no rollout to roll back' },
+  'service-already-exists': { status: 409, title: 'A service with this name already exists' },
+  'node-name-taken': { status: 409, title: 'The node name is registered to another cluster' },
+  'release-identity-conflict': { status: 409, title: 'The release id and the release identity disagree' },
+  'push-event-conflict': { status: 409, title: 'The push event id was used for a different event' },
+  'stale-rollout-report': { status: 409, title: 'The report is for a rollout that is not current' },
+  'immutable-plan-missing': { status: 409, title: 'The service has no immutable deployment plan' },
+  'payload-too-large': { status: 413, title: 'The request body is too large' },
+  'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
+  'idempotency-key-reused': { status: 422, title: 'The Idempotency-Key was used for a different request' },
+  'invalid-deployment-plan': { status: 422, title: 'The deployment plan is not valid' },
+  'registry-target-mismatch': { status: 422, title: "The event's registry host or repository is not the service's registry target" },
+  'runtime-capability-missing': { status: 422, title: 'The reporter lacks the immutable image capability' },
+  'runtime-attestation-missing': { status: 422, title: 'The immutable rollout report envelope is missing' },
+  'internal-error': { status: 500, title: 'Internal error' },
+  'database-unavailable': { status: 503, title: 'The database is unavailable' },
+} as const satisfies Record<string, ErrorSpec>;
 
-const titles: Record<ErrorCode, string> = {
-  'validation-failed': 'The request is not valid',
-  'idempotency-key-missing': 'An Idempotency-Key is required',
-  'server-managed-field': 'The field is managed by the server',
-  unauthenticated: 'Authentication required',
-  forbidden: 'Not allowed',
-  'not-found': 'Not found',
-  'service-not-found': 'Service not found',
-  'release-not-found': 'Image release not found',
-  'cluster-not-found': 'Cluster not found',
-  'method-not-found': 'Unknown TypedRequest method',
-  'rollout-generation-conflict': 'The rollout generation changed',
-  'current-rollout-mismatch': 'The current rollout is not the expected one',
-  'idempotency-request-in-progress': 'A request with this Idempotency-Key is still in progress',
-  'rollback-target-not-accepted': 'The rollback target was never accepted',
-  'rollback-target-is-current': 'The rollback target is the digest deployed now',
-  'no-current-rollout': 'The service has no rollout to roll back',
-  'service-already-exists': 'A service with this name already exists',
-  'node-name-taken': 'The node name is registered to another cluster',
-  'release-identity-conflict': 'The release id and the release identity disagree',
-  'push-event-conflict': 'The push event id was used for a different event',
-  'automatic-promotion-skipped': 'The push event did not promote automatically',
-  'registry-target-mismatch': "The event's registry host or repository is not the service's registry target",
-  'idempotency-key-reused': 'The Idempotency-Key was used for a different request',
-  'invalid-deployment-plan': 'The deployment plan is not valid',
-  'payload-too-large': 'The request body is too large',
-  'unsupported-media-type': 'Unsupported media type',
-  'internal-error': 'Internal error',
-  'database-unavailable': 'The database is unavailable',
-  'stale-rollout-report': 'The report is for a rollout that is not current',
-  'immutable-plan-missing': 'The service has no immutable deployment plan',
-  'runtime-capability-missing': 'The reporter lacks the immutable image capability',
-  'runtime-attestation-missing': 'The immutable rollout report envelope is missing',
-};
+export type ErrorCode = keyof typeof errorCatalogue;
+
+export const isErrorCode = (value: unknown): value is ErrorCode => typeof value === 'string' && Object.hasOwn(errorCatalogue, value);
 
 /** A problem detail: where in the input, and what is wrong there. */
 export interface Problem {
-  /** JSON pointer or dotted path of the offending field, e.g. `/body/serviceData/name`. */
+  /** JSON pointer of the offending field, e.g. `/body/serviceData/name`. */
   field: string;
   message: string;
+}
+
+interface ErrorParts {
+  detail?: string;
+  /** Extra members of the problem document / TypedRequest `error.data`. */
+  details?: Record<string, unknown>;
+  /** Response headers that go with the error (e.g. Retry-After). */
+  headers?: Record<string, string>;
+  cause?: unknown;
 }
 
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly statusCode: number;
   readonly title: string;
-  /** Extra members of the problem document / TypedRequest `error.data`. */
-  readonly details: Record<string, unknown>;
-  /** Response headers that go with the error (e.g. Retry-After). */
-  readonly headers: Record<string, string>;
+  readonly details: Readonly<Record<string, unknown>>;
+  readonly headers: Readonly<Record<string, string>>;
 
-  constructor (
-    code: ErrorCode,
-    detail?: string,
-    opts: { details?: Record<string, unknown>, headers?: Record<string, string>, cause?: unknown } = {}
-  ) {
-    super(detail ?? titles[code], opts.cause === undefined ? undefined : { cause: opts.cause });
+  constructor (code: ErrorCode, parts: ErrorParts = {}) {
+    const spec: ErrorSpec = errorCatalogue[code];
+    super(parts.detail ?? spec.title, parts.cause === undefined ? undefined : { cause: parts.cause });
     this.name = 'AppError';
     this.code = code;
-    this.statusCode = errorStatus[code];
-    this.title = titles[code];
-    this.details = opts.details ?? {};
-    this.headers = opts.headers ?? {};
+    this.statusCode = spec.status;
+    this.title = spec.title;
+    this.details = parts.details ?? {};
+    this.headers = parts.headers ?? {};
   }
 }
 
 export const isAppError = (value: unknown): value is AppError => value instanceof AppError;
 
-export const validationFailed = (problems: Problem[], detail?: string): AppError =>
-  new AppError('validation-failed', detail ?? describeProblems(problems), { details: { problems } });
+/** At most `max` characters of a value taken from a request, for messages and members. */
+export function excerpt (value: unknown, max = 128): string {
+  if (typeof value === 'string') return value.length <= max ? value : `${value.slice(0, max)}…`;
+  if (value === null || typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  return typeof value === 'object' ? 'an object' : typeof value;
+}
 
-export const describeProblems = (problems: Problem[]): string =>
+/** The values a rollout conflict names: the service's generation and current rollout. */
+export interface CurrentRollout {
+  currentGeneration: number;
+  currentRolloutId: string | null;
+}
+
+const MAX_PROBLEMS = 20;
+
+export const describeProblems = (problems: readonly Problem[]): string =>
   problems.length === 0
-    ? titles['validation-failed']
+    ? errorCatalogue['validation-failed'].title
     : problems.slice(0, 3).map((p) => `${p.field}: ${p.message}`).join('; ') +
       (problems.length > 3 ? ` (+${problems.length - 3} more)` : '');
 
-export const unauthenticated = (detail: string): AppError => new AppError('unauthenticated', detail);
-
-export const serviceNotFound = (serviceId: string): AppError =>
-  new AppError('service-not-found', `service '${serviceId}' does not exist`, { details: { serviceId } });
-
-export const forbidden = (detail: string): AppError => new AppError('forbidden', detail);
-
-export const databaseUnavailable = (cause?: unknown): AppError =>
-  new AppError('database-unavailable', 'The database did not answer; try again shortly', {
+/** One factory per code: the only way errors are built. */
+export const errors = {
+  validationFailed: (problems: readonly Problem[]): AppError => {
+    const listed = problems.slice(0, MAX_PROBLEMS).map((p) => ({ field: excerpt(p.field, 256), message: excerpt(p.message, 512) }));
+    return new AppError('validation-failed', { detail: describeProblems(listed), details: { problems: listed } });
+  },
+  idempotencyKeyMissing: (): AppError => new AppError('idempotency-key-missing', {
+    detail: 'promotion, rollback and abort need an Idempotency-Key header (e.g. a UUID, reused on every retry)',
+  }),
+  serverManagedField: (fields: readonly string[]): AppError => new AppError('server-managed-field', {
+    detail: `${fields.join(', ')} ${fields.length === 1 ? 'is' : 'are'} managed by the server; use the promotion and rollback APIs`,
+    details: { fields },
+  }),
+  unauthenticated: (detail: string): AppError => new AppError('unauthenticated', { detail }),
+  forbidden: (detail: string): AppError => new AppError('forbidden', { detail }),
+  notFound: (method: string, path: string): AppError => new AppError('not-found', { detail: `no route ${method} ${excerpt(path, 512)}` }),
+  serviceNotFound: (serviceId: string): AppError => new AppError('service-not-found', {
+    detail: `service '${excerpt(serviceId)}' does not exist`,
+    details: { serviceId: excerpt(serviceId) },
+  }),
+  releaseNotFound: (serviceId: string, releaseId: string): AppError => new AppError('release-not-found', {
+    detail: `release '${excerpt(releaseId)}' does not exist for service '${excerpt(serviceId)}'`,
+    details: { serviceId: excerpt(serviceId), releaseId: excerpt(releaseId) },
+  }),
+  clusterNotFound: (clusterId: string): AppError => new AppError('cluster-not-found', {
+    detail: `cluster '${excerpt(clusterId)}' is not registered`,
+    details: { clusterId: excerpt(clusterId) },
+  }),
+  methodNotFound: (method: string): AppError => new AppError('method-not-found', {
+    detail: `unknown method '${excerpt(method)}'`,
+    details: { method: excerpt(method) },
+  }),
+  rolloutGenerationConflict: (detail: string, current: CurrentRollout): AppError =>
+    new AppError('rollout-generation-conflict', { detail, details: { ...current } }),
+  currentRolloutMismatch: (expected: string, current: CurrentRollout): AppError => new AppError('current-rollout-mismatch', {
+    detail: `expected current rollout '${excerpt(expected)}' but it is '${current.currentRolloutId ?? 'none'}'`,
+    details: { ...current },
+  }),
+  idempotencyRequestInProgress: (retryAfterMs: number): AppError => new AppError('idempotency-request-in-progress', {
+    detail: 'a request with this Idempotency-Key is still being processed; retry shortly',
+    details: { retryAfterMs },
+    headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) },
+  }),
+  rollbackTargetNotAccepted: (releaseId: string): AppError => new AppError('rollback-target-not-accepted', {
+    detail: `release '${releaseId}' was never promoted, so it is no known-good target`,
+    details: { releaseId },
+  }),
+  rollbackTargetIsCurrent: (releaseId: string, current: CurrentRollout): AppError => new AppError('rollback-target-is-current', {
+    detail: `release '${releaseId}' is the digest deployed now`,
+    details: { releaseId, ...current },
+  }),
+  noCurrentRollout: (serviceId: string, current: CurrentRollout): AppError => new AppError('no-current-rollout', {
+    detail: `service '${serviceId}' has no rollout to roll back`,
+    details: { ...current },
+  }),
+  serviceAlreadyExists: (name: string, serviceId: string | undefined): AppError => new AppError('service-already-exists', {
+    detail: `a service named '${excerpt(name, 256)}' already exists${serviceId === undefined ? '' : ` (id '${serviceId}')`}`,
+    details: { name: excerpt(name, 256), ...(serviceId === undefined ? {} : { serviceId }) },
+  }),
+  nodeNameTaken: (clusterId: string, taken: ReadonlyArray<{ nodeName: string, ownerClusterId: string }>): AppError => {
+    const [first] = taken;
+    const more = taken.length > 1 ? ` (+${taken.length - 1} more)` : '';
+    return new AppError('node-name-taken', {
+      detail: `node '${first?.nodeName ?? ''}' is registered to cluster '${first?.ownerClusterId ?? ''}'${more}`,
+      details: { clusterId, nodeName: first?.nodeName, ownerClusterId: first?.ownerClusterId, takenNodes: taken.slice(0, MAX_PROBLEMS) },
+    });
+  },
+  releaseIdentityConflict: (detail: string, releaseId: string, existingReleaseId: string | undefined): AppError =>
+    new AppError('release-identity-conflict', {
+      detail,
+      details: { releaseId, ...(existingReleaseId === undefined ? {} : { existingReleaseId }) },
+    }),
+  pushEventConflict: (eventId: string): AppError => new AppError('push-event-conflict', {
+    detail: `event '${eventId}' was already recorded with different content`,
+    details: { eventId },
+  }),
+  staleRolloutReport: (detail: string, current: CurrentRollout): AppError => new AppError('stale-rollout-report', {
+    detail,
+    details: { currentRolloutId: current.currentRolloutId, currentGeneration: current.currentGeneration },
+  }),
+  immutablePlanMissing: (serviceId: string): AppError => new AppError('immutable-plan-missing', {
+    detail: `service '${serviceId}' has no immutable deployment plan`,
+  }),
+  payloadTooLarge: (limitBytes: number | undefined): AppError => new AppError('payload-too-large', {
+    detail: limitBytes === undefined ? 'the request body is too large' : `the request body is larger than the limit of ${limitBytes} bytes`,
+    details: limitBytes === undefined ? {} : { limitBytes },
+  }),
+  unsupportedMediaType: (contentType: string | undefined): AppError => new AppError('unsupported-media-type', {
+    detail: `${contentType === undefined ? 'a request body without a content type' : `content type '${excerpt(contentType, 64)}'`} is not accepted:` +
+      " send the body as JSON with 'content-type: application/json'",
+  }),
+  idempotencyKeyReused: (operation: string): AppError => new AppError('idempotency-key-reused', {
+    detail: `this Idempotency-Key was used for a different ${operation} request of this service`,
+  }),
+  invalidDeploymentPlan: (problems: readonly string[]): AppError => new AppError('invalid-deployment-plan', {
+    detail: problems.join('; '),
+    details: { problems },
+  }),
+  registryTargetMismatch: (detail: string, event: { serviceId: string, registryHost: string, repository: string }): AppError =>
+    new AppError('registry-target-mismatch', { detail, details: { ...event } }),
+  runtimeCapabilityMissing: (declared: unknown): AppError => new AppError('runtime-capability-missing', {
+    detail: 'the reporter does not declare immutableImageDeploymentVersion 1',
+    details: { declared: declared === undefined ? null : typeof declared === 'number' ? declared : excerpt(declared, 32) },
+  }),
+  runtimeAttestationMissing: (serviceId: string): AppError => new AppError('runtime-attestation-missing', {
+    detail: `service '${serviceId}' requires immutable deployment: the immutableReport envelope is missing`,
+  }),
+  internalError: (cause: unknown): AppError => new AppError('internal-error', {
+    detail: 'An internal error occurred; the request id identifies it in the server log',
+    cause,
+  }),
+  /** An error answered before, replayed verbatim from its stored record (the same Idempotency-Key). */
+  replayed: (stored: { code: string, message: string, details: Record<string, unknown> }): AppError =>
+    isErrorCode(stored.code)
+      ? new AppError(stored.code, { detail: stored.message, details: stored.details })
+      : new AppError('internal-error', { detail: `a stored outcome has the unknown code '${excerpt(stored.code)}'` }),
+  databaseUnavailable: (cause?: unknown): AppError => new AppError('database-unavailable', {
+    detail: 'The database did not answer; try again shortly',
     headers: { 'retry-after': '2' },
     details: { retryAfterSeconds: 2 },
     cause,
-  });
+  }),
+} as const;

@@ -1,8 +1,8 @@
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
-import { errorStatus, isAppError, type ErrorCode } from './errors.js';
-import { isReplayedError } from './domain/releaseLifecycle.js';
-import type { ReportOutcome, ReportRepositories } from './domain/reports.js';
-import { isDatabaseUnavailableError } from './store/mongo.js';
+import type { TImmutableImageRolloutMode } from './contracts/index.js';
+import { errorCatalogue, errors, isAppError, type AppError, type ErrorCode } from './errors.js';
+import type { Result } from './operations/result.js';
+import type { Telemetry } from './operations/telemetry.js';
 
 /**
  * The Prometheus series of one app (GET /metrics). Every app gets its own
@@ -14,7 +14,6 @@ import { isDatabaseUnavailableError } from './store/mongo.js';
  * from a request's ids or free text, so the number of series stays bounded.
  */
 
-export type RolloutMode = 'promotion' | 'automatic' | 'rollback';
 export type RolloutOutcome = 'success' | 'replayed' | 'conflict' | 'refused' | 'error';
 const REPLAYED_OPERATIONS = ['promotion', 'automatic', 'rollback', 'push-event', 'report'] as const;
 const CAS_CONFLICT_KINDS = ['rollout-generation-conflict', 'current-rollout-mismatch', 'rollout-status-revision'] as const;
@@ -29,31 +28,21 @@ export const UNMATCHED_ROUTE = '(unmatched)';
 /** A label value for "no error code" / "no mismatch reason". */
 const NONE = 'none';
 
+/** The `code` label of an automatic promotion that did not apply (not an error code: no client is answered with it). */
+const SKIPPED = 'automatic-promotion-skipped';
+
+/** An automatic promotion's outcome that issued nothing (src/operations/issueRollout.ts `IssueOutcome`). */
+const isSkipped = (value: unknown): boolean => typeof value === 'object' && value !== null && (value as { issued?: unknown }).issued === false;
+
 /** The CAS conflicts a promotion or rollback answers with (the third kind is a report's status revision). */
 export const CAS_CODES: ReadonlySet<string> = new Set<CasConflictKind>(['rollout-generation-conflict', 'current-rollout-mismatch']);
 
-/** What the operations report to metrics. */
-export interface OperationMetrics {
-  /** Counts a promotion or rollback by mode and outcome once it settles; passes the result or error through. */
-  rollout<T extends { replayed: boolean }>(mode: RolloutMode, attempt: Promise<T>): Promise<T>;
-  /** Counts a snapshot report by outcome and reason once it settles; passes the result or error through. */
-  report<T extends ReportOutcome>(attempt: Promise<T>): Promise<T>;
-  /** A report refused before it reached the domain (e.g. `runtime-capability-missing`). */
-  reportRefused(err: unknown): void;
-  /** A push event that was already recorded (same eventId): an idempotent replay. */
-  pushEventReplayed(): void;
-}
-
-/** The stable code an error is answered with (the same mapping as the error handler's, for metrics). */
-export function errorCodeOf (err: unknown): ErrorCode {
-  if (isAppError(err)) return err.code;
-  if (isDatabaseUnavailableError(err)) return 'database-unavailable';
-  return 'internal-error';
-}
+/** The error an attempt that threw is answered with (as the error handler would: the store already coded outages). */
+const thrownError = (err: unknown): AppError => (isAppError(err) ? err : errors.internalError(err));
 
 type HttpLabels = 'method' | 'route' | 'status_code';
 
-export class Metrics implements OperationMetrics {
+export class Metrics implements Telemetry {
   readonly registry = new Registry();
 
   readonly httpRequestDuration = new Histogram<HttpLabels>({
@@ -66,35 +55,40 @@ export class Metrics implements OperationMetrics {
 
   readonly rollouts = new Counter<'mode' | 'outcome' | 'code'>({
     name: 'cloudly_release_rollouts_total',
-    help: 'Promotions and rollbacks by mode (promotion, automatic, rollback) and outcome (success, replayed, conflict, refused, error); code is the error code (none on success)',
+    help: 'Promotions and rollbacks by mode (promotion, automatic, rollback) and outcome (success, replayed, conflict, refused, error);' +
+      ' code is the error code (none on success)',
     labelNames: ['mode', 'outcome', 'code'],
     registers: [this.registry],
   });
 
   readonly casConflicts = new Counter<'kind'>({
     name: 'cloudly_release_cas_conflicts_total',
-    help: 'Compare-and-swap conflicts: promotions/rollbacks answered rollout-generation-conflict or current-rollout-mismatch, and rollout status writes retried because another report changed the status revision first',
+    help: 'Compare-and-swap conflicts: promotions/rollbacks answered rollout-generation-conflict or current-rollout-mismatch,' +
+      ' and rollout status writes retried because another report changed the status revision first',
     labelNames: ['kind'],
     registers: [this.registry],
   });
 
   readonly idempotentReplays = new Counter<'operation'>({
     name: 'cloudly_release_idempotent_replays_total',
-    help: 'Requests answered from a stored outcome: promotions/rollbacks with a known Idempotency-Key, push events already recorded, snapshot reports repeating a sequence',
+    help: 'Requests answered from a stored outcome: promotions/rollbacks with a known Idempotency-Key, push events already recorded,' +
+      ' snapshot reports repeating a sequence',
     labelNames: ['operation'],
     registers: [this.registry],
   });
 
   readonly reports = new Counter<'outcome' | 'reason'>({
     name: 'cloudly_release_reports_total',
-    help: 'Snapshot reports by outcome (recorded, applied, replayed, refused, error); reason is the stored status\'s mismatchReason for applied/replayed (none when clear) and the error code for refused/error',
+    help: 'Snapshot reports by outcome (recorded, applied, replayed, refused, error); reason is the stored status\'s mismatchReason' +
+      ' for applied/replayed (none when clear) and the error code for refused/error',
     labelNames: ['outcome', 'reason'],
     registers: [this.registry],
   });
 
   readonly errors = new Counter<'code'>({
     name: 'cloudly_release_errors_total',
-    help: 'Error answers by stable code, REST and TypedRequest alike (TypedRequest errors are HTTP 200, so this is where they show); database-unavailable counts database outages seen by requests',
+    help: 'Error answers by stable code, REST and TypedRequest alike (TypedRequest errors are HTTP 200, so this is where they show);' +
+      ' database-unavailable counts database outages seen by requests',
     labelNames: ['code'],
     registers: [this.registry],
   });
@@ -127,24 +121,31 @@ export class Metrics implements OperationMetrics {
     this.errors.inc({ code });
   }
 
-  async rollout<T extends { replayed: boolean }> (mode: RolloutMode, attempt: Promise<T>): Promise<T> {
-    let result: T;
+  async rollout<T> (mode: TImmutableImageRolloutMode, attempt: Promise<Result<T>>): Promise<Result<T>> {
+    let result: Result<T>;
     try {
       result = await attempt;
     } catch (err) {
-      this.rolloutFailed(mode, err);
+      this.rolloutRefused(mode, thrownError(err), false);
       throw err;
     }
-    this.rollouts.inc({ mode, outcome: result.replayed ? 'replayed' : 'success', code: NONE });
-    if (result.replayed) this.idempotentReplays.inc({ operation: mode });
+    if (result.ok && isSkipped(result.value)) {
+      // An automatic promotion that did not apply (on hold, already current): counted as refused, under its own label.
+      this.rollouts.inc({ mode, outcome: result.replayed ? 'replayed' : 'refused', code: SKIPPED });
+      if (result.replayed) this.idempotentReplays.inc({ operation: mode });
+    } else if (result.ok) {
+      this.rollouts.inc({ mode, outcome: result.replayed ? 'replayed' : 'success', code: NONE });
+      if (result.replayed) this.idempotentReplays.inc({ operation: mode });
+    } else {
+      this.rolloutRefused(mode, result.error, result.replayed);
+    }
     return result;
   }
 
-  private rolloutFailed (mode: RolloutMode, err: unknown): void {
-    const code = errorCodeOf(err);
-    // A stored deterministic error replayed for the same key is a replay, not a new conflict.
-    const replayed = isReplayedError(err);
+  private rolloutRefused (mode: TImmutableImageRolloutMode, error: AppError, replayed: boolean): void {
+    const { code } = error;
     let outcome: RolloutOutcome;
+    // A stored refusal replayed for the same key is a replay, not a new conflict.
     if (replayed) {
       outcome = 'replayed';
       this.idempotentReplays.inc({ operation: mode });
@@ -152,46 +153,39 @@ export class Metrics implements OperationMetrics {
       outcome = 'conflict';
       this.casConflicts.inc({ kind: code });
     } else {
-      outcome = errorStatus[code] >= 500 ? 'error' : 'refused';
+      outcome = errorCatalogue[code].status >= 500 ? 'error' : 'refused';
     }
     this.rollouts.inc({ mode, outcome, code });
   }
 
-  async report<T extends ReportOutcome> (attempt: Promise<T>): Promise<T> {
-    let outcome: T;
+  async report<T extends { kind: string, status?: { mismatchReason?: string } }> (attempt: Promise<Result<T>>): Promise<Result<T>> {
+    let result: Result<T>;
     try {
-      outcome = await attempt;
+      result = await attempt;
     } catch (err) {
-      this.reportRefused(err);
+      this.reportRefused(thrownError(err));
       throw err;
     }
-    const reason = outcome.kind === 'recorded' ? NONE : outcome.status.mismatchReason ?? NONE;
-    this.reports.inc({ outcome: outcome.kind, reason });
+    if (!result.ok) {
+      this.reportRefused(result.error);
+      return result;
+    }
+    const outcome = result.value;
+    this.reports.inc({ outcome: outcome.kind, reason: outcome.status?.mismatchReason ?? NONE });
     if (outcome.kind === 'replayed') this.idempotentReplays.inc({ operation: 'report' });
-    return outcome;
+    return result;
   }
 
-  reportRefused (err: unknown): void {
-    const code = errorCodeOf(err);
-    this.reports.inc({ outcome: errorStatus[code] >= 500 ? 'error' : 'refused', reason: code });
+  reportRefused (error: AppError): void {
+    this.reports.inc({ outcome: errorCatalogue[error.code].status >= 500 ? 'error' : 'refused', reason: error.code });
   }
 
   pushEventReplayed (): void {
     this.idempotentReplays.inc({ operation: 'push-event' });
   }
 
-  /**
-   * The report repository with its status compare-and-swap counted: a `false`
-   * is a lost race with a concurrent report, which the domain retries.
-   */
-  countStatusConflicts (services: ReportRepositories['services']): ReportRepositories['services'] {
-    return {
-      findRolloutState: (id) => services.findRolloutState(id),
-      compareAndSetStatus: async (...args) => {
-        const swapped = await services.compareAndSetStatus(...args);
-        if (!swapped) this.casConflicts.inc({ kind: 'rollout-status-revision' });
-        return swapped;
-      },
-    };
+  /** A rollout status write lost to a concurrent report (the use case retries it). */
+  statusConflict (): void {
+    this.casConflicts.inc({ kind: 'rollout-status-revision' });
   }
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { MongoClient, type Db } from 'mongodb';
-import { startLocalMongo } from '../../src/store/localMongo.js';
+import { startLocalMongo } from '../../tools/dev-database/localMongo.js';
 import { mintToken, type MintOptions } from '../../src/http/auth.js';
 import { HttpClient } from './load.js';
 import { distDir, findLocalMongoPid, procCpuProbe, selfCpuProbe, startNode, type Child, type CpuProbe } from './processes.js';

@@ -5,7 +5,7 @@ import { measureTriple, probesFor, setCanned, type BenchContext, type Triple } f
 import { bearer, createServiceWithReleases, seedClusters } from '../lib/fixtures.js';
 import { HttpClient, closedLoop } from '../lib/load.js';
 import { STATUS_EVENTS_KEPT } from '../../src/domain/rolloutStatus.js';
-import { isDuplicateKeyError } from '../../src/store/mongo.js';
+import { isDuplicateKeyError } from '../../src/store/driverErrors.js';
 
 /**
  * Promotion: POST …/promote with a fresh Idempotency-Key and the generation the caller last saw.

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { Value } from '@sinclair/typebox/value';
-import { ConfigError, loadConfig } from '../config.js';
+import { authKeyOf, ConfigError, loadConfig } from '../config.js';
 import { readDevSecret, devSecretPath } from '../devSecret.js';
 import { mintToken } from '../http/auth.js';
 import { PrincipalType, Role } from '../domain/principal.js';
@@ -64,19 +64,20 @@ async function main (): Promise<number> {
     throw err;
   }
   const privateKey = process.env['AUTH_JWT_PRIVATE_KEY'];
+  const auth = authKeyOf(config);
   let signing: Parameters<typeof mintToken>[0];
-  if (config.auth?.kind === 'secret') {
-    signing = { kind: 'secret', secret: config.auth.secret };
-  } else if (config.auth?.kind === 'public-key') {
+  if (auth?.kind === 'secret') {
+    signing = { kind: 'secret', secret: auth.secret };
+  } else if (auth?.kind === 'public-key') {
     if (!privateKey) {
       process.stderr.write('AUTH_JWT_PUBLIC_KEY is set: give the matching private key in AUTH_JWT_PRIVATE_KEY to mint a token\n');
       return 2;
     }
-    signing = { kind: 'private-key', pem: privateKey, algorithm: config.auth.algorithm };
+    signing = { kind: 'private-key', pem: privateKey, algorithm: auth.algorithm };
   } else {
-    const secret = await readDevSecret(config.dataDir);
+    const secret = await readDevSecret(config.DATA_DIR);
     if (!secret) {
-      process.stderr.write(`no key configured and no development secret at ${devSecretPath(config.dataDir)}: run \`npm start\` once, or set AUTH_JWT_SECRET\n`);
+      process.stderr.write(`no key configured and no development secret at ${devSecretPath(config.DATA_DIR)}: run \`npm start\` once, or set AUTH_JWT_SECRET\n`);
       return 2;
     }
     signing = { kind: 'secret', secret };

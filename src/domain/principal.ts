@@ -28,3 +28,25 @@ export const can = {
   administer: ['admin'],
   report: ['cluster'],
 } as const satisfies Record<string, readonly Role[]>;
+
+/** A permission: the roles that hold it and the words a `forbidden` answer uses ("role 'user' may not <action>"). */
+export interface Permission {
+  roles: readonly Role[];
+  action: string;
+}
+
+/** The authorization table (DESIGN §4): every adapter, REST or TypedRequest, asks this one table. */
+export const permissions = {
+  readServices: { roles: can.read, action: 'read services' },
+  createServices: { roles: can.administer, action: 'create services' },
+  updateServices: { roles: can.administer, action: 'update services' },
+  readReleases: { roles: can.read, action: 'read releases' },
+  pushRegistryEvents: { roles: can.release, action: 'push registry events' },
+  promote: { roles: can.release, action: 'promote releases' },
+  rollBack: { roles: can.release, action: 'roll back releases' },
+  readRolloutStatus: { roles: can.read, action: 'read rollout status' },
+  readRolloutHistory: { roles: can.read, action: 'read rollout history' },
+  readClusters: { roles: can.read, action: 'read clusters' },
+  registerClusters: { roles: can.administer, action: 'register clusters' },
+  reportSnapshots: { roles: can.report, action: 'report deployment snapshots' },
+} as const satisfies Record<string, Permission>;

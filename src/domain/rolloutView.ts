@@ -1,9 +1,10 @@
-import type {
+import { Type, type Static } from '@sinclair/typebox';
+import {
   IImageRolloutStatus, IImmutableImageDeploymentPlan, TImmutableImageMismatchReason,
 } from '../contracts/index.js';
-import { compareNames } from './clusters.js';
-import type { AutomationHold } from './rollouts.js';
-import type { ReplicaDetail, ReporterCounts, RolloutEvidence } from './rolloutStatus.js';
+import { compareNames } from './names.js';
+import { AutomationHold } from './rollouts.js';
+import { ReplicaCountFields, ReplicaDetail, type RolloutEvidence } from './rolloutStatus.js';
 
 /**
  * The rollout view (GET /v1/services/:id/rollout): the plan, the stored status, each
@@ -12,54 +13,56 @@ import type { ReplicaDetail, ReporterCounts, RolloutEvidence } from './rolloutSt
  * service document holds; no I/O.
  */
 
-export type BlockingKind =
+export const BlockingKind = Type.Union([
   /** A target node that no reporter of this rollout covers: all its replicas are missing. */
-  | 'node-not-reported'
+  Type.Literal('node-not-reported'),
   /** A covered node with fewer counted replicas than replicasPerNode. */
-  | 'replicas-missing'
+  Type.Literal('replicas-missing'),
   /** A counted replica that is not healthy (starting, unhealthy or failed). */
-  | 'replica-unhealthy'
+  Type.Literal('replica-unhealthy'),
   /** A counted replica whose runtime evidence does not verify against the plan. */
-  | 'replica-unverified';
+  Type.Literal('replica-unverified'),
+]);
+export type BlockingKind = Static<typeof BlockingKind>;
 
-export interface BlockingReason {
-  kind: BlockingKind;
-  reason: TImmutableImageMismatchReason;
-  nodeName?: string;
-  deploymentId?: string;
-  reporterId?: string;
-  /** For the two `required-replica-missing` kinds: how many required replicas the node lacks. */
-  missingReplicaCount?: number;
-  detail: string;
-}
+export const BlockingReason = Type.Object({
+  kind: BlockingKind,
+  reason: TImmutableImageMismatchReason,
+  nodeName: Type.Optional(Type.String()),
+  deploymentId: Type.Optional(Type.String()),
+  reporterId: Type.Optional(Type.String()),
+  missingReplicaCount: Type.Optional(Type.Integer({ description: 'for the required-replica-missing kinds: how many required replicas the node lacks' })),
+  detail: Type.String(),
+});
+export type BlockingReason = Static<typeof BlockingReason>;
 
-export interface RolloutReporterView extends ReporterCounts {
-  reporterId: string;
-  clusterId: string;
-  reporterSessionId: string;
-  /** The reportSequence of the latest accepted report. */
-  lastSequence: number;
-  /** The reportedAt of the latest accepted report. */
-  lastReportAt: number;
-  /** The rolloutGeneration that report was made for. */
-  observedGeneration: number;
-  nodeNames: string[];
-  /** Per-replica detail of that report, as the server re-verified it. */
-  replicas: ReplicaDetail[];
-}
+export const RolloutReporterView = Type.Composite([
+  Type.Object({
+    reporterId: Type.String(),
+    clusterId: Type.String(),
+    reporterSessionId: Type.String(),
+    lastSequence: Type.Integer({ description: 'reportSequence of the latest accepted report' }),
+    lastReportAt: Type.Integer({ description: 'reportedAt of the latest accepted report (ms)' }),
+    observedGeneration: Type.Integer({ description: 'the rolloutGeneration that report was made for' }),
+    nodeNames: Type.Array(Type.String()),
+  }),
+  ReplicaCountFields,
+  Type.Object({ replicas: Type.Array(ReplicaDetail, { description: 'per-replica detail of that report, as the server re-verified it' }) }),
+]);
+export type RolloutReporterView = Static<typeof RolloutReporterView>;
 
-export interface RolloutView {
-  serviceId: string;
-  plan?: IImmutableImageDeploymentPlan;
-  status?: IImageRolloutStatus;
-  /** The status revision (`id` of the SSE events): +1 on every status change. */
-  revision: number;
-  reporters: RolloutReporterView[];
-  blocking: BlockingReason[];
-  automationHold?: AutomationHold;
-}
+export const RolloutView = Type.Object({
+  serviceId: Type.String(),
+  plan: Type.Optional(IImmutableImageDeploymentPlan),
+  status: Type.Optional(IImageRolloutStatus),
+  revision: Type.Integer({ description: 'the status revision: +1 on every status change; the `id` of the SSE events' }),
+  reporters: Type.Array(RolloutReporterView),
+  blocking: Type.Array(BlockingReason, { description: 'why the rollout has not succeeded yet; empty once succeeded / rolled-back or without a plan' }),
+  automationHold: Type.Optional(AutomationHold),
+});
+export type RolloutView = Static<typeof RolloutView>;
 
-/** What the service document keeps (ServiceRolloutState without the store types). */
+/** What the service document keeps (the store's rollout state without the store types). */
 export interface RolloutViewInput {
   serviceId: string;
   plan?: IImmutableImageDeploymentPlan | undefined;
@@ -203,7 +206,7 @@ function reporterViews (
       healthyReplicaCount: r.healthyReplicaCount,
       verifiedReplicaCount: r.verifiedReplicaCount,
       failedReplicaCount: r.failedReplicaCount,
-      ...(r.mismatchReason ? { mismatchReason: r.mismatchReason } : {}),
+      mismatchReason: r.mismatchReason,
       replicas: [...(replicasOf.get(r.reporterId) ?? [])]
         .sort((x, y) => compareNames(x.nodeName, y.nodeName) || compareNames(x.deploymentId, y.deploymentId))
         .map((x) => ({ ...x })),
@@ -214,11 +217,11 @@ export function rolloutView (input: RolloutViewInput): RolloutView {
   const { plan, status, evidence } = input;
   return {
     serviceId: input.serviceId,
-    ...(plan ? { plan } : {}),
-    ...(status ? { status } : {}),
+    plan,
+    status,
     revision: input.revision,
     reporters: reporterViews(plan, status, evidence),
     blocking: blockingReasons(plan, status, evidence),
-    ...(input.automationHold ? { automationHold: input.automationHold } : {}),
+    automationHold: input.automationHold,
   };
 }

@@ -1,21 +1,28 @@
 import { createHash } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import {
   IImmutableImageDeploymentPlan as PlanSchema, validateImageRolloutStatus, validateImmutableImageDeploymentPlan,
   type IImageRelease, type IImageRolloutStatus, type IImmutableImageDeploymentPlan,
   type IImmutableImageTargetScope, type IService, type TImmutableImageRolloutMode, type TSha256Digest,
 } from '../contracts/index.js';
-import { AppError } from '../errors.js';
+import { errors, type AppError, type CurrentRollout } from '../errors.js';
 import type { Principal } from './principal.js';
 
 /**
- * Pure rules of promotion and rollback (DESIGN §5): preconditions, the plan,
- * the reset rollout status, the response snapshot. No I/O here; the lifecycle
- * module sequences the writes.
+ * Pure rules of promotion and rollback (DESIGN §5): preconditions, the plan, the reset
+ * rollout status, the response snapshot. No I/O here; src/operations/issueRollout.ts
+ * sequences the writes. Refusals are returned, never thrown.
  */
 
 /** The rollout generation of a service: 0 before its first rollout. */
 export const currentGeneration = (service: IService): number => service.data.imageDeployment?.rolloutGeneration ?? 0;
+
+/** The values a conflict answer names: the service's generation and current rollout. */
+export const currentRolloutOf = (service: IService): CurrentRollout => ({
+  currentGeneration: currentGeneration(service),
+  currentRolloutId: service.data.imageDeployment?.rolloutId ?? null,
+});
 
 /** Who asked for a rollout, as kept in the history. */
 export interface Issuer {
@@ -27,13 +34,14 @@ export interface Issuer {
 export const issuerOf = (principal: Principal): Issuer => ({ subject: principal.subject, role: principal.role, type: principal.type });
 
 /** An operator's rollback holds automatic promotion until the next explicit promotion. */
-export interface AutomationHold {
-  since: number;
-  rolloutId: string;
-  by: string;
-}
+export const AutomationHold = Type.Object({
+  since: Type.Integer(),
+  rolloutId: Type.String(),
+  by: Type.String(),
+}, { description: 'set by a manual rollback: automatic promotion is off until the next explicit promotion' });
+export type AutomationHold = Static<typeof AutomationHold>;
 
-/** One entry of the rollout history: the plan and why it was issued. */
+/** One entry of the rollout history: the plan and why it was issued (the stored document, not an API shape). */
 export interface RolloutRecord {
   rolloutId: string;
   serviceId: string;
@@ -60,55 +68,15 @@ export type RolloutIntent =
   | { kind: 'promotion', mode: 'promotion' | 'automatic', expectedCurrentRolloutId?: string }
   | { kind: 'rollback', expectedCurrentRolloutId: string };
 
-export interface PlanInput {
+/** The operation name of an intent: idempotency records, metrics and fingerprints use it. */
+export const operationOf = (intent: RolloutIntent): TImmutableImageRolloutMode => (intent.kind === 'rollback' ? 'rollback' : intent.mode);
+
+export interface PreconditionInput {
   service: IService;
   release: IImageRelease | null;
   releaseId: string;
   expectedRolloutGeneration: number;
   intent: RolloutIntent;
-  targetScope: IImmutableImageTargetScope;
-  rolloutId: string;
-  now: number;
-}
-
-/** The values a conflict answer names: the service's generation and current rollout. */
-export const conflict = (service: IService): Record<string, unknown> => ({
-  currentGeneration: currentGeneration(service),
-  currentRolloutId: service.data.imageDeployment?.rolloutId ?? null,
-});
-
-/**
- * Checks the preconditions against the current service and release, in a fixed
- * order, and throws the first failure as a coded error. Every failure here is
- * deterministic for the request, so the idempotency record stores it.
- */
-export function checkPreconditions (input: Omit<PlanInput, 'targetScope' | 'rolloutId' | 'now'>): IImageRelease {
-  const { service, release, releaseId, expectedRolloutGeneration, intent } = input;
-  const current = service.data.imageDeployment;
-  const generation = currentGeneration(service);
-  if (intent.kind === 'rollback' && !current) {
-    throw new AppError('no-current-rollout', `service '${service.id}' has no rollout to roll back`, { details: conflict(service) });
-  }
-  if (expectedRolloutGeneration !== generation) {
-    throw new AppError('rollout-generation-conflict',
-      `expected rollout generation ${expectedRolloutGeneration} but the service is at ${generation}`, { details: conflict(service) });
-  }
-  if (intent.expectedCurrentRolloutId !== undefined && intent.expectedCurrentRolloutId !== current?.rolloutId) {
-    throw new AppError('current-rollout-mismatch',
-      `expected current rollout '${intent.expectedCurrentRolloutId}' but it is '${current?.rolloutId ?? 'none'}'`, { details: conflict(service) });
-  }
-  if (!release || release.data.serviceId !== service.id) {
-    throw new AppError('release-not-found', `release '${releaseId}' does not exist for service '${service.id}'`, { details: { serviceId: service.id, releaseId } });
-  }
-  if (intent.kind === 'rollback') {
-    if (release.data.acceptedAt === undefined) {
-      throw new AppError('rollback-target-not-accepted', `release '${releaseId}' was never promoted, so it is no known-good target`, { details: { releaseId } });
-    }
-    if (current && isSameImage(current, release)) {
-      throw new AppError('rollback-target-is-current', `release '${releaseId}' is the digest deployed now`, { details: { releaseId, ...conflict(service) } });
-    }
-  }
-  return release;
 }
 
 export const isSameImage = (plan: IImmutableImageDeploymentPlan, release: IImageRelease): boolean =>
@@ -116,11 +84,77 @@ export const isSameImage = (plan: IImmutableImageDeploymentPlan, release: IImage
   plan.registryHost === release.data.registryHost &&
   plan.repository === release.data.repository;
 
+/** Rollback targets: a release of this service that was accepted before and is not the digest deployed now. */
+function rollbackRefusal (service: IService, release: IImageRelease, releaseId: string): AppError | undefined {
+  if (release.data.acceptedAt === undefined) return errors.rollbackTargetNotAccepted(releaseId);
+  const current = service.data.imageDeployment;
+  if (current && isSameImage(current, release)) return errors.rollbackTargetIsCurrent(releaseId, currentRolloutOf(service));
+  return undefined;
+}
+
+/**
+ * The preconditions against the current service and release, in a fixed order: the first
+ * that fails is the refusal. Every refusal is deterministic for the request, so the
+ * idempotency record stores it.
+ */
+export function preconditionRefusal (input: PreconditionInput): { release: IImageRelease } | { refusal: AppError } {
+  const { service, release, releaseId, expectedRolloutGeneration, intent } = input;
+  const current = service.data.imageDeployment;
+  const generation = currentGeneration(service);
+  if (intent.kind === 'rollback' && !current) return { refusal: errors.noCurrentRollout(service.id, currentRolloutOf(service)) };
+  if (expectedRolloutGeneration !== generation) {
+    const detail = `expected rollout generation ${expectedRolloutGeneration} but the service is at ${generation}`;
+    return { refusal: errors.rolloutGenerationConflict(detail, currentRolloutOf(service)) };
+  }
+  if (intent.expectedCurrentRolloutId !== undefined && intent.expectedCurrentRolloutId !== current?.rolloutId) {
+    return { refusal: errors.currentRolloutMismatch(intent.expectedCurrentRolloutId, currentRolloutOf(service)) };
+  }
+  if (!release || release.data.serviceId !== service.id) return { refusal: errors.releaseNotFound(service.id, releaseId) };
+  const refusal = intent.kind === 'rollback' ? rollbackRefusal(service, release, releaseId) : undefined;
+  return refusal ? { refusal } : { release };
+}
+
+/** Why a push event does not promote automatically; undefined when it may. */
+export type AutomaticPromotionSkip = 'not-enabled' | 'on-hold' | 'already-current';
+
+/**
+ * deployOnPush (DESIGN §5): only services with deployOnPush that were explicitly promoted once
+ * (immutableImageRequired), never while an operator's rollback holds automation, never to the
+ * digest that is deployed already.
+ */
+export function automaticPromotionSkip (
+  service: IService,
+  hold: AutomationHold | undefined,
+  release: IImageRelease | null
+): AutomaticPromotionSkip | undefined {
+  if (!service.data.deployOnPush || !service.data.immutableImageRequired) return 'not-enabled';
+  if (hold) return 'on-hold';
+  const current = service.data.imageDeployment;
+  if (current && release && isSameImage(current, release)) return 'already-current';
+  return undefined;
+}
+
+export const automaticPromotionSkipDetail = (skip: AutomaticPromotionSkip, hold: AutomationHold | undefined): string => ({
+  'not-enabled': 'automatic promotion needs deployOnPush and a first explicit promotion',
+  'on-hold': `automatic promotion is on hold since the rollback in rollout '${hold?.rolloutId ?? ''}'`,
+  'already-current': 'the pushed digest is already deployed',
+})[skip];
+
 const planCheck = TypeCompiler.Compile(PlanSchema);
 
-/** Builds the next plan; throws `invalid-deployment-plan` with the upstream validator's messages. */
-export function buildPlan (input: PlanInput, release: IImageRelease): IImmutableImageDeploymentPlan {
-  const { service, intent, targetScope, rolloutId, now } = input;
+export interface PlanInput {
+  service: IService;
+  release: IImageRelease;
+  intent: RolloutIntent;
+  targetScope: IImmutableImageTargetScope;
+  rolloutId: string;
+  now: number;
+}
+
+/** The next plan, or `invalid-deployment-plan` with the upstream validator's messages. */
+export function buildPlan (input: PlanInput): { plan: IImmutableImageDeploymentPlan } | { refusal: AppError } {
+  const { service, release, intent, targetScope, rolloutId, now } = input;
+  const current = service.data.imageDeployment;
   const plan: IImmutableImageDeploymentPlan = {
     policy: 'immutable-digest',
     rolloutId,
@@ -132,20 +166,18 @@ export function buildPlan (input: PlanInput, release: IImageRelease): IImmutable
     digestPinnedImageReference: release.data.digestPinnedImageReference,
     manifestMediaType: release.data.manifestMediaType,
     createdAt: now,
-    mode: intent.kind === 'rollback' ? 'rollback' : intent.mode,
-    ...(intent.kind === 'rollback' && service.data.imageDeployment ? { rollbackOfRolloutId: service.data.imageDeployment.rolloutId } : {}),
+    mode: operationOf(intent),
+    rollbackOfRolloutId: intent.kind === 'rollback' ? current?.rolloutId : undefined,
     targetScope,
   };
+  if (plan.rollbackOfRolloutId === undefined) delete plan.rollbackOfRolloutId;
   const problems = validateImmutableImageDeploymentPlan(plan);
   // The upstream validator checks the rules, not the schema's size limits: a placement whose
   // clusters hold more than 4096 nodes would store a plan no client could read back.
   if (problems.length === 0) {
     for (const error of planCheck.Errors(plan)) problems.push(`plan${error.path.replace(/\//g, '.')}: ${error.message}`);
   }
-  if (problems.length > 0) {
-    throw new AppError('invalid-deployment-plan', problems.join('; '), { details: { problems } });
-  }
-  return plan;
+  return problems.length > 0 ? { refusal: errors.invalidDeploymentPlan(problems) } : { plan };
 }
 
 /** The status a new rollout starts with: nothing observed yet. */

@@ -5,8 +5,8 @@ import {
   type CryptoKey, type JWTPayload, type KeyObject,
 } from 'jose';
 import type { AuthKey } from '../config.js';
-import { forbidden, unauthenticated } from '../errors.js';
-import { PrincipalType, Role, type Principal } from '../domain/principal.js';
+import { errors } from '../errors.js';
+import { PrincipalType, Role, type Permission, type Principal } from '../domain/principal.js';
 
 const ClusterId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]*$' });
 
@@ -37,22 +37,22 @@ export async function createTokenVerifier (key: AuthKey): Promise<TokenVerifier>
 
   return {
     async verify (token: string): Promise<Principal> {
-      if (token.length === 0) throw unauthenticated('the token is empty');
-      if (token.length > MAX_TOKEN_LENGTH) throw unauthenticated('the token is too long');
+      if (token.length === 0) throw errors.unauthenticated('the token is empty');
+      if (token.length > MAX_TOKEN_LENGTH) throw errors.unauthenticated('the token is too long');
       let payload: JWTPayload;
       try {
         // `algorithms` pins the one algorithm we accept: `alg: none`, HS/RS confusion and
         // any other algorithm are refused before the signature is even looked at.
         ({ payload } = await jwtVerify(token, verifyKey, { algorithms: [algorithm], requiredClaims: ['exp', 'sub'] }));
       } catch (err) {
-        throw unauthenticated(describeJoseError(err));
+        throw errors.unauthenticated(describeJoseError(err));
       }
       if (!Value.Check(TokenClaims, payload)) {
         const first = Value.Errors(TokenClaims, payload).First();
-        throw unauthenticated(`token claim ${first?.path.replace(/^\//, '') || '?'} is invalid: ${first?.message ?? 'invalid'}`);
+        throw errors.unauthenticated(`token claim ${first?.path.replace(/^\//, '') || '?'} is invalid: ${first?.message ?? 'invalid'}`);
       }
       if (payload.role === 'cluster' && payload.clusterId === undefined) {
-        throw unauthenticated('a cluster token must carry clusterId');
+        throw errors.unauthenticated('a cluster token must carry clusterId');
       }
       return {
         subject: payload.sub,
@@ -75,15 +75,16 @@ function describeJoseError (err: unknown): string {
 
 /** Reads `Authorization: Bearer <token>`; throws `unauthenticated` naming what is wrong. */
 export function bearerToken (header: string | undefined): string {
-  if (header === undefined || header === '') throw unauthenticated('missing Authorization header (expected "Bearer <token>")');
+  if (header === undefined || header === '') throw errors.unauthenticated('missing Authorization header (expected "Bearer <token>")');
   const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
-  if (!match?.[1]) throw unauthenticated('malformed Authorization header (expected "Bearer <token>")');
+  if (!match?.[1]) throw errors.unauthenticated('malformed Authorization header (expected "Bearer <token>")');
   return match[1];
 }
 
-export function assertRole (principal: Principal, allowed: readonly string[], action: string): void {
-  if (!allowed.includes(principal.role)) {
-    throw forbidden(`role '${principal.role}' may not ${action} (allowed: ${allowed.join(', ')})`);
+/** Throws `forbidden` unless the principal's role holds the permission. */
+export function assertPermitted (principal: Principal, permission: Permission): void {
+  if (!permission.roles.includes(principal.role)) {
+    throw errors.forbidden(`role '${principal.role}' may not ${permission.action} (allowed: ${permission.roles.join(', ')})`);
   }
 }
 

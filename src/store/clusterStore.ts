@@ -1,6 +1,8 @@
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection } from 'mongodb';
-import type { ClusterNodes, ClusterRecord, ClusterRepository, NodeClaim, NodeClaimResult } from '../domain/clusters.js';
-import { DUPLICATE_KEY, isDuplicateKeyError, type Database } from './mongo.js';
+import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from '../domain/clusters.js';
+import type { ClusterRepository } from '../domain/ports.js';
+import { DUPLICATE_KEY, isDuplicateKeyError } from './driverErrors.js';
+import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
 export interface ClusterDocument {
@@ -121,7 +123,7 @@ export class ClusterStore implements ClusterRepository {
     const nodeNames = [...cluster.nodeNames];
     if (expectedRevision === null) {
       try {
-        await this.clusters.insertOne({ _id: id, ...(name === undefined ? {} : { name }), revision, nodeNames, createdAt: now, updatedAt: now });
+        await this.clusters.insertOne({ _id: id, name, revision, nodeNames, createdAt: now, updatedAt: now });
         return { createdAt: now, updatedAt: now };
       } catch (err) {
         if (isDuplicateKeyError(err)) return null;
@@ -173,7 +175,7 @@ const committedNodes = (doc: Pick<ClusterDocument, 'nodeNames'>, claimed: string
 
 const toRecord = (doc: ClusterDocument, nodeNames: string[]): ClusterRecord => ({
   id: doc._id,
-  ...(doc.name === undefined ? {} : { name: doc.name }),
+  name: doc.name,
   nodeNames,
   createdAt: doc.createdAt,
   updatedAt: doc.updatedAt,

@@ -1,5 +1,6 @@
 import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { ReportedDeployment } from '../contracts/reports.js';
+import type { DeploymentRepository, DeploymentSnapshot } from '../domain/ports.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
@@ -16,7 +17,7 @@ export interface DeploymentDocument {
 }
 
 /** Coreflow's deployment snapshots, one document per deployment (task). */
-export class DeploymentStore {
+export class DeploymentStore implements DeploymentRepository {
   readonly collection: Collection<DeploymentDocument>;
 
   constructor (database: Database) {
@@ -29,7 +30,7 @@ export class DeploymentStore {
    * removes what the snapshot no longer has: a crash in between leaves extra
    * stale entries (healed by the next snapshot) rather than missing ones.
    */
-  async replaceSnapshot (serviceId: string, clusterId: string, deployments: ReportedDeployment[], nodeScope: string[] | undefined, reportedAt: number, reportedBy: string): Promise<void> {
+  async replaceSnapshot ({ serviceId, clusterId, deployments, nodeScope, reportedAt, reportedBy }: DeploymentSnapshot): Promise<void> {
     const idOf = (deploymentId: string): string => `${serviceId}/${deploymentId}`;
     if (deployments.length > 0) {
       const ops: AnyBulkWriteOperation<DeploymentDocument>[] = deployments.map((deployment) => ({
@@ -38,7 +39,7 @@ export class DeploymentStore {
           replacement: {
             serviceId,
             clusterId,
-            ...(deployment.nodeName === undefined ? {} : { nodeName: deployment.nodeName }),
+            nodeName: deployment.nodeName,
             deployment,
             reportedAt,
             reportedBy,

@@ -1,11 +1,8 @@
 import { type Collection } from 'mongodb';
-import { isDuplicateKeyError, type Database } from './mongo.js';
+import type { ClaimInput, ClaimResult, IdempotencyRepository, StoredOutcome } from '../domain/ports.js';
+import { isDuplicateKeyError } from './driverErrors.js';
+import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
-
-/** What a completed request answered: replayed verbatim for the same key and request. */
-export type StoredOutcome =
-  | { kind: 'success', body: unknown }
-  | { kind: 'error', code: string, message: string, details: Record<string, unknown> };
 
 export interface IdempotencyDocument {
   _id: string;
@@ -24,33 +21,13 @@ export interface IdempotencyDocument {
   outcome?: StoredOutcome;
 }
 
-export type ClaimResult =
-  /** `createdAt` names this lifetime of the key: a key reused after its record expired is a new request. */
-  | { kind: 'claimed', createdAt: number }
-  | { kind: 'taken-over', createdAt: number }
-  | { kind: 'replay', outcome: StoredOutcome }
-  | { kind: 'in-progress', retryAfterMs: number }
-  | { kind: 'reused', operation: string };
-
-export interface ClaimInput {
-  recordId: string;
-  serviceId: string;
-  key: string;
-  operation: string;
-  fingerprint: string;
-  owner: string;
-  now: number;
-  leaseMs: number;
-  retentionMs: number;
-}
-
 /**
  * Idempotency records (IETF Idempotency-Key draft, Stripe's practice). A key
  * is claimed by inserting its record (the unique _id decides between
  * concurrent duplicates); a finished request stores its outcome; an abandoned
  * one is taken over by compare-and-swap on its lease.
  */
-export class IdempotencyStore {
+export class IdempotencyStore implements IdempotencyRepository {
   readonly collection: Collection<IdempotencyDocument>;
 
   constructor (database: Database) {

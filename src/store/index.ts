@@ -1,29 +1,42 @@
-import type { Database } from './mongo.js';
-import { ServiceStore } from './serviceStore.js';
-import { ReleaseStore } from './releaseStore.js';
-import { PushEventStore } from './pushEventStore.js';
+import type { DatabaseHealth, Repositories } from '../domain/ports.js';
 import { ClusterStore } from './clusterStore.js';
-import { RolloutStore } from './rolloutStore.js';
-import { IdempotencyStore } from './idempotencyStore.js';
 import { DeploymentStore } from './deploymentStore.js';
+import { withDomainErrors } from './driverErrors.js';
+import { IdempotencyStore } from './idempotencyStore.js';
+import { Database, type DatabaseOptions } from './mongo.js';
+import { PushEventStore } from './pushEventStore.js';
+import { ReleaseStore } from './releaseStore.js';
+import { RolloutStore } from './rolloutStore.js';
+import { ServiceStore } from './serviceStore.js';
 
-/** The repositories, one per collection, over one database. */
-export interface Stores {
-  services: ServiceStore;
-  releases: ReleaseStore;
-  pushEvents: PushEventStore;
-  clusters: ClusterStore;
-  rollouts: RolloutStore;
-  idempotency: IdempotencyStore;
-  deployments: DeploymentStore;
+/** The store as the app composes it: the repositories, the database's health, and its lifecycle. */
+export interface Store {
+  repositories: Repositories;
+  health: DatabaseHealth;
+  /** Told when the driver's monitor fails a heartbeat (the database is unreachable). */
+  onHeartbeatFailed(listener: () => void): void;
+  close(): Promise<void>;
 }
 
-export const createStores = (database: Database): Stores => ({
-  services: new ServiceStore(database),
-  releases: new ReleaseStore(database),
-  pushEvents: new PushEventStore(database),
-  clusters: new ClusterStore(database),
-  rollouts: new RolloutStore(database),
-  idempotency: new IdempotencyStore(database),
-  deployments: new DeploymentStore(database),
-});
+/**
+ * Connects (lazily) to MongoDB and builds one repository per collection, each with its driver
+ * errors translated into domain errors: the only place the driver is reached from.
+ */
+export function openStore (options: DatabaseOptions): Store {
+  const database = new Database(options);
+  const repositories: Repositories = {
+    services: withDomainErrors(new ServiceStore(database)),
+    releases: withDomainErrors(new ReleaseStore(database)),
+    pushEvents: withDomainErrors(new PushEventStore(database)),
+    clusters: withDomainErrors(new ClusterStore(database)),
+    rollouts: withDomainErrors(new RolloutStore(database)),
+    idempotency: withDomainErrors(new IdempotencyStore(database)),
+    deployments: withDomainErrors(new DeploymentStore(database)),
+  };
+  return {
+    repositories,
+    health: withDomainErrors(database),
+    onHeartbeatFailed: (listener) => { database.onHeartbeatFailed(listener); },
+    close: () => database.close(),
+  };
+}

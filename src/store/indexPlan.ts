@@ -63,7 +63,8 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     collection: collections.nodes,
     name: 'nodes_clusterId_id',
     key: { clusterId: 1, _id: 1 },
-    serves: 'a cluster\'s node names, sorted (getCluster, listClusters, findClustersWithNodes), stale-node removal and node counts on registerCluster; node owners and claims use _id',
+    serves: 'a cluster\'s node names, sorted (getCluster, listClusters, findClustersWithNodes), stale-node removal and node counts' +
+      ' on registerCluster; node owners and claims use _id',
   },
   {
     collection: collections.rollouts,

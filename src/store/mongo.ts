@@ -1,8 +1,5 @@
-import {
-  MongoClient, MongoNetworkError, MongoOperationTimeoutError, MongoServerSelectionError,
-  MongoNotConnectedError, MongoTopologyClosedError, MongoError, MongoServerError,
-  type Db, type IndexDescription,
-} from 'mongodb';
+import { MongoClient, type Db, type IndexDescription } from 'mongodb';
+import type { DatabaseHealth } from '../domain/ports.js';
 import { indexPlan } from './indexPlan.js';
 
 export interface DatabaseOptions {
@@ -20,7 +17,7 @@ export interface DatabaseOptions {
  * collections from here. Connection timeouts are bounded so that a request
  * fails with `database-unavailable` in about `timeoutMs` instead of hanging.
  */
-export class Database {
+export class Database implements DatabaseHealth {
   readonly client: MongoClient;
   readonly db: Db;
   #indexesReady = false;
@@ -42,6 +39,8 @@ export class Database {
       // Writes are compare-and-swap or idempotent upserts: a driver retry of a
       // write whose reply was lost is safe (and exactly-once on replica sets).
       retryWrites: true,
+      // Optional fields are written as absent, never as null: no `...(x ? { x } : {})` in the stores.
+      ignoreUndefined: true,
     });
     this.db = this.client.db(opts.dbName);
 
@@ -94,12 +93,7 @@ export class Database {
     const byCollection = new Map<string, IndexDescription[]>();
     for (const entry of indexPlan) {
       const list = byCollection.get(entry.collection) ?? [];
-      list.push({
-        key: entry.key,
-        name: entry.name,
-        ...(entry.unique ? { unique: true } : {}),
-        ...(entry.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: entry.expireAfterSeconds }),
-      });
+      list.push({ key: entry.key, name: entry.name, unique: entry.unique, expireAfterSeconds: entry.expireAfterSeconds });
       byCollection.set(entry.collection, list);
     }
     for (const [collection, indexes] of byCollection) {
@@ -136,52 +130,4 @@ export class Database {
     clearInterval(this.#watchdog);
     await this.client.close();
   }
-}
-
-/**
- * Socket errors that driver 6.22 lets through unwrapped: a command written to a
- * connection the server has just closed rejects with Node's plain `EPIPE`
- * ("This socket has been ended by the other party", from `Connection.writeCommand`
- * waiting for 'drain'), not a MongoNetworkError. Seen when the database stops under load.
- */
-const SOCKET_ERROR_CODES = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTCONN']);
-
-/** MongoDB's duplicate key error code (E11000): a unique index refused a write. */
-export const DUPLICATE_KEY = 11000;
-
-export const isDuplicateKeyError = (err: unknown): boolean => err instanceof MongoServerError && err.code === DUPLICATE_KEY;
-
-/**
- * Server errors that say "not now" about a write that had no effect, so a retry may succeed:
- * MongoDB's WriteConflict (112) and LockTimeout (24), and the PostgreSQL conditions that
- * MongoDB-compatible servers on PostgreSQL (FerretDB over DocumentDB) pass through with the
- * SQLSTATE packed into the code: deadlock_detected 40P01 (16908292), serialization_failure 40001
- * (16777220) — seen when concurrent writers contend for one document or unique key.
- */
-const TRANSIENT_SERVER_CODES = new Set([24, 112, 16908292, 16777220]);
-
-/**
- * Errors that mean "the database is not reachable right now" (as opposed to a
- * bug or a rejected write). They become `database-unavailable` + Retry-After.
- * A bulk write that lost its connection is a MongoBulkWriteError (a server error
- * class) carrying the MongoNetworkError as `errorResponse`: the wrapped error counts.
- */
-export function isDatabaseUnavailableError (err: unknown, depth = 0): boolean {
-  if (!(err instanceof Error) || depth > 3) return false;
-  if (!(err instanceof MongoError)) {
-    const code = (err as { code?: unknown }).code;
-    return typeof code === 'string' && SOCKET_ERROR_CODES.has(code);
-  }
-  if (err instanceof MongoNetworkError ||
-    err instanceof MongoServerSelectionError ||
-    err instanceof MongoOperationTimeoutError ||
-    err instanceof MongoNotConnectedError ||
-    err instanceof MongoTopologyClosedError ||
-    // PoolClosedError (not exported): an operation caught by the watchdog's reconnect.
-    err.name === 'MongoPoolClosedError' ||
-    err.hasErrorLabel('RetryableWriteError') ||
-    err.hasErrorLabel('TransientTransactionError') ||
-    (err instanceof MongoServerError && typeof err.code === 'number' && TRANSIENT_SERVER_CODES.has(err.code))) return true;
-  const wrapped = (err as { errorResponse?: unknown }).errorResponse ?? err.cause;
-  return wrapped !== err && isDatabaseUnavailableError(wrapped, depth + 1);
 }

@@ -1,8 +1,10 @@
 import { type Collection, type Filter } from 'mongodb';
 import type { IImmutableRegistryPushEvent, ImageTagHistoryEntry } from '../contracts/index.js';
-import type { KeysetPosition, PushEventRepository, ReleaseIdentity, StoredPushEvent } from '../domain/releases.js';
+import type { PushEventRepository, StoredPushEvent } from '../domain/ports.js';
+import type { KeysetPosition, ReleaseIdentity } from '../domain/releases.js';
 import { keysetBefore } from './keyset.js';
-import { isDuplicateKeyError, type Database } from './mongo.js';
+import { isDuplicateKeyError } from './driverErrors.js';
+import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
 /**
@@ -39,7 +41,7 @@ const toLedgerEntry = (row: LedgerRow): ImageTagHistoryEntry => ({
   registryRootDigest: row.registryRootDigest,
   digestPinnedImageReference: row.digestPinnedImageReference,
   observedAt: row.observedAt,
-  ...(row.actorUserId !== undefined ? { actorUserId: row.actorUserId } : {}),
+  actorUserId: row.actorUserId,
 });
 
 export class PushEventStore implements PushEventRepository {

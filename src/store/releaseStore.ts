@@ -1,10 +1,10 @@
 import { type Collection, type Filter } from 'mongodb';
 import type { IImageRelease } from '../contracts/index.js';
-import type {
-  KeysetPosition, RecordObservationResult, ReleaseIdentity, ReleaseObservation, ReleaseRepository,
-} from '../domain/releases.js';
+import type { RecordObservationResult, ReleaseObservation, ReleaseRepository } from '../domain/ports.js';
+import type { KeysetPosition, ReleaseIdentity } from '../domain/releases.js';
 import { keysetBefore } from './keyset.js';
-import { isDuplicateKeyError, type Database } from './mongo.js';
+import { isDuplicateKeyError } from './driverErrors.js';
+import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
 /**
@@ -43,9 +43,9 @@ function toRelease (doc: ReleaseDocument): IImageRelease {
       firstObservedAt: d.firstObservedAt,
       lastObservedAt: d.lastObservedAt,
       observationCount: d.observationCount,
-      ...(d.acceptedAt !== undefined ? { acceptedAt: d.acceptedAt } : {}),
-      ...(d.lastPromotedAt !== undefined ? { lastPromotedAt: d.lastPromotedAt } : {}),
-      ...(d.promotionCount !== undefined ? { promotionCount: d.promotionCount } : {}),
+      acceptedAt: d.acceptedAt,
+      lastPromotedAt: d.lastPromotedAt,
+      promotionCount: d.promotionCount,
     },
   };
 }

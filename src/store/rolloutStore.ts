@@ -1,6 +1,8 @@
 import { type Collection } from 'mongodb';
+import type { InsertRolloutResult, RolloutRepository } from '../domain/ports.js';
 import type { RolloutRecord } from '../domain/rollouts.js';
-import { isDuplicateKeyError, type Database } from './mongo.js';
+import { isDuplicateKeyError } from './driverErrors.js';
+import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
 export interface RolloutDocument extends Omit<RolloutRecord, 'rolloutId'> {
@@ -9,20 +11,13 @@ export interface RolloutDocument extends Omit<RolloutRecord, 'rolloutId'> {
 
 const toRecord = ({ _id, ...rest }: RolloutDocument): RolloutRecord => ({ rolloutId: _id, ...rest });
 
-export type InsertRolloutResult =
-  | { kind: 'inserted' }
-  /** This idempotency record already created a rollout (a resumed request). */
-  | { kind: 'exists-for-record', record: RolloutRecord }
-  /** Another rollout took this generation first: the caller lost the compare-and-swap. */
-  | { kind: 'generation-taken' };
-
 /**
  * The rollout history, and the commit point of every promotion and rollback:
  * the unique index on (serviceId, generation) lets exactly one rollout claim a
  * generation, across any number of processes; the unique index on
  * idempotencyRecordId gives each idempotent request at most one rollout.
  */
-export class RolloutStore {
+export class RolloutStore implements RolloutRepository {
   readonly collection: Collection<RolloutDocument>;
 
   constructor (database: Database) {

@@ -1,11 +1,13 @@
 import { type Collection } from 'mongodb';
-import type { IService, IServiceData, TServiceWritableData } from '../contracts/index.js';
-import type { ServiceRepository, ServiceSummary } from '../domain/services.js';
+import type { IImageRolloutStatus, IService, IServiceData, TServiceWritableData } from '../contracts/index.js';
+import type {
+  ApplyRolloutResult, InsertServiceResult, ReplaceServiceResult, ServiceRepository, ServiceRolloutState, ServiceWithHold, StatusSnapshot, StatusWrite,
+} from '../domain/ports.js';
 import type { AutomationHold, RolloutRecord } from '../domain/rollouts.js';
-import type { IImageRolloutStatus } from '../contracts/index.js';
 import { STATUS_EVENTS_KEPT, statusEventOf, type RolloutEvidence, type StatusEvent } from '../domain/rolloutStatus.js';
-import { AppError } from '../errors.js';
-import { isDuplicateKeyError, type Database } from './mongo.js';
+import { writableServiceDataFields, type ServiceSummary } from '../domain/services.js';
+import { isDuplicateKeyError } from './driverErrors.js';
+import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
 export interface ServiceDocument {
@@ -37,16 +39,6 @@ const atStatusRevision = (revision: number): Record<string, unknown> =>
 const pushStatusEvent = (status: IImageRolloutStatus, revision: number, now: number) =>
   ({ $push: { statusEvents: { $each: [statusEventOf(status, revision, now)], $slice: -STATUS_EVENTS_KEPT } } });
 
-export type ApplyRolloutResult = 'applied' | 'already-applied' | 'service-missing';
-
-/** What a snapshot report reads: the service with its status bookkeeping (not the status history). */
-export interface ServiceRolloutState {
-  service: IService;
-  statusRevision: number;
-  rolloutEvidence?: RolloutEvidence;
-  automationHold?: AutomationHold;
-}
-
 /**
  * Reads fetch only the fields their caller uses: the status history (`statusEvents`, up to
  * STATUS_EVENTS_KEPT entries, only the SSE stream reads it) and the per-replica evidence can be
@@ -58,13 +50,10 @@ const withoutHistory = { statusEvents: 0 } as const;
 
 const toService = (doc: ServiceDocument): IService => ({ id: doc._id, data: doc.data });
 
-/** The service that holds the name, for the `service-already-exists` answer (a lost id can be found again). */
-async function nameTaken (collection: Collection<ServiceDocument>, err: unknown, name: string): Promise<AppError | undefined> {
-  if (!isDuplicateKeyError(err)) return undefined;
+/** The service that holds the name (a lost id can be found again from the `service-already-exists` answer). */
+async function nameTaken (collection: Collection<ServiceDocument>, name: string): Promise<{ kind: 'name-taken', serviceId?: string }> {
   const holder = await collection.findOne({ 'data.name': name }, { projection: { _id: 1 } });
-  return new AppError('service-already-exists', `a service named '${name.slice(0, 256)}' already exists${holder ? ` (id '${holder._id}')` : ''}`, {
-    details: { name, ...(holder ? { serviceId: holder._id } : {}) },
-  });
+  return { kind: 'name-taken', serviceId: holder?._id };
 }
 
 /** What a service listing shows of each service: never the reporters list or the environment. */
@@ -93,32 +82,29 @@ const toSummary = (doc: ServiceDocument): ServiceSummary => {
   return {
     id: doc._id,
     name: doc.data.name,
-    ...(plan
-      ? {
-          rollout: {
-            rolloutId: plan.rolloutId,
-            rolloutGeneration: plan.rolloutGeneration,
-            mode: plan.mode,
-            releaseId: plan.releaseId,
-            requestedDigest: plan.requestedDigest,
-            ...(status && status.rolloutId === plan.rolloutId
-              ? {
-                  status: status.status,
-                  requiredReplicaCount: status.requiredReplicaCount,
-                  observedReplicaCount: status.observedReplicaCount,
-                  healthyReplicaCount: status.healthyReplicaCount,
-                  verifiedReplicaCount: status.verifiedReplicaCount,
-                  failedReplicaCount: status.failedReplicaCount,
-                  ...(status.mismatchReason ? { mismatchReason: status.mismatchReason } : {}),
-                  updatedAt: status.updatedAt,
-                }
-              : {}),
-          },
-        }
-      : {}),
-    ...(doc.automationHold ? { automationHold: doc.automationHold } : {}),
+    rollout: plan ? { ...rolloutSummaryOf(plan), ...(status?.rolloutId === plan.rolloutId ? statusSummaryOf(status) : {}) } : undefined,
+    automationHold: doc.automationHold,
   };
 };
+
+const rolloutSummaryOf = (plan: NonNullable<IServiceData['imageDeployment']>) => ({
+  rolloutId: plan.rolloutId,
+  rolloutGeneration: plan.rolloutGeneration,
+  mode: plan.mode,
+  releaseId: plan.releaseId,
+  requestedDigest: plan.requestedDigest,
+});
+
+const statusSummaryOf = (status: IImageRolloutStatus) => ({
+  status: status.status,
+  requiredReplicaCount: status.requiredReplicaCount,
+  observedReplicaCount: status.observedReplicaCount,
+  healthyReplicaCount: status.healthyReplicaCount,
+  verifiedReplicaCount: status.verifiedReplicaCount,
+  failedReplicaCount: status.failedReplicaCount,
+  mismatchReason: status.mismatchReason,
+  updatedAt: status.updatedAt,
+});
 
 export class ServiceStore implements ServiceRepository {
   readonly collection: Collection<ServiceDocument>;
@@ -127,11 +113,13 @@ export class ServiceStore implements ServiceRepository {
     this.collection = database.db.collection<ServiceDocument>(collections.services);
   }
 
-  async insert (service: IService, now: number): Promise<void> {
+  async insert (service: IService, now: number): Promise<InsertServiceResult> {
     try {
       await this.collection.insertOne({ _id: service.id, data: service.data, createdAt: now, updatedAt: now });
+      return { kind: 'inserted' };
     } catch (err) {
-      throw (await nameTaken(this.collection, err, service.data.name)) ?? err;
+      if (isDuplicateKeyError(err)) return nameTaken(this.collection, service.data.name);
+      throw err;
     }
   }
 
@@ -153,28 +141,22 @@ export class ServiceStore implements ServiceRepository {
     return (await this.collection.findOne({ _id: id }, { projection: { _id: 1 } })) !== null;
   }
 
-  async findWithHold (id: string): Promise<{ service: IService, automationHold?: AutomationHold } | null> {
+  async findWithHold (id: string): Promise<ServiceWithHold | null> {
     const doc = await this.collection.findOne({ _id: id }, { projection: serviceWithHold });
-    if (!doc) return null;
-    return { service: toService(doc), ...(doc.automationHold ? { automationHold: doc.automationHold } : {}) };
+    return doc ? { service: toService(doc), automationHold: doc.automationHold } : null;
   }
 
   async findRolloutState (id: string): Promise<ServiceRolloutState | null> {
     const doc = await this.collection.findOne({ _id: id }, { projection: withoutHistory });
     if (!doc) return null;
-    return {
-      service: toService(doc),
-      statusRevision: doc.statusRevision ?? 0,
-      ...(doc.rolloutEvidence ? { rolloutEvidence: doc.rolloutEvidence } : {}),
-      ...(doc.automationHold ? { automationHold: doc.automationHold } : {}),
-    };
+    return { service: toService(doc), statusRevision: doc.statusRevision ?? 0, rolloutEvidence: doc.rolloutEvidence, automationHold: doc.automationHold };
   }
 
   /**
    * Stores a new rollout status if nobody changed it since `revision` and the
    * rollout is still current (single-document compare-and-swap). False: retry.
    */
-  async compareAndSetStatus (id: string, rolloutId: string, revision: number, status: IImageRolloutStatus, evidence: RolloutEvidence, event: boolean, now: number): Promise<boolean> {
+  async compareAndSetStatus ({ serviceId: id, rolloutId, revision, status, evidence, event, now }: StatusWrite): Promise<boolean> {
     const result = await this.collection.updateOne(
       { _id: id, 'data.imageDeployment.rolloutId': rolloutId, ...atStatusRevision(revision) },
       {
@@ -186,7 +168,7 @@ export class ServiceStore implements ServiceRepository {
   }
 
   /** The status events after `revision`, oldest first (SSE). */
-  async statusEventsAfter (id: string, revision: number): Promise<{ revision: number, events: StatusEvent[] } | null> {
+  async statusEventsAfter (id: string, revision: number): Promise<StatusSnapshot | null> {
     const doc = await this.collection.findOne({ _id: id }, { projection: { statusRevision: 1, statusEvents: 1 } });
     if (!doc) return null;
     return { revision: doc.statusRevision ?? 0, events: (doc.statusEvents ?? []).filter((e) => e.revision > revision) };
@@ -211,7 +193,8 @@ export class ServiceStore implements ServiceRepository {
     // Compare-and-swap on the generation (the plan) and on the status revision (so that the
     // status event gets the next revision number even while reports of the old rollout land).
     for (let attempt = 0; attempt < 50; attempt++) {
-      const current = await this.collection.findOne({ _id: record.serviceId }, { projection: { statusRevision: 1, 'data.imageDeployment.rolloutGeneration': 1 } });
+      const projection = { statusRevision: 1, 'data.imageDeployment.rolloutGeneration': 1 };
+      const current = await this.collection.findOne({ _id: record.serviceId }, { projection });
       if (!current) return 'service-missing';
       if ((current.data?.imageDeployment?.rolloutGeneration ?? 0) >= record.generation) return 'already-applied';
       const revision = current.statusRevision ?? 0;
@@ -228,11 +211,11 @@ export class ServiceStore implements ServiceRepository {
     throw new Error(`could not apply rollout ${record.rolloutId}: the status kept changing`);
   }
 
-  async replaceWritableData (id: string, data: TServiceWritableData, writableFields: readonly string[], now: number): Promise<IService | null> {
+  async replaceWritableData (id: string, data: TServiceWritableData, now: number): Promise<ReplaceServiceResult> {
     const set: Record<string, unknown> = { updatedAt: now };
     const unset: Record<string, ''> = {};
     const given = data as Record<string, unknown>;
-    for (const field of writableFields) {
+    for (const field of writableServiceDataFields) {
       if (given[field] === undefined) unset[`data.${field}`] = '';
       else set[`data.${field}`] = given[field];
     }
@@ -242,9 +225,10 @@ export class ServiceStore implements ServiceRepository {
         Object.keys(unset).length > 0 ? { $set: set, $unset: unset } : { $set: set },
         { returnDocument: 'after' }
       );
-      return doc ? toService(doc) : null;
+      return doc ? { kind: 'replaced', service: toService(doc) } : { kind: 'missing' };
     } catch (err) {
-      throw (await nameTaken(this.collection, err, data.name)) ?? err;
+      if (isDuplicateKeyError(err)) return nameTaken(this.collection, data.name);
+      throw err;
     }
   }
 }

@@ -1,15 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { MongoClient, type Db } from 'mongodb';
 import { inject } from 'vitest';
-import { buildApp, type BuildAppOptions, type ResolvedConfig } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
+import { buildApp, type BuildAppOptions } from '../../src/app.js';
+import { loadConfig, type AppConfig } from '../../src/config.js';
+import { Database } from '../../src/store/mongo.js';
 import type { Role } from '../../src/domain/principal.js';
 import { mintToken, type MintOptions } from '../../src/http/auth.js';
 import { freshDatabaseName } from './database.js';
 
 export interface TestApp {
   app: FastifyInstance;
-  config: ResolvedConfig;
+  config: AppConfig;
+  /** The app's database, through the test's own client (to look at what was stored). */
+  db: Db;
+  /** The same database as the store's connection module (to drive a store directly). */
+  database: Database;
   /** A valid token for the role (cluster tokens for cluster `c1` unless given). */
   token(role: Role, extra?: Partial<MintOptions>): Promise<string>;
   close(): Promise<void>;
@@ -19,20 +25,25 @@ export interface TestApp {
  * The real app on a fresh database of the test database server (one per call,
  * so test files run in parallel). Logging is off unless TEST_LOG is set.
  */
-export async function buildTestApp (overrides: Partial<ResolvedConfig> = {}, appOptions: Omit<BuildAppOptions, 'config'> = {}): Promise<TestApp> {
+export async function buildTestApp (overrides: Partial<AppConfig> = {}, appOptions: Omit<BuildAppOptions, 'config'> = {}): Promise<TestApp> {
   const secret = randomBytes(32).toString('base64url');
-  const config: ResolvedConfig = {
+  const config: AppConfig = {
     ...loadConfig({}),
-    mongodbUri: inject('mongoUri'),
-    mongodbDb: freshDatabaseName('app'),
-    auth: { kind: 'secret', secret },
+    MONGODB_URI: inject('mongoUri'),
+    MONGODB_DB: freshDatabaseName('app'),
+    AUTH_JWT_SECRET: secret,
     ...overrides,
   };
   const app = await buildApp({ config, logger: process.env['TEST_LOG'] ? { level: 'debug' } : false, ...appOptions });
   await app.ready();
+  const client = new MongoClient(config.MONGODB_URI ?? '', { serverSelectionTimeoutMS: 5_000 });
+  const db = client.db(config.MONGODB_DB);
+  const database = new Database({ uri: config.MONGODB_URI ?? '', dbName: config.MONGODB_DB, timeoutMs: 5_000 });
   return {
     app,
     config,
+    db,
+    database,
     token: (role, extra = {}) => mintToken({ kind: 'secret', secret }, {
       subject: `test-${role}`,
       role,
@@ -40,7 +51,9 @@ export async function buildTestApp (overrides: Partial<ResolvedConfig> = {}, app
       ...extra,
     }),
     close: async () => {
-      await app.database.db.dropDatabase().catch(() => undefined);
+      await db.dropDatabase().catch(() => undefined);
+      await client.close();
+      await database.close();
       await app.close();
     },
   };

@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { resolveTestDatabase } from '../../src/store/databaseResolution.js';
+import { resolveTestDatabase } from './databaseResolution.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,21 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { authKeyOf, ConfigError, loadConfig } from '../../src/config.js';
 
 describe('configuration from the environment', () => {
   it('has safe defaults for a developer machine', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ host: '127.0.0.1', port: 3000, mongodbDb: 'cloudly_release', logLevel: 'info', dataDir: '.data' });
-    expect(config.mongodbUri).toBeUndefined();
-    expect(config.auth).toBeUndefined();
+    expect(config).toMatchObject({ HOST: '127.0.0.1', PORT: 3000, MONGODB_DB: 'cloudly_release', LOG_LEVEL: 'info', DATA_DIR: '.data' });
+    expect(config.MONGODB_URI).toBeUndefined();
+    expect(authKeyOf(config)).toBeUndefined();
   });
 
   it('converts and reads every variable', () => {
     const config = loadConfig({ PORT: '8080', HOST: '0.0.0.0', MONGODB_URI: 'mongodb://db:27017/?replicaSet=rs0', MONGODB_DB: 'prod', AUTH_JWT_SECRET: 'x'.repeat(32), LOG_LEVEL: 'warn' });
-    expect(config).toMatchObject({ port: 8080, host: '0.0.0.0', mongodbUri: 'mongodb://db:27017/?replicaSet=rs0', mongodbDb: 'prod', auth: { kind: 'secret' }, logLevel: 'warn' });
+    expect(config).toMatchObject({ PORT: 8080, HOST: '0.0.0.0', MONGODB_URI: 'mongodb://db:27017/?replicaSet=rs0', MONGODB_DB: 'prod', LOG_LEVEL: 'warn' });
+    expect(authKeyOf(config)).toMatchObject({ kind: 'secret' });
   });
 
   it('treats an empty variable as unset', () => {
-    expect(loadConfig({ AUTH_JWT_SECRET: '', PORT: '' })).toMatchObject({ port: 3000 });
+    expect(loadConfig({ AUTH_JWT_SECRET: '', PORT: '' })).toMatchObject({ PORT: 3000 });
   });
 
   const bad: Array<[Record<string, string>, RegExp]> = [

@@ -7,7 +7,7 @@ import type { IImageRelease, IImmutableImageDeploymentPlan, IService, ImageRelea
 import type { StatusEvent } from '../../domain/rolloutStatus.js';
 import type { BlockingReason, RolloutView } from '../../domain/rolloutView.js';
 import type { AutomationHold } from '../../domain/rollouts.js';
-import type { RolloutHistoryEntry } from '../../http/lifecycleRoutes.js';
+import type { RolloutHistoryItem as RolloutHistoryEntry } from '../../domain/history.js';
 import type { ApiClient } from './http.js';
 
 export type { BlockingReason, IImageRelease, IImmutableImageDeploymentPlan, ImageReleasePage, RolloutHistoryEntry, RolloutView, StatusEvent };

@@ -97,8 +97,8 @@ function streamBody (url: string, path: string, headers: Record<string, string>,
 
 describe('slow-client limits are configuration', () => {
   it('REQUEST_TIMEOUT_MS and CONNECTION_TIMEOUT_MS: defaults 30 s / 60 s, overridable, bad values named', () => {
-    expect(loadConfig({})).toMatchObject({ requestTimeoutMs: 30_000, connectionTimeoutMs: 60_000 });
-    expect(loadConfig({ REQUEST_TIMEOUT_MS: '3000', CONNECTION_TIMEOUT_MS: '4000' })).toMatchObject({ requestTimeoutMs: 3_000, connectionTimeoutMs: 4_000 });
+    expect(loadConfig({})).toMatchObject({ REQUEST_TIMEOUT_MS: 30_000, CONNECTION_TIMEOUT_MS: 60_000 });
+    expect(loadConfig({ REQUEST_TIMEOUT_MS: '3000', CONNECTION_TIMEOUT_MS: '4000' })).toMatchObject({ REQUEST_TIMEOUT_MS: 3_000, CONNECTION_TIMEOUT_MS: 4_000 });
     expect(() => loadConfig({ REQUEST_TIMEOUT_MS: '10' })).toThrow(/^REQUEST_TIMEOUT_MS: /);
     expect(() => loadConfig({ CONNECTION_TIMEOUT_MS: 'soon' })).toThrow(/^CONNECTION_TIMEOUT_MS: /);
   });

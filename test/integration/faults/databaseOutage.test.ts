@@ -6,7 +6,8 @@ import { MongoBulkWriteError, MongoNetworkError, type BulkWriteResult } from 'mo
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
 import { toAppError } from '../../../src/http/errorHandler.js';
-import { startLocalMongo, type LocalMongo } from '../../../src/store/localMongo.js';
+import { translateDriverError } from '../../../src/store/driverErrors.js';
+import { startLocalMongo, type LocalMongo } from '../../../tools/dev-database/localMongo.js';
 import { Database } from '../../../src/store/mongo.js';
 import { freshDatabaseName } from '../../support/database.js';
 import { request, startFleet, type Fleet, type Response } from '../../support/fleet.js';
@@ -329,21 +330,31 @@ describe('database outage under load: 2 server processes, 20 clients, the databa
   }, 180_000);
 });
 
+/** The answer an error the driver threw in a store gets: the store translates it, the error handler answers. */
+const answerFor = (err: unknown) => {
+  try {
+    translateDriverError(err);
+  } catch (translated) {
+    return toAppError(translated);
+  }
+  throw new Error('translateDriverError returned');
+};
+
 describe('socket errors the driver lets through unwrapped', () => {
   it('a raw EPIPE (a command written to a connection the stopping database closed) is database-unavailable, not internal-error', () => {
     // What driver 6.22 rejects with from Connection.writeCommand when the server has sent FIN (seen in the suite above).
     const epipe = Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' });
-    expect(toAppError(epipe)).toMatchObject({ code: 'database-unavailable', statusCode: 503 });
-    expect(toAppError(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', syscall: 'read' })).code).toBe('database-unavailable');
-    expect(toAppError(Object.assign(new Error('other'), { code: 'ENOENT' })).code).toBe('internal-error');
+    expect(answerFor(epipe)).toMatchObject({ code: 'database-unavailable', statusCode: 503 });
+    expect(answerFor(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', syscall: 'read' })).code).toBe('database-unavailable');
+    expect(answerFor(Object.assign(new Error('other'), { code: 'ENOENT' })).code).toBe('internal-error');
   });
 
   it('a bulk write that lost its connection (MongoBulkWriteError around a MongoNetworkError) is database-unavailable', () => {
     // What a snapshot report's deployments bulkWrite threw in the suite above when the database stopped.
     const lost = new MongoBulkWriteError(new MongoNetworkError('connection 6 to 127.0.0.1:40143 closed'), {} as BulkWriteResult);
-    expect(toAppError(lost)).toMatchObject({ code: 'database-unavailable', statusCode: 503 });
+    expect(answerFor(lost)).toMatchObject({ code: 'database-unavailable', statusCode: 503 });
     const duplicate = new MongoBulkWriteError({ message: 'E11000 duplicate key error', code: 11000, writeErrors: [] }, {} as BulkWriteResult);
-    expect(toAppError(duplicate).code).toBe('internal-error');
+    expect(answerFor(duplicate).code).toBe('internal-error');
   });
 });
 

@@ -24,7 +24,7 @@ describe('authentication and roles (REST and TypedRequest alike)', () => {
   });
   afterAll(async () => { await t.close(); });
 
-  const secret = (): string => (t.config.auth.kind === 'secret' ? t.config.auth.secret : '');
+  const secret = (): string => t.config.AUTH_JWT_SECRET ?? '';
 
   /** Tokens that must be refused, built fresh per test (expiry is relative to now). */
   const badTokens: Array<[string, () => Promise<string>]> = [
@@ -87,7 +87,7 @@ describe('authentication and roles (REST and TypedRequest alike)', () => {
   });
 
   it('wrong role: REST 403 forbidden and TypedRequest forbidden, nothing written', async () => {
-    const before = await t.app.database.db.collection('services').countDocuments();
+    const before = await t.db.collection('services').countDocuments();
     for (const role of ['user', 'api', 'cluster'] as const) {
       const token = await t.token(role);
       const rest = await t.app.inject({ method: 'POST', url: '/v1/services', headers: { authorization: `Bearer ${token}` }, payload: serviceData() });
@@ -104,7 +104,7 @@ describe('authentication and roles (REST and TypedRequest alike)', () => {
     const cluster = await t.token('cluster');
     const read = await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}`, headers: { authorization: `Bearer ${cluster}` } });
     expect(read.statusCode).toBe(403);
-    expect(await t.app.database.db.collection('services').countDocuments()).toBe(before);
+    expect(await t.db.collection('services').countDocuments()).toBe(before);
   });
 
   it('only the verified token counts: identity fields claiming admin do not help a user token', async () => {
@@ -140,7 +140,7 @@ describe('public-key verification (AUTH_JWT_PUBLIC_KEY)', () => {
   it('accepts RS256 tokens from the private key and refuses HS256 tokens keyed with the public key', async () => {
     const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true });
     const pem = await exportSPKI(publicKey);
-    const t = await buildTestApp({ auth: { kind: 'public-key', pem, algorithm: 'RS256' } });
+    const t = await buildTestApp({ AUTH_JWT_SECRET: undefined, AUTH_JWT_PUBLIC_KEY: pem, AUTH_JWT_ALGORITHM: 'RS256' });
     try {
       const good = await mintToken({ kind: 'private-key', pem: await exportPKCS8(privateKey), algorithm: 'RS256' }, { subject: 'ci', role: 'api' });
       const ok = await t.app.inject({ method: 'GET', url: '/v1/services/nope', headers: { authorization: `Bearer ${good}` } });

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ABANDONED_CLAIM_AFTER_MS, clusterOperations, type ClusterRepository } from '../../../src/domain/clusters.js';
+import { ABANDONED_CLAIM_AFTER_MS } from '../../../src/domain/clusters.js';
+import type { ClusterRepository } from '../../../src/domain/ports.js';
 import type { Role } from '../../../src/domain/principal.js';
+import { clusterOperations } from '../../../src/operations/clusters.js';
 import { ClusterStore } from '../../../src/store/clusterStore.js';
 import { buildTestApp, typedRequest, type TestApp } from '../../support/app.js';
 
@@ -25,8 +27,8 @@ describe('clusters: register, read, list', () => {
     t.app.inject({ method: 'GET', url: `/v1/clusters/${encodeURIComponent(clusterId)}`, headers: { authorization: `Bearer ${jwt}` } });
   const tr = (method: string, request: Record<string, unknown>, jwt = admin) =>
     t.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest(method, { identity: identity(jwt), ...request }) });
-  const nodes = () => t.app.database.db.collection('nodes');
-  const clusters = () => t.app.database.db.collection('clusters');
+  const nodes = () => t.db.collection('nodes');
+  const clusters = () => t.db.collection('clusters');
   const ownerOf = async (nodeName: string) => (await nodes().findOne({ _id: nodeName as never }))?.['clusterId'];
   const counts = async () => ({ clusters: await clusters().countDocuments(), nodes: await nodes().countDocuments() });
 
@@ -320,7 +322,7 @@ describe('cluster registration races, interleaved on the real database', () => {
 
   beforeAll(async () => {
     t = await buildTestApp();
-    store = new ClusterStore(t.app.database);
+    store = new ClusterStore(t.database);
   });
   afterAll(async () => { await t.close(); });
 
@@ -349,8 +351,18 @@ describe('cluster registration races, interleaved on the real database', () => {
       countNodes: (...a) => store.countNodes(...a),
     };
   };
-  const ops = (repo: ClusterRepository = store) => clusterOperations({ clusters: repo, now: Date.now });
-  const nodeIds = async (clusterId: string) => (await t.app.database.db.collection('nodes').find({ clusterId }).toArray()).map((n) => n._id).sort();
+  /** The registration use case over `repo`; a refusal is thrown (so it can be awaited as a rejection). */
+  const ops = (repo: ClusterRepository = store, now = Date.now) => {
+    const operations = clusterOperations({ repos: { clusters: repo }, now });
+    return {
+      registerCluster: async (clusterId: string, data: { name?: string, nodeNames: string[] }) => {
+        const result = await operations.registerCluster(clusterId, data);
+        if (!result.ok) throw result.error;
+        return result.value.cluster;
+      },
+    };
+  };
+  const nodeIds = async (clusterId: string) => (await t.db.collection('nodes').find({ clusterId }).toArray()).map((n) => n._id).sort();
 
   it('a claim lost after the check refuses with node-name-taken and releases the claims it inserted', async () => {
     const [a, b, shared, mine, kept] = [fresh('a'), fresh('b'), fresh('shared'), fresh('mine'), fresh('kept')];
@@ -447,7 +459,7 @@ describe('cluster registration races, interleaved on the real database', () => {
     await expect(ops().registerCluster(b, { nodeNames: [extra] })).rejects.toMatchObject({ code: 'node-name-taken', details: { ownerClusterId: a } });
     await expect(ops().registerCluster(b, { nodeNames: [lone] })).rejects.toMatchObject({ code: 'node-name-taken', details: { ownerClusterId: gone } });
     // …and once they are older than the limit, another cluster takes them; a committed node never goes.
-    const later = clusterOperations({ clusters: store, now: () => Date.now() + ABANDONED_CLAIM_AFTER_MS + 1 });
+    const later = ops(store, () => Date.now() + ABANDONED_CLAIM_AFTER_MS + 1);
     await expect(later.registerCluster(b, { nodeNames: [kept] })).rejects.toMatchObject({ code: 'node-name-taken', details: { ownerClusterId: a } });
     expect((await later.registerCluster(b, { nodeNames: [extra, lone] })).nodeNames).toEqual([extra, lone].sort());
     expect(await nodeIds(b)).toEqual([extra, lone].sort());

@@ -38,10 +38,9 @@ import {
   Id, IImmutableRegistryPushEvent, NonNegativeSafeInteger, TClusterWritableData, TServiceWritableData,
   clusterContracts, releaseTypedRequestContracts, typedRequestContracts, type IRegistryTarget,
 } from '../../../src/contracts/index.js';
-import { assertPushEventConsistent, pushEventFingerprint, registryTargetMatches } from '../../../src/domain/releases.js';
-import { errorStatus } from '../../../src/errors.js';
-import { withoutIdentity } from '../../../src/http/errorHandler.js';
-import { TypedRequestEnvelope } from '../../../src/http/typedRequest.js';
+import { pushEventFingerprint, pushEventProblems, registryTargetMatches } from '../../../src/domain/releases.js';
+import { errorCatalogue } from '../../../src/errors.js';
+import { TypedRequestEnvelope, withoutIdentity } from '../../../src/http/typedRequest/protocol.js';
 import { buildTestApp, serviceData, typedRequest, type TestApp } from '../../support/app.js';
 import { bearer, createFixtureService, pushEvent, registryHost, type FixtureService } from '../../support/fixtures.js';
 
@@ -316,7 +315,7 @@ const errorLog: string[] = [];
 
 /** Every document of every collection, canonical EJSON, collections and documents in a stable order. */
 async function snapshot (): Promise<string> {
-  const db = t.app.database.db;
+  const db = t.db;
   const names = (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).filter((n) => !n.startsWith('system.')).sort();
   const contents = await Promise.all(names.map(async (name) => [name, await db.collection(name).find({}).sort({ _id: 1 }).toArray()] as const));
   return BSON.EJSON.stringify(Object.fromEntries(contents), { relaxed: false });
@@ -354,7 +353,7 @@ function judgeRest (sent: Sent, res: LightMyRequestResponse): void {
     expect(String(res.headers['content-type']), context).toMatch(/^application\/problem\+json/);
     const problem = res.json() as { code?: unknown, status?: unknown };
     expect(typeof problem.code, context).toBe('string');
-    expect(errorStatus[problem.code as keyof typeof errorStatus], context).toBe(res.statusCode);
+    expect(errorCatalogue[problem.code as keyof typeof errorCatalogue].status, context).toBe(res.statusCode);
     expect(problem.status, context).toBe(res.statusCode);
     assertProblems(problem, context);
   }
@@ -382,7 +381,7 @@ function judgeTyped (sent: Sent, res: LightMyRequestResponse): void {
     const code = reply.error.data?.code;
     expect(typeof code, context).toBe('string');
     expect(code, context).not.toBe('internal-error');
-    expect(Object.keys(errorStatus), context).toContain(code);
+    expect(Object.keys(errorCatalogue), context).toContain(code);
     expect(typeof reply.error.text, context).toBe('string');
     assertProblems(reply.error.data ?? {}, context);
   } else {
@@ -501,11 +500,7 @@ function couldRegisterCluster (clusterId: string, data: unknown): boolean {
 }
 function couldRecordPushEvent (event: unknown): boolean {
   if (!checks.pushEvent.Check(event)) return false;
-  try {
-    assertPushEventConsistent(event, '/body');
-  } catch {
-    return false;
-  }
+  if (pushEventProblems(event).length > 0) return false;
   const target = s.services.get(event.serviceId);
   if (!target || !registryTargetMatches(target, event)) return false;
   const recorded = s.events.get(event.eventId);
@@ -792,7 +787,7 @@ describe('hostile bodies: never a 500, never a write', () => {
       headers: { ...json, 'idempotency-key': key },
       text: JSON.stringify({ expectedRolloutGeneration: generation, enableImmutableImage: true }),
     });
-    const records = () => t.app.database.db.collection('idempotency').countDocuments({ serviceId: s.other.id });
+    const records = () => t.db.collection('idempotency').countDocuments({ serviceId: s.other.id });
     const before = await records();
     for (const key of oddKeys) {
       const first = await send(call(key, 7));

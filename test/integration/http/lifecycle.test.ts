@@ -192,7 +192,7 @@ describe('promotion and rollback', () => {
     });
 
     it('once its record has expired and been swept, a key starts a new request (it does not find the old rollout)', async () => {
-      const t2 = await buildTestApp({ idempotencySweepIntervalMs: 50 });
+      const t2 = await buildTestApp({ IDEMPOTENCY_SWEEP_INTERVAL_MS: 50 });
       try {
         const admin2 = await t2.token('admin');
         await registerCluster(t2.app, admin2, 'c1', ['n1']);
@@ -200,7 +200,7 @@ describe('promotion and rollback', () => {
         const a = await pushRelease(t2.app, admin2, svc);
         const b = await pushRelease(t2.app, admin2, svc, { tag: 'b' });
         expect((await promote(t2.app, admin2, svc.id, a.releaseId, { generation: 0, key: 'k-expiring' })).statusCode).toBe(200);
-        const records = t2.app.database.db.collection('idempotency');
+        const records = t2.db.collection('idempotency');
         const fresh = await records.insertOne({ _id: 'unexpired' as never, expiresAt: new Date(Date.now() + 3_600_000) });
         // 48 h later: the sweeper (every 50 ms here) removes the record, as MongoDB's TTL index would.
         await records.updateMany({ serviceId: svc.id }, { $set: { expiresAt: new Date(Date.now() - 1) } });
@@ -368,7 +368,7 @@ describe('crash between steps (injected in-process; the process-kill version is 
     it(`a failure ${point} is completed exactly once by the retry with the same key`, async () => {
       let armed = true;
       // A short lease: a crash right after claiming the key leaves it held until the lease runs out.
-      const t = await buildTestApp({ idempotencyLeaseMs: 300 }, { fault: (p) => { if (armed && p === point) { armed = false; throw new Error(`injected crash ${p}`); } } });
+      const t = await buildTestApp({ IDEMPOTENCY_LEASE_MS: 300 }, { fault: (p) => { if (armed && p === point) { armed = false; throw new Error(`injected crash ${p}`); } } });
       try {
         const admin = await t.token('admin');
         await registerCluster(t.app, admin, 'c1', ['n1', 'n2']);

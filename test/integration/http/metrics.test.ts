@@ -290,7 +290,7 @@ describe('GET /metrics of another app: its own registry, METRICS_TOKEN, an unrea
 
   beforeAll(async () => {
     // Port 1 refuses at once: every request that needs the database answers database-unavailable.
-    t = await buildTestApp({ metricsToken: token, mongodbUri: 'mongodb://127.0.0.1:1/', mongodbTimeoutMs: 200 });
+    t = await buildTestApp({ METRICS_TOKEN: token, MONGODB_URI: 'mongodb://127.0.0.1:1/', MONGODB_TIMEOUT_MS: 200 });
   });
   afterAll(async () => { await t.close(); });
 

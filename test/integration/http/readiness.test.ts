@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalMongo, type LocalMongo } from '../../../src/store/localMongo.js';
+import { startLocalMongo, type LocalMongo } from '../../../tools/dev-database/localMongo.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 
 /** Polls until `check` holds; fails the test after `attempts` tries (no wall-clock assertion). */
@@ -17,7 +17,7 @@ describe('readiness follows the database', () => {
 
   beforeAll(async () => {
     mongo = await startLocalMongo({ backend: 'memory', port: 0 });
-    t = await buildTestApp({ mongodbUri: mongo.uri, mongodbTimeoutMs: 500 });
+    t = await buildTestApp({ MONGODB_URI: mongo.uri, MONGODB_TIMEOUT_MS: 500 });
   });
   afterAll(async () => {
     await t.close();

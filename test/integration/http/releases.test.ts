@@ -79,18 +79,18 @@ const listPage = (serviceId: string, query = '', token = user) =>
 const history = (serviceId: string, tag: string, query = '', token = user) =>
   t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/tags/${encodeURIComponent(tag)}/history${query}`, headers: bearer(token) });
 
-const getRelease = (releaseId: string) => new ReleaseStore(t.app.database).findById(releaseId);
+const getRelease = (releaseId: string) => new ReleaseStore(t.database).findById(releaseId);
 
 const counts = async () => ({
-  releases: await t.app.database.db.collection('releases').countDocuments(),
-  pushEvents: await t.app.database.db.collection('pushEvents').countDocuments(),
+  releases: await t.db.collection('releases').countDocuments(),
+  pushEvents: await t.db.collection('pushEvents').countDocuments(),
 });
 
 const fieldsOf = (res: LightMyRequestResponse): string[] => (res.json().problems ?? []).map((p: { field: string }) => p.field);
 
 /** The stored release document without what differs between two services (for order-independence checks). */
 const storedData = async (releaseId: string) => {
-  const doc = await t.app.database.db.collection('releases').findOne({ _id: releaseId as never });
+  const doc = await t.db.collection('releases').findOne({ _id: releaseId as never });
   const data = { ...(doc?.['data'] as Record<string, unknown>) };
   delete data['serviceId'];
   data['observedTags'] = [...(data['observedTags'] as string[])].sort();
@@ -231,7 +231,7 @@ describe('push events: ingestion', () => {
 
   it('a retry heals a crash between storing the event and upserting the release (new and existing release)', async () => {
     const svc = await createService();
-    const events = new PushEventStore(t.app.database);
+    const events = new PushEventStore(t.database);
     // Crash after step 1 for a release that does not exist yet.
     const lone = makeEvent(svc, { tag: 'lone' });
     await events.insert({ event: lone, fingerprint: pushEventFingerprint(lone), recordedAt: 1, reportedBy: 'test-api' });
@@ -252,7 +252,7 @@ describe('push events: ingestion', () => {
     const svc = await createService();
     const seed = hex();
     const { release } = await pushOk(makeEvent(svc, { seed, observedAt: 100 }));
-    await new ReleaseStore(t.app.database).recordPromotion(release.id, 150, 1);
+    await new ReleaseStore(t.database).recordPromotion(release.id, 150, 1);
     const { release: after } = await pushOk(makeEvent(svc, { seed, tag: 'v9', observedAt: 200 }));
     expect(after.data).toMatchObject({ acceptedAt: 150, lastPromotedAt: 150, promotionCount: 1, observationCount: 2, lastObservedAt: 200 });
     expect((await getRelease(release.id))?.data).toMatchObject({ acceptedAt: 150, promotionCount: 1 });
@@ -398,7 +398,7 @@ describe('push events: refused input writes nothing', () => {
     const results = await Promise.all(racers.map((e) => push(e)));
     expect(results.filter((r) => r.statusCode === 201)).toHaveLength(1);
     expect(results.filter((r) => r.statusCode === 409 && r.json().code === 'release-identity-conflict')).toHaveLength(9);
-    expect(await t.app.database.db.collection('pushEvents').countDocuments({ releaseId })).toBe(1);
+    expect(await t.db.collection('pushEvents').countDocuments({ releaseId })).toBe(1);
     expect((await getRelease(releaseId))?.data.observationCount).toBe(1);
     // One digest, ten different releaseIds.
     const seed = hex();
@@ -406,8 +406,8 @@ describe('push events: refused input writes nothing', () => {
     const twinResults = await Promise.all(twins.map((e) => push(e)));
     expect(twinResults.filter((r) => r.statusCode === 201)).toHaveLength(1);
     expect(twinResults.filter((r) => r.statusCode === 409 && r.json().code === 'release-identity-conflict')).toHaveLength(9);
-    expect(await t.app.database.db.collection('pushEvents').countDocuments({ registryRootDigest: twins[0]!.registryRootDigest })).toBe(1);
-    expect(await t.app.database.db.collection('releases').countDocuments({ 'data.registryRootDigest': twins[0]!.registryRootDigest })).toBe(1);
+    expect(await t.db.collection('pushEvents').countDocuments({ registryRootDigest: twins[0]!.registryRootDigest })).toBe(1);
+    expect(await t.db.collection('releases').countDocuments({ 'data.registryRootDigest': twins[0]!.registryRootDigest })).toBe(1);
   });
 
   it('roles: user and cluster may not push (403), no token is 401; nothing written', async () => {

@@ -39,7 +39,7 @@ describe('snapshot reports and rollout status', () => {
     t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: body });
   /** Everything a report may write: the status, its revision and evidence, and the stored deployments. */
   const stored = async (serviceId: string) => {
-    const db = t.app.database.db;
+    const db = t.db;
     const doc = await db.collection('services').findOne({ _id: serviceId as never });
     const deployments = await db.collection('deployments').find({ serviceId }).sort({ _id: 1 }).toArray();
     return JSON.stringify({ status: doc?.['data']?.imageRolloutStatus, revision: doc?.['statusRevision'], evidence: doc?.['rolloutEvidence'], deployments });
@@ -183,7 +183,7 @@ describe('snapshot reports and rollout status', () => {
       const before = await stored(svc.id);
       const res = await send(c2, reportBody(plan, svc.id, { session: 'shared', sequence: 1, nodeNames: ['m1'], deployments: [] }));
       expect(res.statusCode).toBe(400);
-      expect(res.json().problems[0].field).toBe('/immutableReport/reporterSessionId');
+      expect(res.json().problems[0].field).toBe('/body/immutableReport/reporterSessionId');
       expect(await stored(svc.id)).toBe(before);
     });
 
@@ -259,14 +259,14 @@ describe('snapshot reports and rollout status', () => {
       const { svc, plan } = await promoted({ clusterIds: ['c2'] });
       const res = await send(c2, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['m1'], deployments: [verifiedReplica(plan, svc.id, 'm1', 0), verifiedReplica(plan, svc.id, 'm1', 1, { evidence: null })] }));
       expect(res.json().status).toMatchObject({ status: 'verifying', verifiedReplicaCount: 1 });
-      const doc = await t.app.database.db.collection('services').findOne({ _id: svc.id as never });
+      const doc = await t.db.collection('services').findOne({ _id: svc.id as never });
       const replicas = doc?.['rolloutEvidence'].reporters[0].replicas as Array<{ verification: string, mismatchReason?: string }>;
       expect(replicas.find((r) => r.verification === 'missing')?.mismatchReason).toBe('runtime-attestation-missing');
     });
 
     it('immutable-plan-missing: immutable policy without a plan', async () => {
       const { svc, plan } = await promoted({ clusterIds: ['c2'] });
-      await t.app.database.db.collection('services').updateOne({ _id: svc.id as never }, { $unset: { 'data.imageDeployment': '' } });
+      await t.db.collection('services').updateOne({ _id: svc.id as never }, { $unset: { 'data.imageDeployment': '' } });
       const res = await send(c2, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['m1'], deployments: [] }));
       expect(res.statusCode).toBe(409);
       expect(res.json().code).toBe('immutable-plan-missing');
@@ -277,7 +277,7 @@ describe('snapshot reports and rollout status', () => {
     it('persist deployments: node-scoped replacement with reporterNodeNames, the whole cluster without', async () => {
       const svc = await createFixtureService(t.app, admin, { clusterIds: ['c1'] });
       const dep = (id: string, nodeName: string) => ({ id, serviceId: svc.id, nodeName, status: 'running', deploymentLog: [] });
-      const list = async () => (await t.app.database.db.collection('deployments').find({ serviceId: svc.id }).sort({ _id: 1 }).toArray()).map((d) => d['deployment'].id);
+      const list = async () => (await t.db.collection('deployments').find({ serviceId: svc.id }).sort({ _id: 1 }).toArray()).map((d) => d['deployment'].id);
       const r1 = await send(c1, { serviceId: svc.id, deployments: [dep('a', 'n1'), dep('b', 'n2')], reportedAt: 1 });
       expect(r1.json()).toEqual({ outcome: 'recorded' });
       expect(await list()).toEqual(['a', 'b']);

@@ -3,9 +3,9 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
 import { STATUS_EVENTS_KEPT, type StatusEvent } from '../../../src/domain/rolloutStatus.js';
-import {
-  planDelivery, StatusHub, stripAccessToken, type ResetReason, type StatusListener, type StatusSnapshot,
-} from '../../../src/http/statusStream.js';
+import type { StatusSnapshot } from '../../../src/domain/ports.js';
+import { stripAccessToken } from '../../../src/http/accessToken.js';
+import { planDelivery, StatusHub, type ResetReason, type StatusListener } from '../../../src/http/sse/hub.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import {
   createFixtureService, httpCaller, promote, pushRelease, registerCluster, type Caller, bearer,
@@ -353,7 +353,7 @@ describe('rollout status events in one process', () => {
     const { svc, toggle } = await promoted();
     for (let i = 0; i < STATUS_EVENTS_KEPT + 2; i++) await toggle(i % 2 === 1);
     const current = (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollout`, headers: bearer(admin) })).json();
-    const latest = (await t.app.database.db.collection('services').findOne({ _id: svc.id as never }))?.['statusEvents'].at(-1) as StatusEvent;
+    const latest = (await t.db.collection('services').findOne({ _id: svc.id as never }))?.['statusEvents'].at(-1) as StatusEvent;
     expect(latest.revision).toBe(current.revision);
 
     const behind = await openSse(url(svc.id), { ...bearer(admin), 'last-event-id': '1' });

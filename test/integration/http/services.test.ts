@@ -13,7 +13,7 @@ describe('services: create, read, update', () => {
   afterAll(async () => { await t.close(); });
 
   const create = (body: unknown) => t.app.inject({ method: 'POST', url: '/v1/services', headers: { authorization: `Bearer ${admin}` }, payload: body as object });
-  const count = () => t.app.database.db.collection('services').countDocuments();
+  const count = () => t.db.collection('services').countDocuments();
 
   it('creates a service (201 + Location) and reads it back over REST and TypedRequest', async () => {
     const data = serviceData({ environment: { LOG_LEVEL: 'debug' }, deployOnPush: true });
@@ -97,7 +97,7 @@ describe('services: create, read, update', () => {
   it('update replaces the writable data, removes omitted optional fields and keeps server-managed ones', async () => {
     const { service } = (await create(serviceData({ deployOnPush: true, secretBundleId: 'b1' }))).json();
     // A promotion (issue 3) writes these; simulate the server-managed state directly.
-    await t.app.database.db.collection('services').updateOne({ _id: service.id }, { $set: { 'data.immutableImageRequired': true } });
+    await t.db.collection('services').updateOne({ _id: service.id }, { $set: { 'data.immutableImageRequired': true } });
     const next = serviceData({ name: service.data.name, imageVersion: '2.0.0' });
     const res = await t.app.inject({ method: 'PUT', url: `/v1/services/${service.id}`, headers: { authorization: `Bearer ${admin}` }, payload: next });
     expect(res.statusCode).toBe(200);

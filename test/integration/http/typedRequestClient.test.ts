@@ -144,7 +144,7 @@ describe('the real TypedRequest client against the server', () => {
 
   it('an oversized body still arrives as a coded error, not a bare HTTP 413', async () => {
     quiet();
-    const huge = serviceData({ environment: { BIG: 'x'.repeat(t.config.bodyLimitBytes) } }) as ServiceData;
+    const huge = serviceData({ environment: { BIG: 'x'.repeat(t.config.BODY_LIMIT_BYTES) } }) as ServiceData;
     const err = await rejection(() => new TypedRequest<IRequest_Any_Cloudly_CreateService>(endpoint, 'createService')
       .fire({ identity: identity(admin), serviceData: huge }));
     expect(err).toBeInstanceOf(TypedResponseError);
@@ -326,7 +326,7 @@ describe('the real TypedRequest client waits out idempotency-request-in-progress
   let crash = false;
 
   beforeAll(async () => {
-    t = await buildTestApp({ idempotencyLeaseMs: 1_000 }, {
+    t = await buildTestApp({ IDEMPOTENCY_LEASE_MS: 1_000 }, {
       fault: (point: FaultPoint) => {
         if (crash && point === 'after-idempotency-record') {
           crash = false;

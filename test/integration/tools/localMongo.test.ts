@@ -5,8 +5,8 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { MongoClient, MongoServerError, type Collection } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { dockerAnswers } from '../../../src/store/databaseResolution.js';
-import { ensureLocalMongoBuilt, startLocalMongo, type LocalMongo } from '../../../src/store/localMongo.js';
+import { dockerAnswers } from '../../support/databaseResolution.js';
+import { ensureLocalMongoBuilt, startLocalMongo, type LocalMongo } from '../../../tools/dev-database/localMongo.js';
 import { openTestDatabase, type TestDatabase } from '../../support/database.js';
 
 interface Counter { _id: string, gen: number }

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import type { IImageRelease, IService, TSha256Digest } from '../../../src/contracts/index.js';
 import { computeTargetScope } from '../../../src/domain/clusters.js';
 import { buildPlan } from '../../../src/domain/rollouts.js';
-import { isAppError } from '../../../src/errors.js';
 
 const digest: TSha256Digest = `sha256:${'a3'.repeat(32)}`;
 
@@ -46,8 +45,6 @@ const nodes = (prefix: string, count: number): string[] => Array.from({ length: 
 const planFor = (nodesPerCluster: number) => buildPlan({
   service,
   release,
-  releaseId: release.id,
-  expectedRolloutGeneration: 0,
   intent: { kind: 'promotion', mode: 'promotion' },
   targetScope: computeTargetScope(service.data.placement, [
     { id: 'c1', nodeNames: nodes('a', nodesPerCluster) },
@@ -55,22 +52,19 @@ const planFor = (nodesPerCluster: number) => buildPlan({
   ]),
   rolloutId: 'ro_1',
   now: 1_760_000_100_000,
-}, release);
+});
 
 describe('buildPlan: the plan schema\'s size limits', () => {
   it('builds a plan whose scope holds exactly 4096 nodes', () => {
-    expect(planFor(2048).targetScope.targetNodeNames).toHaveLength(4096);
+    const built = planFor(2048);
+    expect('plan' in built && built.plan.targetScope.targetNodeNames).toHaveLength(4096);
   });
 
   it('refuses a scope of more than 4096 nodes as invalid-deployment-plan, naming the field', () => {
-    let caught: unknown;
-    try {
-      planFor(2049);
-    } catch (err) {
-      caught = err;
-    }
-    expect(isAppError(caught) && caught.code).toBe('invalid-deployment-plan');
-    const problems = (caught as { details: { problems: string[] } }).details.problems;
+    const built = planFor(2049);
+    const refusal = 'refusal' in built ? built.refusal : undefined;
+    expect(refusal?.code).toBe('invalid-deployment-plan');
+    const problems = refusal?.details['problems'] as string[];
     expect(problems.some((p) => p.startsWith('plan.targetScope.targetNodeNames'))).toBe(true);
   });
 });

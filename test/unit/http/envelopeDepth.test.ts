@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { pathNestedDeeperThan } from '../../../src/http/errorHandler.js';
+import { pathNestedDeeperThan } from '../../../src/http/typedRequest/protocol.js';
 
 /** The walk as first written (a path copied for every child): the reference for the order and the path. */
 function reference (value: unknown, limit: number): string[] | undefined {

@@ -1,6 +1,6 @@
 import { MongoNetworkError, MongoServerError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
-import { isDatabaseUnavailableError } from '../../../src/store/mongo.js';
+import { isDatabaseUnavailableError } from '../../../src/store/driverErrors.js';
 
 const serverError = (code: number, errmsg = 'x') => new MongoServerError({ ok: 0, code, errmsg });
 

@@ -1,20 +1,16 @@
-// Which MongoDB to use (DESIGN §2): MONGODB_URI, else (tests only) testcontainers when a Docker
-// engine answers, else the local development database.
+// Which MongoDB the tests use (DESIGN §2): MONGODB_URI, else testcontainers when a Docker engine
+// answers, else the local development database (in memory).
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { startLocalMongo, type LogLine } from './localMongo.js';
+import { startLocalMongo, type LogLine } from '../../tools/dev-database/localMongo.js';
 
 export interface ResolvedDatabase {
   uri: string
-  kind: 'env' | 'testcontainers' | 'local-memory' | 'local-h2'
-  /** Stops what was started for this process; a no-op for MONGODB_URI. */
+  kind: 'env' | 'testcontainers' | 'local-memory'
+  /** Stops what was started for this run; a no-op for MONGODB_URI. */
   stop(): Promise<void>
 }
-
-/** The port `npm start` prefers for its local database, so a developer can point a shell at it. */
-export const LOCAL_DEV_PORT = 27027;
 
 type DockerEndpoint = { socketPath: string } | { host: string, port: number };
 
@@ -71,7 +67,6 @@ export async function resolveTestDatabase (log: LogLine): Promise<ResolvedDataba
   }
   if (await dockerAnswers()) {
     log('test database: Docker answers, starting mongo:7 with testcontainers');
-    // Imported here: testcontainers is a devDependency and this module also ships in dist/.
     const { MongoDBContainer } = await import('@testcontainers/mongodb');
     const container = await new MongoDBContainer('mongo:7').start();
     // A single-node replica set announces its container hostname; talk to the mapped port directly.
@@ -84,29 +79,4 @@ export async function resolveTestDatabase (log: LogLine): Promise<ResolvedDataba
   log('test database: no MONGODB_URI and no Docker, starting the local development database (memory)');
   const local = await startLocalMongo({ backend: 'memory', port: 0, log });
   return { uri: local.uri, kind: 'local-memory', stop: local.stop };
-}
-
-/** For `npm start`: MONGODB_URI, else the local development database on disk under dataDir. */
-export async function resolveServiceDatabase (
-  cfg: { mongodbUri?: string, dataDir: string },
-  log: LogLine
-): Promise<ResolvedDatabase> {
-  if (cfg.mongodbUri !== undefined && cfg.mongodbUri !== '') {
-    return { uri: cfg.mongodbUri, kind: 'env', stop: async () => {} };
-  }
-  const dataFile = path.resolve(cfg.dataDir, 'mongo-dev', 'data.mv');
-  const port = await portFree('127.0.0.1', LOCAL_DEV_PORT) ? LOCAL_DEV_PORT : 0;
-  log(`database: no MONGODB_URI, starting the local development database (h2, ${dataFile})`);
-  const local = await startLocalMongo({ backend: 'h2', dataFile, port, log });
-  log(`database: local development database listening at ${local.uri}`);
-  return { uri: local.uri, kind: 'local-h2', stop: local.stop };
-}
-
-/** A hint, not a reservation: another process may take the port in between, then start fails. */
-function portFree (host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, host, () => server.close(() => resolve(true)));
-  });
 }

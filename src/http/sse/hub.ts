@@ -1,5 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { STATUS_EVENTS_KEPT, type StatusEvent } from '../domain/rolloutStatus.js';
+import type { StatusSnapshot } from '../../domain/ports.js';
+import { STATUS_EVENTS_KEPT, type StatusEvent } from '../../domain/rolloutStatus.js';
 
 /**
  * Rollout status changes as Server-Sent Events, correct across server processes.
@@ -21,15 +21,9 @@ import { STATUS_EVENTS_KEPT, type StatusEvent } from '../domain/rolloutStatus.js
  * is possible (every kept event is newer than the cursor and the window is full).
  */
 
-/** What the hub reads: ServiceStore.statusEventsAfter. */
+/** What the hub reads: the service's current status revision and its kept events after a revision (null: no such service). */
 export interface StatusEventSource {
-  /** The document's current statusRevision and its kept events with revision > `revision`, oldest first; null: no such service. */
   statusEventsAfter(serviceId: string, revision: number): Promise<StatusSnapshot | null>;
-}
-
-export interface StatusSnapshot {
-  revision: number;
-  events: StatusEvent[];
 }
 
 export type ResetReason =
@@ -245,160 +239,3 @@ export class StatusHub {
     }
   }
 }
-
-/** How long a client may leave its socket buffer full before it is disconnected (it reconnects and resumes). */
-const STALL_TIMEOUT_MS = 30_000;
-
-const frame = (event: string, id: number | undefined, data: unknown): string =>
-  `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-
-/** Only the StatusEvent fields, whatever else a stored element might carry. */
-const statusEventData = (e: StatusEvent): StatusEvent => ({
-  revision: e.revision,
-  rolloutId: e.rolloutId,
-  rolloutGeneration: e.rolloutGeneration,
-  status: e.status,
-  requiredReplicaCount: e.requiredReplicaCount,
-  observedReplicaCount: e.observedReplicaCount,
-  healthyReplicaCount: e.healthyReplicaCount,
-  verifiedReplicaCount: e.verifiedReplicaCount,
-  failedReplicaCount: e.failedReplicaCount,
-  ...(e.mismatchReason ? { mismatchReason: e.mismatchReason } : {}),
-  at: e.at,
-});
-
-/**
- * The `status` frame of an event. Every listener of a service is sent the same event objects
- * (one poll per service and process), so each frame is built once, not once per listener.
- */
-const statusFrames = new WeakMap<StatusEvent, string>();
-const statusFrame = (e: StatusEvent): string => {
-  let built = statusFrames.get(e);
-  if (built === undefined) {
-    built = frame('status', e.revision, statusEventData(e));
-    statusFrames.set(e, built);
-  }
-  return built;
-};
-
-/**
- * One SSE response as a hub listener. Writes go straight to the socket; when the
- * socket buffer is full (`write` returns false) the stream stops taking events until
- * 'drain' — its cursor stays where it was, so on drain the hub re-reads what it missed
- * from the database (nothing is buffered per client in memory). A client that does not
- * drain within 30 s is disconnected.
- */
-export class SseStream implements StatusListener {
-  cursor = 0;
-  ready = true;
-  sent = 0;
-  private ended = false;
-  private stall: NodeJS.Timeout | undefined;
-
-  constructor (private readonly res: ServerResponse, private readonly onDrain: () => void) {
-    res.on('drain', () => {
-      clearTimeout(this.stall);
-      this.stall = undefined;
-      if (this.ended) return;
-      this.ready = true;
-      this.onDrain();
-    });
-    // A write to a socket that just died must not crash the process; 'close' follows.
-    res.on('error', () => undefined);
-    res.on('close', () => {
-      this.ended = true;
-      this.ready = false;
-      clearTimeout(this.stall);
-    });
-  }
-
-  private write (chunk: string): void {
-    if (this.ended || this.res.destroyed) return;
-    if (!this.res.write(chunk)) {
-      this.ready = false;
-      this.stall ??= setTimeout(() => { this.res.destroy(); }, STALL_TIMEOUT_MS);
-      this.stall.unref();
-    }
-  }
-
-  open (headers: Record<string, string>): void {
-    this.res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-      // The connection ends with the stream (no keep-alive reuse), so a shutdown that ends
-      // the streams also frees their sockets at once.
-      connection: 'close',
-      ...headers,
-    });
-    // Reconnect after 2 s (EventSource sends Last-Event-ID and resumes where it stopped).
-    this.write('retry: 2000\n\n');
-  }
-
-  send (events: StatusEvent[]): void {
-    this.write(events.map(statusFrame).join(''));
-    this.sent += events.length;
-  }
-
-  reset (reason: ResetReason, revision: number, latest: StatusEvent | undefined): void {
-    // The id makes a reconnecting EventSource resume after the state it was just given.
-    this.write(frame('reset', latest?.revision ?? 0, { reason, revision, latest: latest ? statusEventData(latest) : null }));
-    this.sent++;
-  }
-
-  heartbeat (): void {
-    this.write(': keep-alive\n\n');
-  }
-
-  end (why: 'shutdown' | 'service-gone'): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.ready = false;
-    clearTimeout(this.stall);
-    if (!this.res.destroyed) this.res.end(`: ${why === 'shutdown' ? 'server shutting down, reconnect' : 'service no longer exists'}\n\n`);
-  }
-}
-
-/**
- * `?access_token=` (EventSource cannot send headers). Fastify's `rewriteUrl` hook calls
- * `stripAccessToken` on EVERY request before routing and before anything is logged: the
- * parameter is removed from `req.url` (and `originalUrl`), so no log line, problem
- * document or later handler ever sees it, and the token is kept aside for the one route
- * that accepts it (GET …/rollout/events; every other route ignores it and needs the header).
- */
-const queryTokens = new WeakMap<IncomingMessage, string | null>();
-
-const isAccessTokenKey = (pair: string): boolean => {
-  const eq = pair.indexOf('=');
-  const key = eq < 0 ? pair : pair.slice(0, eq);
-  try {
-    return decodeURIComponent(key.replace(/\+/g, ' ')) === 'access_token';
-  } catch {
-    return false;
-  }
-};
-
-export function stripAccessToken (req: IncomingMessage): string {
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  if (q < 0 || !/access(_|%5f)token/i.test(url.slice(q))) return url;
-  const pairs = url.slice(q + 1).split('&');
-  const tokens = pairs.filter(isAccessTokenKey).map((pair) => {
-    const eq = pair.indexOf('=');
-    try {
-      return eq < 0 ? '' : decodeURIComponent(pair.slice(eq + 1).replace(/\+/g, ' '));
-    } catch {
-      return '';
-    }
-  });
-  if (tokens.length === 0) return url;
-  // One non-empty value, or null: present but unusable (empty, repeated, badly encoded).
-  queryTokens.set(req, tokens.length === 1 && tokens[0] ? tokens[0] : null);
-  const rest = pairs.filter((p) => !isAccessTokenKey(p)).join('&');
-  const clean = url.slice(0, q) + (rest === '' ? '' : `?${rest}`);
-  (req as IncomingMessage & { originalUrl?: string }).originalUrl = clean;
-  return clean;
-}
-
-/** The `access_token` query value of this request: a string, null when present but unusable, undefined when absent. */
-export const queryAccessToken = (req: IncomingMessage): string | null | undefined => queryTokens.get(req);

@@ -1,16 +1,22 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { databaseUnavailable } from '../errors.js';
+import type { DatabaseHealth } from '../../domain/ports.js';
+import { errors } from '../../errors.js';
 
 const READY_PING_TIMEOUT_MS = 1000;
 
+export interface HealthRoutesOptions {
+  database: DatabaseHealth;
+}
+
 /** Liveness and readiness. Neither needs a token: load balancers and orchestrators call them. */
-export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app, { database }) => {
   app.get('/healthz', {
     logLevel: 'warn',
     schema: {
       tags: ['operations'],
       summary: 'Liveness: the process is up',
+      security: [],
       response: { 200: Type.Object({ status: Type.Literal('ok') }) },
     },
   }, async () => ({ status: 'ok' as const }));
@@ -20,15 +26,13 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags: ['operations'],
       summary: 'Readiness: the database answers a ping within 1 s and the indexes exist',
+      security: [],
       response: { 200: Type.Object({ status: Type.Literal('ready') }) },
     },
   }, async () => {
-    const answered = await app.database.ping(READY_PING_TIMEOUT_MS);
-    if (!answered) throw databaseUnavailable();
-    if (!app.database.indexesReady) {
-      // The database came back after a failed start-up: create the indexes now.
-      await app.database.ensureIndexes();
-    }
+    if (!(await database.ping(READY_PING_TIMEOUT_MS))) throw errors.databaseUnavailable();
+    // The database came back after a failed start-up: create the indexes now.
+    if (!database.indexesReady) await database.ensureIndexes();
     return { status: 'ready' as const };
   });
 };

@@ -1,0 +1,268 @@
+import type {
+  IImageRelease, IImageRolloutStatus, IImmutableRegistryPushEvent, IService, ImageTagHistoryEntry, TServiceWritableData,
+} from '../contracts/index.js';
+import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from './clusters.js';
+import type { KeysetPosition, ReleaseIdentity } from './releases.js';
+import type { ReportedDeployment } from '../contracts/reports.js';
+import type { AutomationHold, RolloutRecord } from './rollouts.js';
+import type { RolloutEvidence, StatusEvent } from './rolloutStatus.js';
+import type { ServiceSummary } from './services.js';
+
+/**
+ * The ports: what the use cases need from persistence and the outside world, declared here,
+ * once, and implemented by src/store (and src/metrics.ts). Every method resolves to a typed
+ * result for the expected cases (not found, lost compare-and-swap, duplicate); the store
+ * throws only the unexpected, and turns an unreachable database into `database-unavailable`.
+ */
+
+// Services ---------------------------------------------------------------------
+
+export type InsertServiceResult = { kind: 'inserted' } | { kind: 'name-taken', serviceId?: string };
+
+export type ReplaceServiceResult = { kind: 'replaced', service: IService } | { kind: 'missing' } | { kind: 'name-taken', serviceId?: string };
+
+export type ApplyRolloutResult = 'applied' | 'already-applied' | 'service-missing';
+
+export interface ServiceWithHold {
+  service: IService;
+  automationHold?: AutomationHold;
+}
+
+/** What a snapshot report and the rollout view read: the service with its status bookkeeping (not the status history). */
+export interface ServiceRolloutState extends ServiceWithHold {
+  statusRevision: number;
+  rolloutEvidence?: RolloutEvidence;
+}
+
+/** The status revision of a service and its kept status changes after some revision, oldest first. */
+export interface StatusSnapshot {
+  revision: number;
+  events: StatusEvent[];
+}
+
+export interface StatusWrite {
+  serviceId: string;
+  rolloutId: string;
+  /** The compare-and-swap token: the revision the status was read at. */
+  revision: number;
+  status: IImageRolloutStatus;
+  evidence: RolloutEvidence;
+  /** Whether the change is one an SSE listener is told about (the aggregate changed). */
+  event: boolean;
+  now: number;
+}
+
+export interface ServiceRepository {
+  insert(service: IService, now: number): Promise<InsertServiceResult>;
+  findById(id: string): Promise<IService | null>;
+  exists(id: string): Promise<boolean>;
+  findWithHold(id: string): Promise<ServiceWithHold | null>;
+  findRolloutState(id: string): Promise<ServiceRolloutState | null>;
+  /** Services sorted by name, strictly after `afterName`; with `name`, only the service of that name. */
+  list(query: { name?: string, afterName?: string, limit: number }): Promise<ServiceSummary[]>;
+  /**
+   * Replaces the caller-writable fields of `data` in one atomic update; never touches
+   * server-managed fields, so it cannot undo a concurrent promotion.
+   */
+  replaceWritableData(id: string, data: TServiceWritableData, now: number): Promise<ReplaceServiceResult>;
+  /** Writes a rollout's plan onto the service if it is still at the generation before (compare-and-swap). */
+  applyRollout(record: RolloutRecord, now: number): Promise<ApplyRolloutResult>;
+  /** Stores a new rollout status if nobody changed it since `revision` and the rollout is still current. False: retry. */
+  compareAndSetStatus(write: StatusWrite): Promise<boolean>;
+  /** The status events after `revision`, oldest first (SSE); null: no such service. */
+  statusEventsAfter(id: string, revision: number): Promise<StatusSnapshot | null>;
+}
+
+// Releases and push events -------------------------------------------------------
+
+export interface ReleaseObservation {
+  identity: ReleaseIdentity;
+  tag: string;
+  observedAt: number;
+  /** Stored events of the release, counted after this event was stored. */
+  observationCount: number;
+}
+
+export type RecordObservationResult =
+  | { outcome: 'recorded', release: IImageRelease }
+  /** The releaseId names another tuple, or the tuple has another releaseId (unique indexes). */
+  | { outcome: 'identity-conflict' };
+
+export interface ReleaseRepository {
+  findById(releaseId: string): Promise<IImageRelease | null>;
+  /** The releases whose id is `identity.releaseId` or whose (service, host, repository, digest) is the identity's: at most two. */
+  findByIdOrTuple(identity: ReleaseIdentity): Promise<IImageRelease[]>;
+  /** The idempotent upsert of one observation; never lowers a counter, never sets acceptedAt. */
+  recordObservation(observation: ReleaseObservation): Promise<RecordObservationResult>;
+  /** acceptedAt = min(acceptedAt, at); lastPromotedAt = max(…, at); promotionCount = max(…, count). */
+  recordPromotion(releaseId: string, at: number, promotionCount: number): Promise<void>;
+  /** A service's releases, `lastObservedAt` desc then id desc, strictly after `after`. */
+  listByService(serviceId: string, page: { limit: number, after?: KeysetPosition }): Promise<IImageRelease[]>;
+}
+
+export interface StoredPushEvent {
+  event: IImmutableRegistryPushEvent;
+  /** `pushEventFingerprint(event)`: tells a retry (same content) from a reused eventId. */
+  fingerprint: string;
+  recordedAt: number;
+  /** Subject of the verified token that reported the event. */
+  reportedBy: string;
+}
+
+export interface PushEventRepository {
+  findById(eventId: string): Promise<StoredPushEvent | null>;
+  /** false when the eventId is already recorded (unique `_id`). */
+  insert(record: StoredPushEvent): Promise<boolean>;
+  /** Removes the event only if it still has this fingerprint. */
+  remove(eventId: string, fingerprint: string): Promise<void>;
+  /** Stored events whose identity is exactly this release's. */
+  countForRelease(identity: ReleaseIdentity): Promise<number>;
+  /** A tag's events, `observedAt` desc then eventId desc; `at`: only `observedAt <= at`. */
+  tagHistory(serviceId: string, tag: string, query: { at?: number, limit: number, after?: KeysetPosition }): Promise<ImageTagHistoryEntry[]>;
+}
+
+// Rollouts and idempotency -------------------------------------------------------
+
+export type InsertRolloutResult =
+  | { kind: 'inserted' }
+  /** This idempotency record already created a rollout (a resumed request). */
+  | { kind: 'exists-for-record', record: RolloutRecord }
+  /** Another rollout took this generation first: the caller lost the compare-and-swap. */
+  | { kind: 'generation-taken' };
+
+export interface RolloutRepository {
+  /** THE commit point: one rollout per (service, generation), one per idempotency record. */
+  insert(record: RolloutRecord): Promise<InsertRolloutResult>;
+  findByIdempotencyRecord(idempotencyRecordId: string): Promise<RolloutRecord | null>;
+  /** Rollouts inserted but not yet applied to the service (left by a crash), oldest first. */
+  findPending(serviceId: string): Promise<RolloutRecord[]>;
+  markApplied(rolloutId: string): Promise<void>;
+  /** Promotions (manual or automatic) of a release: the release's promotionCount. */
+  countPromotions(releaseId: string): Promise<number>;
+  /** History page, newest generation first; `beforeGeneration` is the keyset cursor. */
+  list(serviceId: string, limit: number, beforeGeneration?: number): Promise<RolloutRecord[]>;
+}
+
+/** What a completed request answered: replayed verbatim for the same key and request. */
+export type StoredOutcome =
+  | { kind: 'success', body: unknown }
+  | { kind: 'error', code: string, message: string, details: Record<string, unknown> };
+
+export type ClaimResult =
+  /** `createdAt` names this lifetime of the key: a key reused after its record expired is a new request. */
+  | { kind: 'claimed', createdAt: number }
+  | { kind: 'taken-over', createdAt: number }
+  | { kind: 'replay', outcome: StoredOutcome }
+  | { kind: 'in-progress', retryAfterMs: number }
+  | { kind: 'reused', operation: string };
+
+export interface ClaimInput {
+  recordId: string;
+  serviceId: string;
+  key: string;
+  operation: string;
+  fingerprint: string;
+  owner: string;
+  now: number;
+  leaseMs: number;
+  retentionMs: number;
+}
+
+export interface IdempotencyRepository {
+  /** Claims the key (unique _id), takes over an abandoned claim, or says why not. */
+  claim(input: ClaimInput): Promise<ClaimResult>;
+  /** Stores the outcome. Idempotent: completing twice with the same outcome is harmless. */
+  complete(recordId: string, outcome: StoredOutcome, now: number): Promise<void>;
+  /** Gives the key back after a transient failure so that the client's retry need not wait for the lease. */
+  release(recordId: string, owner: string): Promise<void>;
+  /** Removes records past their retention; resolves to how many. */
+  sweepExpired(now: number): Promise<number>;
+}
+
+// Clusters -----------------------------------------------------------------------
+
+/**
+ * Nodes live in their own collection with `_id: nodeName`, so the unique `_id` keeps a node
+ * name in at most one cluster across any number of processes.
+ */
+export interface ClusterRepository {
+  /** The cluster with its node names (sorted), or null when it is not registered. */
+  findById(clusterId: string): Promise<ClusterRecord | null>;
+  /** The registered clusters among `clusterIds`, each with its node names (sorted). */
+  findClustersWithNodes(clusterIds: readonly string[]): Promise<ClusterNodes[]>;
+  /** Clusters sorted by id, starting after `after`. */
+  list(opts: { limit: number, after?: string }): Promise<ClusterRecord[]>;
+  /** nodeName → its claim, for the given names that are claimed. */
+  findNodeOwners(nodeNames: readonly string[]): Promise<Map<string, NodeClaim>>;
+  /** Deletes this exact claim (same cluster and creation time), if it is still there. */
+  releaseAbandonedClaim(nodeName: string, claim: NodeClaim): Promise<void>;
+  /**
+   * Claims every node for the cluster (one atomic upsert per node, keyed by `_id` and
+   * `clusterId`), raising each claim's revision to at least `revision`. A node whose `_id`
+   * is held by a document of another cluster is `refused` (duplicate key).
+   */
+  claimNodes(clusterId: string, nodeNames: readonly string[], revision: number, now: number): Promise<NodeClaimResult>;
+  /** Deletes these claims of the cluster (undoing a refused registration's inserts). */
+  releaseNodes(clusterId: string, nodeNames: readonly string[]): Promise<void>;
+  /**
+   * Writes the cluster document at `revision` if it is still at `expectedRevision` (null: if it
+   * does not exist yet). Resolves to its timestamps, or null when a concurrent registration got there first.
+   */
+  commit(
+    cluster: { id: string, name?: string, nodeNames: readonly string[], revision: number, now: number },
+    expectedRevision: number | null
+  ): Promise<{ createdAt: number, updatedAt: number } | null>;
+  /** Deletes the cluster's claims outside `keep` whose revision is at most `revision`. */
+  removeStaleNodes(clusterId: string, keep: readonly string[], revision: number): Promise<void>;
+  /** How many of these nodes the cluster holds. */
+  countNodes(clusterId: string, nodeNames: readonly string[]): Promise<number>;
+}
+
+// Deployments --------------------------------------------------------------------
+
+export interface DeploymentSnapshot {
+  serviceId: string;
+  clusterId: string;
+  deployments: ReportedDeployment[];
+  /** Only these nodes' deployments are replaced; undefined: all of the cluster's. */
+  nodeScope: string[] | undefined;
+  reportedAt: number;
+  reportedBy: string;
+}
+
+export interface DeploymentRepository {
+  /** Replaces the reporting cluster's deployments of the service (all, or those on the node scope). */
+  replaceSnapshot(snapshot: DeploymentSnapshot): Promise<void>;
+}
+
+// The database as a whole ----------------------------------------------------------
+
+export interface DatabaseHealth {
+  /** True when the database answers a ping within `timeoutMs`. Never throws. */
+  ping(timeoutMs: number): Promise<boolean>;
+  readonly indexesReady: boolean;
+  /** Creates every index of the plan (idempotent). */
+  ensureIndexes(): Promise<void>;
+}
+
+/** Every repository, over one database. */
+export interface Repositories {
+  services: ServiceRepository;
+  releases: ReleaseRepository;
+  pushEvents: PushEventRepository;
+  clusters: ClusterRepository;
+  rollouts: RolloutRepository;
+  idempotency: IdempotencyRepository;
+  deployments: DeploymentRepository;
+}
+
+// The outside world ------------------------------------------------------------------
+
+/** The log a use case writes to (pino's signature: context object first). */
+export interface Log {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export type Clock = () => number;

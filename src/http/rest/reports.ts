@@ -1,0 +1,44 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { IImageRolloutStatus } from '../../contracts/index.js';
+import { ReportDeploymentSnapshotsInput } from '../../contracts/reports.js';
+import { permissions } from '../../domain/principal.js';
+import type { Operations } from '../../operations/index.js';
+import type { TokenVerifier } from '../auth.js';
+import { actorOf, authorize } from '../authorize.js';
+import { valueOf } from '../replies.js';
+import { ProblemResponses } from '../schemas.js';
+
+export interface ReportRoutesOptions {
+  operations: Pick<Operations, 'reportSnapshot'>;
+  verifier: TokenVerifier;
+}
+
+const ReportReply = Type.Object({
+  outcome: Type.Union([Type.Literal('recorded'), Type.Literal('applied'), Type.Literal('replayed')], {
+    description: 'recorded: deployments stored (service without immutable policy); applied: folded into the rollout status;' +
+      ' replayed: the same sequence again, nothing changed',
+  }),
+  status: Type.Optional(IImageRolloutStatus),
+});
+
+/** REST: Coreflow's snapshot report (the TypedRequest request without `identity`). */
+export const reportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> = async (app, { operations, verifier }) => {
+  const { reportSnapshot } = operations;
+  app.post('/v1/deployment-snapshots', {
+    onRequest: authorize(verifier, permissions.reportSnapshots),
+    preValidation: async (request) => {
+      const refused = reportSnapshot.precheck(request.body);
+      if (refused) throw refused;
+    },
+    schema: {
+      tags: ['reports'],
+      summary: 'Report a deployment snapshot with runtime image evidence (cluster tokens)',
+      body: ReportDeploymentSnapshotsInput,
+      response: { 200: ReportReply, ...ProblemResponses },
+    },
+  }, async (request, reply) => {
+    const outcome = valueOf(await reportSnapshot(request.body, actorOf(request)), reply, '/body');
+    return { outcome: outcome.kind, status: 'status' in outcome ? outcome.status : undefined };
+  });
+};

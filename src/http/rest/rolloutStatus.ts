@@ -1,0 +1,112 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { permissions } from '../../domain/principal.js';
+import { RolloutView } from '../../domain/rolloutView.js';
+import { StatusEvent } from '../../domain/rolloutStatus.js';
+import { errors } from '../../errors.js';
+import type { RolloutReads } from '../../operations/readRollout.js';
+import { queryAccessToken } from '../accessToken.js';
+import { bearerToken, type TokenVerifier } from '../auth.js';
+import { authorize } from '../authorize.js';
+import { valueOf } from '../replies.js';
+import { ProblemResponses, ServiceParams } from '../schemas.js';
+import { serve, type StatusHub } from '../sse/hub.js';
+import { SseStream } from '../sse/stream.js';
+
+export interface RolloutStatusRoutesOptions {
+  rollouts: RolloutReads;
+  verifier: TokenVerifier;
+  /** This process's status hub (polls the database for every watched service). */
+  hub: StatusHub;
+}
+
+const REVISION = '^[0-9]{1,15}$';
+
+const EventsQuery = Type.Object({
+  after: Type.Optional(Type.String({ pattern: REVISION, description: 'send the stored events after this revision first (like Last-Event-ID)' })),
+}, { additionalProperties: false });
+
+const EventsHeaders = Type.Object({
+  'last-event-id': Type.Optional(Type.String({ pattern: REVISION, description: 'set by EventSource on reconnect; wins over `after`' })),
+});
+
+/**
+ * Bearer header, or `?access_token=` (EventSource cannot send headers). The query value was
+ * taken out of the URL before routing and logging (src/http/accessToken.ts); the header wins
+ * when both are present.
+ */
+function streamToken (request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  if (header !== undefined && header !== '') return bearerToken(header);
+  const query = queryAccessToken(request.raw);
+  if (query === undefined) throw errors.unauthenticated('missing Authorization header (expected "Bearer <token>") or access_token query parameter');
+  if (query === null) throw errors.unauthenticated('malformed access_token query parameter (expected exactly one non-empty token)');
+  return query;
+}
+
+const eventsDescription = [
+  'Each change: `id: <revision>`, `event: status`, `data: <StatusEvent JSON>`, in revision order, none twice.',
+  'On connect: the stored events after `Last-Event-ID` (header) or `?after=<revision>`, else only the latest (the current state); then every new one.',
+  'A client that fell more than 100 changes behind (or resumes from an unknown revision) gets `event: reset` with',
+  '`data: { reason, revision, latest }` — the current state — and continues from it.',
+  '`: keep-alive` comments every 15 s. Auth: `Authorization: Bearer` or, for EventSource, `?access_token=` (never logged).',
+].join(' ');
+
+/** The rollout view and the status event stream. */
+export const rolloutStatusRoutes: FastifyPluginAsyncTypebox<RolloutStatusRoutesOptions> = async (app, { rollouts, verifier, hub }) => {
+  app.get('/v1/services/:serviceId/rollout', {
+    onRequest: authorize(verifier, permissions.readRolloutStatus),
+    schema: {
+      tags: ['rollouts'],
+      summary: 'The current rollout: plan, status, each reporter\'s evidence, and what blocks success',
+      params: ServiceParams,
+      response: { 200: RolloutView, ...ProblemResponses },
+    },
+  }, async (request, reply) => valueOf(await rollouts.readRollout(request.params.serviceId), reply, '/params'));
+
+  app.get('/v1/services/:serviceId/rollout/events', {
+    onRequest: authorize(verifier, permissions.readRolloutStatus, streamToken),
+    schema: {
+      tags: ['rollouts'],
+      summary: 'Rollout status changes as Server-Sent Events (text/event-stream)',
+      description: eventsDescription,
+      params: ServiceParams,
+      querystring: EventsQuery,
+      headers: EventsHeaders,
+      response: {
+        200: { description: 'text/event-stream; `data` of `status` events is a StatusEvent', content: { 'text/event-stream': { schema: StatusEvent } } },
+        ...ProblemResponses,
+      },
+    },
+  }, async (request, reply) => {
+    const { serviceId } = request.params;
+    const resumeFrom = request.headers['last-event-id'] ?? request.query.after;
+    // One read: does the service exist, and what was already stored (the catch-up).
+    const snapshot = valueOf(await rollouts.readStatusEvents(serviceId, 0), reply, '/params');
+
+    reply.hijack();
+    const res = reply.raw;
+    const stream = new SseStream(res, () => { hub.kick(serviceId); });
+    stream.open({ 'x-request-id': request.id });
+    if (resumeFrom !== undefined) {
+      stream.cursor = Number(resumeFrom);
+      serve(stream, snapshot);
+    } else {
+      const latest = snapshot.events.at(-1);
+      if (latest) stream.send([latest]);
+      stream.cursor = snapshot.revision;
+    }
+    const opened = Date.now();
+    request.log.info({ serviceId, resumeFrom: resumeFrom === undefined ? null : Number(resumeFrom), revision: snapshot.revision }, 'status stream opened');
+    const unsubscribe = hub.subscribe(serviceId, stream);
+    const closed = (): void => {
+      unsubscribe();
+      request.log.info({ serviceId, eventsSent: stream.sent, durationMs: Date.now() - opened }, 'status stream closed');
+    };
+    // The client may have gone while the snapshot was read: then 'close' has already fired.
+    if (res.destroyed || !res.socket || res.socket.destroyed) closed();
+    else res.once('close', closed);
+    return reply;
+  });
+};

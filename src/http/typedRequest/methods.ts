@@ -1,0 +1,147 @@
+import type { Static, TSchema } from '@sinclair/typebox';
+import { clusterContracts, clusterListLimits, releaseTypedRequestContracts, typedRequestContracts } from '../../contracts/index.js';
+import { ReportDeploymentSnapshotsInput } from '../../contracts/reports.js';
+import { duplicateNodeNamesRefusal } from '../../domain/clusters.js';
+import { permissions, type Permission } from '../../domain/principal.js';
+import { serverManagedFieldRefusal, ServiceListQuery, ServicePage } from '../../domain/services.js';
+import type { AppError } from '../../errors.js';
+import type { Operations } from '../../operations/index.js';
+import { success, type Actor, type Result } from '../../operations/result.js';
+
+/**
+ * The TypedRequest methods (what Cloudly UI and Coreflow speak): each names its permission,
+ * its payload and response schemas (the upstream request without `identity`), and the use case
+ * it calls. No rules live here: a method translates the payload and projects the result.
+ */
+export interface TypedRequestMethod<Req extends TSchema = TSchema, Res extends TSchema = TSchema> {
+  method: string;
+  permission: Permission;
+  payload: Req;
+  response: Res;
+  /** Where the use case's input sits in the request: problems are named from there (default `/request`). */
+  inputAt?: string;
+  /** Refusals that must answer before schema validation (e.g. `server-managed-field`). */
+  precheck?(payload: unknown): AppError | undefined;
+  run(payload: Static<Req>, actor: Actor): Promise<Result<Static<Res>>>;
+}
+
+const define = <Req extends TSchema, Res extends TSchema>(method: TypedRequestMethod<Req, Res>): TypedRequestMethod => method as unknown as TypedRequestMethod;
+
+/** A result with another value (the same refusal, the same replay flag). */
+const project = <T, U>(result: Result<T>, to: (value: T) => U): Result<U> => (result.ok ? success(to(result.value), result.replayed) : result);
+
+const serviceDataOf = (payload: unknown): unknown =>
+  payload !== null && typeof payload === 'object' ? (payload as Record<string, unknown>)['serviceData'] : undefined;
+
+export function typedRequestMethods (operations: Operations): TypedRequestMethod[] {
+  const c = typedRequestContracts;
+  const rc = releaseTypedRequestContracts;
+  const cc = clusterContracts;
+  const { services, clusters, releases } = operations;
+  return [
+    define({
+      method: cc.registerCluster.method,
+      permission: permissions.registerClusters,
+      payload: cc.registerCluster.payload,
+      response: cc.registerCluster.response,
+      precheck: (payload) => duplicateNodeNamesRefusal(payload, '/request'),
+      run: ({ clusterId, name, nodeNames }) => clusters.registerCluster(clusterId, { name, nodeNames }),
+    }),
+    define({
+      method: cc.getCluster.method,
+      permission: permissions.readClusters,
+      payload: cc.getCluster.payload,
+      response: cc.getCluster.response,
+      run: ({ clusterId }) => clusters.readCluster(clusterId),
+    }),
+    define({
+      method: cc.listClusters.method,
+      permission: permissions.readClusters,
+      payload: cc.listClusters.payload,
+      response: cc.listClusters.response,
+      run: ({ limit, after }) => clusters.listClusters({ limit: limit ?? clusterListLimits.default, after }),
+    }),
+    define({
+      method: c.getServiceById.method,
+      permission: permissions.readServices,
+      payload: c.getServiceById.payload,
+      response: c.getServiceById.response,
+      run: async ({ serviceId }) => project(await services.readService(serviceId), ({ service }) => ({ service })),
+    }),
+    define({
+      method: c.createService.method,
+      permission: permissions.createServices,
+      payload: c.createService.payload,
+      response: c.createService.response,
+      precheck: (payload) => serverManagedFieldRefusal(serviceDataOf(payload), '/request/serviceData'),
+      run: ({ serviceData }) => services.createService(serviceData),
+    }),
+    define({
+      method: c.updateService.method,
+      permission: permissions.updateServices,
+      payload: c.updateService.payload,
+      response: c.updateService.response,
+      precheck: (payload) => serverManagedFieldRefusal(serviceDataOf(payload), '/request/serviceData'),
+      run: ({ serviceId, serviceData }) => services.updateService(serviceId, serviceData),
+    }),
+    define({
+      method: 'listServices',
+      permission: permissions.readServices,
+      payload: ServiceListQuery,
+      response: ServicePage,
+      run: (query) => services.listServices(query),
+    }),
+    define({
+      method: rc.reportImmutableRegistryPushEvent.method,
+      permission: permissions.pushRegistryEvents,
+      payload: rc.reportImmutableRegistryPushEvent.payload,
+      response: rc.reportImmutableRegistryPushEvent.response,
+      inputAt: '/request/event',
+      run: ({ event }, actor) => operations.observePushEvent(event, actor),
+    }),
+    define({
+      method: c.promoteServiceImageRelease.method,
+      permission: permissions.promote,
+      payload: c.promoteServiceImageRelease.payload,
+      response: c.promoteServiceImageRelease.response,
+      run: async (input, actor) => project(await operations.promote(input, actor), ({ service }) => ({ service })),
+    }),
+    define({
+      method: c.rollbackServiceImageRelease.method,
+      permission: permissions.rollBack,
+      payload: c.rollbackServiceImageRelease.payload,
+      response: c.rollbackServiceImageRelease.response,
+      run: async (input, actor) => project(await operations.rollBack(input, actor), ({ service }) => ({ service })),
+    }),
+    define({
+      method: c.reportDeploymentSnapshots.method,
+      permission: permissions.reportSnapshots,
+      payload: ReportDeploymentSnapshotsInput,
+      response: c.reportDeploymentSnapshots.response,
+      precheck: operations.reportSnapshot.precheck,
+      // Upstream answers `Record<string, never>`: the outcome stays on the server.
+      run: async (input, actor) => project(await operations.reportSnapshot(input, actor), () => ({})),
+    }),
+    define({
+      method: c.getServiceImageReleases.method,
+      permission: permissions.readReleases,
+      payload: c.getServiceImageReleases.payload,
+      response: c.getServiceImageReleases.response,
+      run: ({ serviceId }) => releases.listReleases(serviceId),
+    }),
+    define({
+      method: rc.getServiceImageReleasesPage.method,
+      permission: permissions.readReleases,
+      payload: rc.getServiceImageReleasesPage.payload,
+      response: rc.getServiceImageReleasesPage.response,
+      run: ({ serviceId, ...query }) => releases.listReleasePage(serviceId, query),
+    }),
+    define({
+      method: rc.getServiceImageTagHistory.method,
+      permission: permissions.readReleases,
+      payload: rc.getServiceImageTagHistory.payload,
+      response: rc.getServiceImageTagHistory.response,
+      run: ({ serviceId, tag, ...query }) => releases.tagHistory(serviceId, tag, query),
+    }),
+  ];
+}

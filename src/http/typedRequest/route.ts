@@ -1,0 +1,87 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { errors } from '../../errors.js';
+import { assertPermitted, type TokenVerifier } from '../auth.js';
+import { relocate } from '../replies.js';
+import type { TypedRequestMethod } from './methods.js';
+import { MAX_ENVELOPE_DEPTH, pathNestedDeeperThan, TypedRequestEnvelope, withoutIdentity } from './protocol.js';
+
+interface CompiledMethod {
+  method: TypedRequestMethod;
+  payloadCheck: TypeCheck<TSchema>;
+  responseCheck: TypeCheck<TSchema>;
+}
+
+const identityCheck = TypeCompiler.Compile(Type.Object({ identity: Type.Object({ jwt: Type.String() }) }));
+
+export interface TypedRequestRouteOptions {
+  methods: readonly TypedRequestMethod[];
+  verifier: TokenVerifier;
+}
+
+/** Refuses an envelope nested deeper than its echo could survive, naming where. */
+function depthRefusal (envelope: unknown) {
+  const tooDeep = pathNestedDeeperThan(envelope, MAX_ENVELOPE_DEPTH);
+  if (!tooDeep) return undefined;
+  const [top = '', ...rest] = tooDeep;
+  const where = rest.slice(0, 8).map((key) => key.slice(0, 32)).join('/');
+  return errors.validationFailed([{
+    field: top === 'request' ? '/request' : `/body/${top.slice(0, 64)}`,
+    message: `nested more than ${MAX_ENVELOPE_DEPTH} levels deep (/${where}/…)`,
+  }]);
+}
+
+/**
+ * POST /typedrequest: validates the envelope, authenticates `request.identity.jwt` (only the
+ * verified token counts; the rest of `identity` is ignored), checks the permission, validates the
+ * payload (the upstream request without `identity`) against the method's schema, runs the method
+ * and answers with the same envelope, `response` filled and `correlation.phase = 'response'`.
+ * Failures are answered by the error handler as TypedRequest error envelopes (HTTP 200).
+ */
+export const typedRequestRoute: FastifyPluginAsyncTypebox<TypedRequestRouteOptions> = async (app, opts) => {
+  const byMethod = new Map<string, CompiledMethod>();
+  for (const method of opts.methods) {
+    byMethod.set(method.method, { method, payloadCheck: TypeCompiler.Compile(method.payload), responseCheck: TypeCompiler.Compile(method.response) });
+  }
+
+  app.post('/typedrequest', {
+    config: { typedRequest: true },
+    schema: {
+      tags: ['typedrequest'],
+      summary: 'TypedRequest endpoint (Cloudly UI, Coreflow)',
+      description: `Methods: ${[...byMethod.keys()].sort().join(', ')}`,
+      body: TypedRequestEnvelope,
+    },
+  }, async (request) => {
+    const envelope = request.body;
+    const tooDeep = depthRefusal(envelope);
+    if (tooDeep) throw tooDeep;
+    const compiled = byMethod.get(envelope.method);
+    if (!compiled) throw errors.methodNotFound(envelope.method);
+    const { method, payloadCheck, responseCheck } = compiled;
+    if (!identityCheck.Check(envelope.request)) throw errors.unauthenticated('request.identity.jwt is required');
+    const principal = await opts.verifier.verify(envelope.request.identity.jwt);
+    assertPermitted(principal, method.permission);
+    // Methods see the upstream request without `identity`: only the verified token counts.
+    const payload = withoutIdentity(envelope.request);
+    const early = method.precheck?.(payload);
+    if (early) throw early;
+    if (!payloadCheck.Check(payload)) {
+      throw errors.validationFailed([...payloadCheck.Errors(payload)].slice(0, 20).map((e) => ({ field: `/request${e.path}`, message: e.message })));
+    }
+    const result = await method.run(payload, { principal, log: request.log });
+    if (!result.ok) throw relocate(result.error, method.inputAt ?? '/request');
+    if (!responseCheck.Check(result.value)) {
+      const first = responseCheck.Errors(result.value).First();
+      request.log.error({ method: method.method, path: first?.path, message: first?.message }, 'response does not match its schema');
+      throw errors.internalError(new Error('the server produced an invalid response'));
+    }
+    return {
+      ...envelope,
+      request: payload,
+      response: result.value,
+      correlation: { id: envelope.correlation?.id ?? request.id, phase: 'response' as const },
+    };
+  });
+};

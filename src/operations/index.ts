@@ -1,0 +1,24 @@
+import type { ClusterOperations } from './clusters.js';
+import type { observePushEvent } from './observePushEvent.js';
+import type { promote } from './promote.js';
+import type { RolloutReads } from './readRollout.js';
+import type { ReleaseReads } from './releases.js';
+import type { reportSnapshot } from './reportSnapshot.js';
+import type { rollBack } from './rollBack.js';
+import type { ServiceOperations } from './services.js';
+
+/**
+ * Every use case, as the adapters (REST and TypedRequest) see them. Built in src/app.ts from
+ * the module named after each: src/operations/promote.ts, rollBack.ts, observePushEvent.ts,
+ * reportSnapshot.ts, readRollout.ts, services.ts, clusters.ts, releases.ts.
+ */
+export interface Operations {
+  services: ServiceOperations;
+  clusters: ClusterOperations;
+  releases: ReleaseReads;
+  rollouts: RolloutReads;
+  promote: ReturnType<typeof promote>;
+  rollBack: ReturnType<typeof rollBack>;
+  observePushEvent: ReturnType<typeof observePushEvent>;
+  reportSnapshot: ReturnType<typeof reportSnapshot>;
+}

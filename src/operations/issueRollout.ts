@@ -1,0 +1,249 @@
+import { randomUUID } from 'node:crypto';
+import type { IImageRelease, IService } from '../contracts/index.js';
+import { computeTargetScope } from '../domain/clusters.js';
+import type { Clock, Repositories, ServiceWithHold, StoredOutcome } from '../domain/ports.js';
+import {
+  automaticPromotionSkip, automaticPromotionSkipDetail, buildPlan, currentGeneration, currentRolloutOf, idempotencyRecordId, operationOf,
+  preconditionRefusal, requestFingerprint, rolloutRefFor, serviceAfterRollout,
+  type AutomaticPromotionSkip, type Issuer, type RolloutIntent, type RolloutRecord,
+} from '../domain/rollouts.js';
+import { errors, type AppError, type ErrorCode } from '../errors.js';
+import type { FaultHook } from '../faults.js';
+import { refusal, success, type Result } from './result.js';
+
+/**
+ * Promotion and rollback (manual or automatic) as a sequence of single-document writes that
+ * is safe to crash anywhere and to run in any number of processes at once (DESIGN §5):
+ *
+ *   1. claim the idempotency record            (unique _id: one owner per key)
+ *   2. insert the rollout record, state pending (unique (serviceId, generation): THE commit point —
+ *                                                exactly one writer wins a generation)
+ *   3. write the plan onto the service          (CAS on the previous generation)
+ *   4. update the release's counters            (idempotent $min/$max of derived values)
+ *   5. mark the rollout applied, store the outcome on the idempotency record
+ *
+ * A crash after 2 leaves a pending rollout whose plan and response are fully recorded; whoever
+ * touches the service next (the client's retry, any other promotion, rollback or report)
+ * finishes steps 3–5 for it. A crash before 2 leaves no effect, and the retry takes over the
+ * idempotency record once its lease runs out. No transactions are needed.
+ */
+
+export interface IssueRolloutDeps {
+  repos: Pick<Repositories, 'services' | 'releases' | 'rollouts' | 'idempotency' | 'clusters'>;
+  now: Clock;
+  leaseMs: number;
+  fault: FaultHook;
+}
+
+export interface RolloutRequest {
+  serviceId: string;
+  releaseId: string;
+  idempotencyKey: string;
+  /** undefined: automatic promotion, which takes whatever generation is current when it plans. */
+  expectedRolloutGeneration?: number;
+  intent: RolloutIntent;
+  issuer: Issuer;
+  reason: string;
+  /** Extra request members that make a request different for Idempotency-Key reuse detection. */
+  fingerprintExtra?: unknown[];
+}
+
+/** A rollout was issued (or had been, for a replay), or an automatic promotion did not apply. */
+export type IssueOutcome =
+  | { issued: true, service: IService, rolloutId: string }
+  | { issued: false, skip: AutomaticPromotionSkip, detail: string };
+
+/** Idempotency records outlive the 24 h the IETF draft asks for. */
+const RETENTION_MS = 48 * 60 * 60 * 1000;
+
+/** Refusals that follow from the request and the state it met: stored and replayed for the same key. */
+const deterministic = new Set<ErrorCode>([
+  'service-not-found', 'release-not-found', 'rollout-generation-conflict', 'current-rollout-mismatch',
+  'no-current-rollout', 'rollback-target-not-accepted', 'rollback-target-is-current', 'invalid-deployment-plan',
+]);
+
+/** What planning reads: the service (with its hold) and the release. */
+interface PlanInputs {
+  found: ServiceWithHold | null;
+  release: IImageRelease | null;
+}
+
+/** The stored body of an automatic promotion that did not apply. */
+interface SkippedBody { skipped: AutomaticPromotionSkip, detail: string }
+
+/** Stored success bodies: `{ service }` of an issued rollout, or `{ skipped }`. */
+type StoredBody = { service: IService } | SkippedBody;
+
+const outcomeOfRefusal = (error: AppError): StoredOutcome => ({ kind: 'error', code: error.code, message: error.message, details: { ...error.details } });
+
+function fromStored (outcome: StoredOutcome, replayed: boolean): Result<IssueOutcome> {
+  if (outcome.kind === 'error') return refusal(errors.replayed(outcome), replayed);
+  const body = outcome.body as StoredBody;
+  if ('skipped' in body) return success({ issued: false, skip: body.skipped, detail: body.detail }, replayed);
+  return success({ issued: true, service: body.service, rolloutId: body.service.data.imageDeployment?.rolloutId ?? '' }, replayed);
+}
+
+export function rolloutIssuer (deps: IssueRolloutDeps) {
+  const { repos, fault } = deps;
+
+  /** Steps 3–5 for one recorded rollout. Safe to run twice and in several processes at once. */
+  async function finish (record: RolloutRecord): Promise<void> {
+    const applied = await repos.services.applyRollout(record, deps.now());
+    if (applied === 'service-missing') throw new Error(`service '${record.serviceId}' of rollout '${record.rolloutId}' is gone`);
+    fault('after-plan-write');
+    if (record.mode !== 'rollback') {
+      const count = await repos.rollouts.countPromotions(record.releaseId);
+      await repos.releases.recordPromotion(record.releaseId, record.createdAt, count);
+    }
+    fault('after-release-update');
+    await repos.rollouts.markApplied(record.rolloutId);
+  }
+
+  /** Finishes rollouts in generation order (each safe to finish twice). */
+  async function finishAll (records: RolloutRecord[]): Promise<void> {
+    for (const record of records) await finish(record);
+  }
+
+  /** Finishes rollouts a crashed process left pending, so that the service shows every committed plan. */
+  async function settle (serviceId: string): Promise<void> {
+    await finishAll(await repos.rollouts.findPending(serviceId));
+  }
+
+  const readPlanInputs = async (req: RolloutRequest): Promise<PlanInputs> => {
+    const [found, release] = await Promise.all([repos.services.findWithHold(req.serviceId), repos.releases.findById(req.releaseId)]);
+    return { found, release };
+  };
+
+  /** The record of the rollout a plan issues (not yet inserted). */
+  interface RecordInputs {
+    req: RolloutRequest;
+    rolloutRef: string;
+    found: ServiceWithHold;
+    release: IImageRelease;
+    targetScope: RolloutRecord['plan']['targetScope'];
+  }
+
+  function recordOf ({ req, rolloutRef, found, release, targetScope }: RecordInputs) {
+    const { service, automationHold } = found;
+    const now = deps.now();
+    const built = buildPlan({ service, release, intent: req.intent, targetScope, rolloutId: `ro_${randomUUID()}`, now });
+    if ('refusal' in built) return built;
+    const { plan } = built;
+    const current = service.data.imageDeployment;
+    const record: RolloutRecord = {
+      rolloutId: plan.rolloutId,
+      serviceId: service.id,
+      generation: plan.rolloutGeneration,
+      mode: plan.mode,
+      releaseId: release.id,
+      plan,
+      previous: current ? { rolloutId: current.rolloutId, releaseId: current.releaseId, requestedDigest: current.requestedDigest } : undefined,
+      issuedBy: req.issuer,
+      reason: req.reason,
+      hold: req.intent.kind === 'rollback' ? 'set' : req.intent.mode === 'promotion' && automationHold ? 'cleared' : 'unchanged',
+      idempotencyRecordId: rolloutRef,
+      serviceAfter: serviceAfterRollout(service, plan),
+      state: 'pending',
+      createdAt: now,
+    };
+    return { record };
+  }
+
+  /** Lost the compare-and-swap: the winner's values (after finishing its rollout if needed). */
+  async function generationTaken (req: RolloutRequest, generation: number, service: IService): Promise<AppError> {
+    await settle(req.serviceId);
+    const winner = (await repos.services.findWithHold(req.serviceId))?.service ?? service;
+    return errors.rolloutGenerationConflict(`generation ${generation} was taken by a concurrent rollout`, currentRolloutOf(winner));
+  }
+
+  /**
+   * Step 2: decide and record the rollout. `inputs` were read before the pending rollouts were
+   * settled; when there were some (a crashed process left them), both are read again, since
+   * finishing a rollout moves the service and marks its release accepted.
+   */
+  async function plan (req: RolloutRequest, rolloutRef: string, inputs: PlanInputs, pending: RolloutRecord[]): Promise<RolloutRecord | AppError | SkippedBody> {
+    await finishAll(pending);
+    const { found, release } = pending.length === 0 ? inputs : await readPlanInputs(req);
+    if (!found) return errors.serviceNotFound(req.serviceId);
+    if (req.intent.kind === 'promotion' && req.intent.mode === 'automatic') {
+      const skip = automaticPromotionSkip(found.service, found.automationHold, release);
+      if (skip) return { skipped: skip, detail: automaticPromotionSkipDetail(skip, found.automationHold) };
+    }
+    const expected = req.expectedRolloutGeneration ?? currentGeneration(found.service);
+    const checked = preconditionRefusal({ service: found.service, release, releaseId: req.releaseId, expectedRolloutGeneration: expected, intent: req.intent });
+    if ('refusal' in checked) return checked.refusal;
+    const placement = found.service.data.placement;
+    const clusters = await repos.clusters.findClustersWithNodes(placement?.clusterIds ?? []);
+    const built = recordOf({ req, rolloutRef, found, release: checked.release, targetScope: computeTargetScope(placement, clusters) });
+    if ('refusal' in built) return built.refusal;
+    const inserted = await repos.rollouts.insert(built.record);
+    if (inserted.kind === 'exists-for-record') return inserted.record;
+    if (inserted.kind === 'generation-taken') return generationTaken(req, built.record.generation, found.service);
+    fault('after-rollout-record');
+    return built.record;
+  }
+
+  /**
+   * One round trip's worth of independent reads (the rollout an earlier attempt with this key
+   * recorded, the service's pending rollouts, the service, the release), then plan or finish.
+   */
+  async function execute (req: RolloutRequest, rolloutRef: string): Promise<StoredOutcome> {
+    const [earlier, pending, inputs] = await Promise.all([
+      repos.rollouts.findByIdempotencyRecord(rolloutRef),
+      repos.rollouts.findPending(req.serviceId),
+      readPlanInputs(req),
+    ]);
+    const decided = earlier ?? await plan(req, rolloutRef, inputs, pending);
+    if (decided instanceof Error) {
+      if (deterministic.has(decided.code)) return outcomeOfRefusal(decided);
+      throw decided;
+    }
+    if ('skipped' in decided) return { kind: 'success', body: decided };
+    await finish(decided);
+    return { kind: 'success', body: { service: decided.serviceAfter } };
+  }
+
+  const fingerprintOf = (req: RolloutRequest): string => requestFingerprint([
+    operationOf(req.intent), req.serviceId, req.releaseId, req.expectedRolloutGeneration ?? null,
+    req.intent.kind === 'rollback' || req.intent.mode === 'promotion' ? req.intent.expectedCurrentRolloutId ?? null : null,
+    ...(req.fingerprintExtra ?? []),
+  ]);
+
+  /** Promotion or rollback with Idempotency-Key semantics. */
+  async function issueRollout (req: RolloutRequest): Promise<Result<IssueOutcome>> {
+    const operation = operationOf(req.intent);
+    const recordId = idempotencyRecordId(req.serviceId, req.idempotencyKey);
+    const owner = randomUUID();
+    const claim = await repos.idempotency.claim({
+      recordId,
+      serviceId: req.serviceId,
+      key: req.idempotencyKey,
+      operation,
+      fingerprint: fingerprintOf(req),
+      owner,
+      now: deps.now(),
+      leaseMs: deps.leaseMs,
+      retentionMs: RETENTION_MS,
+    });
+    if (claim.kind === 'replay') return fromStored(claim.outcome, true);
+    if (claim.kind === 'in-progress') return refusal(errors.idempotencyRequestInProgress(claim.retryAfterMs));
+    if (claim.kind === 'reused') return refusal(errors.idempotencyKeyReused(claim.operation));
+    fault('after-idempotency-record');
+    // The rollout is bound to this lifetime of the key: once the record has expired (48 h), the
+    // same key starts a new request instead of finding the rollout an old one issued.
+    let outcome: StoredOutcome;
+    try {
+      outcome = await execute(req, rolloutRefFor(recordId, claim.createdAt));
+    } catch (err) {
+      // Transient failure (database away): store nothing, give the key back for the retry.
+      await repos.idempotency.release(recordId, owner).catch(() => undefined);
+      throw err;
+    }
+    await repos.idempotency.complete(recordId, outcome, deps.now());
+    return fromStored(outcome, false);
+  }
+
+  return { issueRollout, settle };
+}
+
+export type RolloutIssuer = ReturnType<typeof rolloutIssuer>;

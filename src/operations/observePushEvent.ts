@@ -1,0 +1,135 @@
+import type {
+  AutomaticPromotionOutcome, IImageRelease, IImmutableRegistryPushEvent, IService, ReportImmutableRegistryPushEventResponse,
+} from '../contracts/index.js';
+import type { Clock, Repositories, StoredPushEvent } from '../domain/ports.js';
+import {
+  identityConflict, isSameRelease, pushEventFingerprint, pushEventProblems, registryTargetRefusal, releaseIdentityOf,
+} from '../domain/releases.js';
+import { automaticPromotionSkip } from '../domain/rollouts.js';
+import { errors, type AppError } from '../errors.js';
+import type { RolloutIssuer } from './issueRollout.js';
+import { invalid, refusal, success, type Actor, type Result } from './result.js';
+import type { Telemetry } from './telemetry.js';
+
+/**
+ * Observe an immutable registry push event (DESIGN §5 "Releases", "Automatic promotion"):
+ * record the event, upsert its release, and — for a service with deployOnPush — promote it
+ * automatically, at most once per event, under the same compare-and-swap as a manual promotion.
+ *
+ * Crash safety without transactions: every accepted event is stored first (its eventId is the
+ * dedup key), then the release is upserted with idempotent operators only ($setOnInsert,
+ * $addToSet, $min, $max), its observationCount being the number of stored events of the release
+ * written with $max. Whatever step a crash interrupts, re-sending the same event completes it
+ * (the automatic promotion included: its idempotency key is the event id), and no interleaving
+ * of writers lowers a counter.
+ */
+
+export interface ObservePushEventDeps {
+  repos: Pick<Repositories, 'services' | 'releases' | 'pushEvents'>;
+  rollouts: RolloutIssuer;
+  telemetry: Telemetry;
+  now: Clock;
+}
+
+type Ingested = { release: IImageRelease, duplicate: boolean };
+
+export function observePushEvent (deps: ObservePushEventDeps) {
+  const { repos } = deps;
+
+  /** Counts the release's stored events, then upserts; a conflict removes the (refused) event again. */
+  async function upsertRelease (event: IImmutableRegistryPushEvent, fingerprint: string): Promise<IImageRelease | AppError> {
+    const identity = releaseIdentityOf(event);
+    const observationCount = await repos.pushEvents.countForRelease(identity);
+    const result = await repos.releases.recordObservation({ identity, tag: event.tag, observedAt: event.observedAt, observationCount });
+    if (result.outcome === 'recorded') return result.release;
+    // Lost a race to an incompatible release: the event can never belong to one, so it leaves no trace.
+    await repos.pushEvents.remove(event.eventId, fingerprint);
+    const [existing] = (await repos.releases.findByIdOrTuple(identity)).filter((r) => !isSameRelease(r, identity));
+    return identityConflict(identity, existing);
+  }
+
+  /** The same eventId again: the same content re-runs the idempotent upsert (completing a crashed write); other content is refused. */
+  async function redelivered (event: IImmutableRegistryPushEvent, fingerprint: string, recorded: StoredPushEvent): Promise<Result<Ingested>> {
+    if (recorded.fingerprint !== fingerprint) return refusal(errors.pushEventConflict(event.eventId));
+    const release = await upsertRelease(event, fingerprint);
+    return release instanceof Error ? refusal(release) : success({ release, duplicate: true }, true);
+  }
+
+  /** Records a new event (refusing an identity conflict before writing anything; the unique indexes catch the races). */
+  async function recordNew (event: IImmutableRegistryPushEvent, fingerprint: string, reportedBy: string): Promise<Result<Ingested>> {
+    const identity = releaseIdentityOf(event);
+    const [conflicting] = (await repos.releases.findByIdOrTuple(identity)).filter((r) => !isSameRelease(r, identity));
+    if (conflicting) return refusal(identityConflict(identity, conflicting));
+    const record: StoredPushEvent = { event, fingerprint, recordedAt: deps.now(), reportedBy };
+    // A lost insert race is a duplicate; the winner vanishing again (it was refused and removed) frees the id.
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      if (await repos.pushEvents.insert(record)) {
+        const release = await upsertRelease(event, fingerprint);
+        return release instanceof Error ? refusal(release) : success({ release, duplicate: false });
+      }
+      const winner = await repos.pushEvents.findById(event.eventId);
+      if (winner) return redelivered(event, fingerprint, winner);
+    }
+    throw new Error(`push event '${event.eventId}' could not be recorded: its id keeps being taken and released`);
+  }
+
+  /** At most once per event (the idempotency key is the event id), never while an operator's rollback holds. */
+  async function promoteAutomatically (service: IService, release: IImageRelease, event: IImmutableRegistryPushEvent, actor: Actor) {
+    if (automaticPromotionSkip(service, undefined, null) === 'not-enabled') return { outcome: 'skipped', reason: 'not-enabled' } as const;
+    const result = await deps.telemetry.rollout('automatic', deps.rollouts.issueRollout({
+      serviceId: service.id,
+      releaseId: release.id,
+      idempotencyKey: `\u0001automatic:${event.eventId}`,
+      intent: { kind: 'promotion', mode: 'automatic' },
+      issuer: { subject: `registry-push:${event.actorUserId ?? actor.principal.subject}`, role: 'system', type: 'machine' },
+      reason: `automatic promotion: tag '${event.tag}' pushed (event ${event.eventId})`,
+    }));
+    return automaticOutcome(result);
+  }
+
+  /**
+   * Checks (in this order, nothing written when one fails): canonical names and pinned
+   * reference, service exists, registry target; then records the event and upserts its
+   * release, then promotes automatically where the service asks for it. Runs the automatic
+   * promotion for redeliveries too, so that a retry after a crash completes it.
+   */
+  return async function observe (event: IImmutableRegistryPushEvent, actor: Actor): Promise<Result<ReportImmutableRegistryPushEventResponse>> {
+    const problems = pushEventProblems(event);
+    if (problems.length > 0) return invalid(problems);
+    const service = await repos.services.findById(event.serviceId);
+    if (!service) return refusal(errors.serviceNotFound(event.serviceId));
+    const mismatch = registryTargetRefusal(service, event);
+    if (mismatch) return refusal(mismatch);
+
+    const fingerprint = pushEventFingerprint(event);
+    const recorded = await repos.pushEvents.findById(event.eventId);
+    const ingested = recorded ? await redelivered(event, fingerprint, recorded) : await recordNew(event, fingerprint, actor.principal.subject);
+    if (!ingested.ok) return ingested;
+    const { release, duplicate } = ingested.value;
+    actor.log.info({ serviceId: service.id, releaseId: release.id, eventId: event.eventId, duplicate }, 'push event recorded');
+    if (duplicate) deps.telemetry.pushEventReplayed();
+    const autoPromotion = await promoteAutomatically(service, release, event, actor);
+    if (autoPromotion instanceof Error) return refusal(autoPromotion, duplicate);
+    if (autoPromotion.outcome !== 'skipped' || autoPromotion.reason !== 'not-enabled') {
+      actor.log.info({ serviceId: service.id, eventId: event.eventId, ...autoPromotion }, 'automatic promotion');
+    }
+    return success({ release, duplicate, autoPromotion }, duplicate);
+  };
+}
+
+/** How an automatic promotion ended, as the push event's answer says it. */
+function automaticOutcome (result: Awaited<ReturnType<RolloutIssuer['issueRollout']>>): AutomaticPromotionOutcome | AppError {
+  const replayed = result.replayed ? { replayed: true } : {};
+  if (result.ok) {
+    if (!result.value.issued) return { outcome: 'skipped', reason: result.value.skip, ...replayed };
+    const plan = result.value.service.data.imageDeployment;
+    return { outcome: 'promoted', rolloutId: plan?.rolloutId, rolloutGeneration: plan?.rolloutGeneration, ...replayed };
+  }
+  const { error } = result;
+  if (error.code === 'rollout-generation-conflict' || error.code === 'current-rollout-mismatch') {
+    return { outcome: 'conflict', reason: error.message, ...replayed };
+  }
+  if (error.code === 'invalid-deployment-plan') return { outcome: 'skipped', reason: `invalid-deployment-plan: ${error.message}`, ...replayed };
+  // Any other refusal (the event's automatic promotion is still in progress elsewhere, …) is the event's answer.
+  return error;
+}

@@ -1,0 +1,51 @@
+import type { IService, IServiceData, TServiceWritableData } from '../contracts/index.js';
+import type { Clock, Repositories, ServiceWithHold } from '../domain/ports.js';
+import { decodeNameCursor, encodeNameCursor, newServiceId, type ServiceListQuery, type ServicePage } from '../domain/services.js';
+import { errors } from '../errors.js';
+import { invalid, refusal, success, type Result } from './result.js';
+
+/**
+ * Create, read, update and find services (DESIGN §3). Updates replace the caller-writable
+ * fields only: they never touch the plan, the status or the generation.
+ */
+export interface ServiceDeps {
+  repos: Pick<Repositories, 'services'>;
+  now: Clock;
+}
+
+export function serviceOperations ({ repos, now }: ServiceDeps) {
+  return {
+    async createService (serviceData: TServiceWritableData): Promise<Result<{ service: IService }>> {
+      const service: IService = { id: newServiceId(), data: serviceData as IServiceData };
+      const inserted = await repos.services.insert(service, now());
+      if (inserted.kind === 'name-taken') return refusal(errors.serviceAlreadyExists(serviceData.name, inserted.serviceId));
+      return success({ service });
+    },
+
+    /** The service and whether automatic promotion is on hold. */
+    async readService (serviceId: string): Promise<Result<ServiceWithHold>> {
+      const found = await repos.services.findWithHold(serviceId);
+      return found ? success(found) : refusal(errors.serviceNotFound(serviceId));
+    },
+
+    async updateService (serviceId: string, serviceData: TServiceWritableData): Promise<Result<{ service: IService }>> {
+      const replaced = await repos.services.replaceWritableData(serviceId, serviceData, now());
+      if (replaced.kind === 'missing') return refusal(errors.serviceNotFound(serviceId));
+      if (replaced.kind === 'name-taken') return refusal(errors.serviceAlreadyExists(serviceData.name, replaced.serviceId));
+      return success({ service: replaced.service });
+    },
+
+    /** Sorted by name; `name` finds one service again (names are unique). */
+    async listServices (query: ServiceListQuery): Promise<Result<ServicePage>> {
+      const afterName = query.cursor === undefined ? undefined : decodeNameCursor(query.cursor);
+      if (query.cursor !== undefined && afterName === undefined) return invalid([{ field: '/cursor', message: 'is not a cursor returned by this API' }]);
+      const limit = query.limit ?? 50;
+      const rows = await repos.services.list({ name: query.name, afterName, limit: limit + 1 });
+      const services = rows.slice(0, limit);
+      const last = services.at(-1);
+      return success(rows.length > limit && last ? { services, nextCursor: encodeNameCursor(last.name) } : { services });
+    },
+  };
+}
+
+export type ServiceOperations = ReturnType<typeof serviceOperations>;
