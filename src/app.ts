@@ -27,6 +27,7 @@ import { rolloutRoutes } from './http/rolloutRoutes.js';
 import { StatusHub, stripAccessToken } from './http/statusStream.js';
 import { Metrics } from './metrics.js';
 import { instrumentRequests, metricsRoutes } from './http/metricsRoutes.js';
+import { consolePlugin } from './console/plugin.js';
 
 export type ResolvedConfig = AppConfig & { mongodbUri: string, auth: AuthKey };
 
@@ -177,6 +178,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   });
   await app.register(releaseRoutes, { operations, verifier: app.verifier });
   await app.register(clusterRoutes, { operations, verifier: app.verifier });
+  await app.register(consolePlugin);
 
   // Expired idempotency records: MongoDB's TTL index removes them; the local development
   // database has no TTL, so every process also sweeps (idempotent, a few per interval).
