@@ -5,6 +5,7 @@ import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/typ
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { authKeyOf, faultPointsOf, type AppConfig } from './config.js';
+import { consolePlugin } from './console/plugin.js';
 import type { Repositories } from './domain/ports.js';
 import { errors, type ErrorCode } from './errors.js';
 import { faultHookFromConfig, type FaultHook } from './faults.js';
@@ -215,6 +216,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(rolloutRoutes, { operations, verifier });
   await app.register(reportRoutes, { operations, verifier });
   await app.register(rolloutStatusRoutes, { rollouts: operations.rollouts, verifier, hub });
+  await app.register(consolePlugin);
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);
   return app;
 }
