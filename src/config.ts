@@ -87,7 +87,7 @@ export const EnvSchema = Type.Object({
 export type AppConfig = Static<typeof EnvSchema>;
 
 /** Secrets may come from files instead (Docker secrets): `<NAME>_FILE` holds the path; the variable itself wins. */
-export const fileVariables = ['MONGODB_URI', 'AUTH_JWT_SECRET', 'AUTH_JWT_PUBLIC_KEY', 'METRICS_TOKEN'] as const;
+const fileVariables = ['MONGODB_URI', 'AUTH_JWT_SECRET', 'AUTH_JWT_PUBLIC_KEY', 'METRICS_TOKEN'] as const;
 
 export type AuthKey =
   | { kind: 'secret', secret: string }

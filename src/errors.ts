@@ -52,7 +52,7 @@ export const errorCatalogue = {
 
 export type ErrorCode = keyof typeof errorCatalogue;
 
-export const isErrorCode = (value: unknown): value is ErrorCode => typeof value === 'string' && Object.hasOwn(errorCatalogue, value);
+const isErrorCode = (value: unknown): value is ErrorCode => typeof value === 'string' && Object.hasOwn(errorCatalogue, value);
 
 /** A problem detail: where in the input, and what is wrong there. */
 export interface Problem {
@@ -107,7 +107,7 @@ export interface CurrentRollout {
 
 const MAX_PROBLEMS = 20;
 
-export const describeProblems = (problems: readonly Problem[]): string =>
+const describeProblems = (problems: readonly Problem[]): string =>
   problems.length === 0
     ? errorCatalogue['validation-failed'].title
     : problems.slice(0, 3).map((p) => `${p.field}: ${p.message}`).join('; ') +

@@ -3,7 +3,7 @@
  * process kills itself with SIGKILL (no cleanup, no flushing — a real crash).
  * Off unless FAULT_INJECTION names the point; production never sets it.
  */
-export const faultPoints = [
+const faultPoints = [
   'after-idempotency-record',
   'after-rollout-record',
   'after-plan-write',
@@ -13,7 +13,7 @@ export type FaultPoint = typeof faultPoints[number];
 
 export type FaultHook = (point: FaultPoint) => void;
 
-export const noFaults: FaultHook = () => {};
+const noFaults: FaultHook = () => {};
 
 export function faultHookFromConfig (enabled: readonly string[]): FaultHook {
   const points = new Set(enabled);

@@ -35,7 +35,7 @@ const SKIPPED = 'automatic-promotion-skipped';
 const isSkipped = (value: unknown): boolean => typeof value === 'object' && value !== null && (value as { issued?: unknown }).issued === false;
 
 /** The CAS conflicts a promotion or rollback answers with (the third kind is a report's status revision). */
-export const CAS_CODES: ReadonlySet<string> = new Set<CasConflictKind>(['rollout-generation-conflict', 'current-rollout-mismatch']);
+const CAS_CODES: ReadonlySet<string> = new Set<CasConflictKind>(['rollout-generation-conflict', 'current-rollout-mismatch']);
 
 /** The error an attempt that threw is answered with (as the error handler would: the store already coded outages). */
 const thrownError = (err: unknown): AppError => (isAppError(err) ? err : errors.internalError(err));
@@ -53,51 +53,33 @@ export class Metrics implements Telemetry {
     registers: [this.registry],
   });
 
-  readonly rollouts = new Counter<'mode' | 'outcome' | 'code'>({
-    name: 'cloudly_release_rollouts_total',
-    help: 'Promotions and rollbacks by mode (promotion, automatic, rollback) and outcome (success, replayed, conflict, refused, error);' +
-      ' code is the error code (none on success)',
-    labelNames: ['mode', 'outcome', 'code'],
-    registers: [this.registry],
-  });
+  /** A counter in this app's registry. */
+  private counter<L extends string> (name: string, help: string, labelNames: L[] = []): Counter<L> {
+    return new Counter<L>({ name, help, labelNames, registers: [this.registry] });
+  }
 
-  readonly casConflicts = new Counter<'kind'>({
-    name: 'cloudly_release_cas_conflicts_total',
-    help: 'Compare-and-swap conflicts: promotions/rollbacks answered rollout-generation-conflict or current-rollout-mismatch,' +
-      ' and rollout status writes retried because another report changed the status revision first',
-    labelNames: ['kind'],
-    registers: [this.registry],
-  });
+  readonly rollouts = this.counter('cloudly_release_rollouts_total',
+    'Promotions and rollbacks by mode (promotion, automatic, rollback) and outcome (success, replayed, conflict, refused, error);' +
+    ' code is the error code (none on success)', ['mode', 'outcome', 'code']);
 
-  readonly idempotentReplays = new Counter<'operation'>({
-    name: 'cloudly_release_idempotent_replays_total',
-    help: 'Requests answered from a stored outcome: promotions/rollbacks with a known Idempotency-Key, push events already recorded,' +
-      ' snapshot reports repeating a sequence',
-    labelNames: ['operation'],
-    registers: [this.registry],
-  });
+  readonly casConflicts = this.counter('cloudly_release_cas_conflicts_total',
+    'Compare-and-swap conflicts: promotions/rollbacks answered rollout-generation-conflict or current-rollout-mismatch,' +
+    ' and rollout status writes retried because another report changed the status revision first', ['kind']);
 
-  readonly reports = new Counter<'outcome' | 'reason'>({
-    name: 'cloudly_release_reports_total',
-    help: 'Snapshot reports by outcome (recorded, applied, replayed, refused, error); reason is the stored status\'s mismatchReason' +
-      ' for applied/replayed (none when clear) and the error code for refused/error',
-    labelNames: ['outcome', 'reason'],
-    registers: [this.registry],
-  });
+  readonly idempotentReplays = this.counter('cloudly_release_idempotent_replays_total',
+    'Requests answered from a stored outcome: promotions/rollbacks with a known Idempotency-Key, push events already recorded,' +
+    ' snapshot reports repeating a sequence', ['operation']);
 
-  readonly errors = new Counter<'code'>({
-    name: 'cloudly_release_errors_total',
-    help: 'Error answers by stable code, REST and TypedRequest alike (TypedRequest errors are HTTP 200, so this is where they show);' +
-      ' database-unavailable counts database outages seen by requests',
-    labelNames: ['code'],
-    registers: [this.registry],
-  });
+  readonly reports = this.counter('cloudly_release_reports_total',
+    'Snapshot reports by outcome (recorded, applied, replayed, refused, error); reason is the stored status\'s mismatchReason' +
+    ' for applied/replayed (none when clear) and the error code for refused/error', ['outcome', 'reason']);
 
-  readonly databaseHeartbeatFailures = new Counter({
-    name: 'cloudly_release_mongodb_heartbeat_failures_total',
-    help: 'MongoDB server monitor heartbeats that failed (the database was unreachable), counted whether or not requests were waiting',
-    registers: [this.registry],
-  });
+  readonly errors = this.counter('cloudly_release_errors_total',
+    'Error answers by stable code, REST and TypedRequest alike (TypedRequest errors are HTTP 200, so this is where they show);' +
+    ' database-unavailable counts database outages seen by requests', ['code']);
+
+  readonly databaseHeartbeatFailures = this.counter('cloudly_release_mongodb_heartbeat_failures_total',
+    'MongoDB server monitor heartbeats that failed (the database was unreachable), counted whether or not requests were waiting');
 
   constructor () {
     collectDefaultMetrics({ register: this.registry });

@@ -1,15 +1,11 @@
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import { literalUnion } from '../contracts/literals.js';
 
 /** Who may call what (DESIGN §4). */
-export const Role = Type.Union([
-  Type.Literal('admin'),
-  Type.Literal('user'),
-  Type.Literal('api'),
-  Type.Literal('cluster'),
-]);
+export const Role = literalUnion(['admin', 'user', 'api', 'cluster']);
 export type Role = Static<typeof Role>;
 
-export const PrincipalType = Type.Union([Type.Literal('human'), Type.Literal('machine')]);
+export const PrincipalType = literalUnion(['human', 'machine']);
 export type PrincipalType = Static<typeof PrincipalType>;
 
 /** The verified caller. Built only from a verified token; never from request fields. */
@@ -35,18 +31,15 @@ export interface Permission {
   action: string;
 }
 
+/** The permissions of one role set: each action's words for a `forbidden` answer, by name. */
+const grant = <K extends string>(roles: readonly Role[], actions: Record<K, string>): Record<K, Permission> =>
+  Object.fromEntries(Object.entries<string>(actions).map(([name, action]) => [name, { roles, action }])) as Record<K, Permission>;
+
 /** The authorization table (DESIGN §4): every adapter, REST or TypedRequest, asks this one table. */
 export const permissions = {
-  readServices: { roles: can.read, action: 'read services' },
-  createServices: { roles: can.administer, action: 'create services' },
-  updateServices: { roles: can.administer, action: 'update services' },
-  readReleases: { roles: can.read, action: 'read releases' },
-  pushRegistryEvents: { roles: can.release, action: 'push registry events' },
-  promote: { roles: can.release, action: 'promote releases' },
-  rollBack: { roles: can.release, action: 'roll back releases' },
-  readRolloutStatus: { roles: can.read, action: 'read rollout status' },
-  readRolloutHistory: { roles: can.read, action: 'read rollout history' },
-  readClusters: { roles: can.read, action: 'read clusters' },
-  registerClusters: { roles: can.administer, action: 'register clusters' },
-  reportSnapshots: { roles: can.report, action: 'report deployment snapshots' },
-} as const satisfies Record<string, Permission>;
+  ...grant(can.read, { readServices: 'read services', readReleases: 'read releases', readClusters: 'read clusters' }),
+  ...grant(can.read, { readRolloutStatus: 'read rollout status', readRolloutHistory: 'read rollout history' }),
+  ...grant(can.release, { promote: 'promote releases', rollBack: 'roll back releases', pushRegistryEvents: 'push registry events' }),
+  ...grant(can.administer, { createServices: 'create services', updateServices: 'update services', registerClusters: 'register clusters' }),
+  ...grant(can.report, { reportSnapshots: 'report deployment snapshots' }),
+};

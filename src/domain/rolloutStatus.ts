@@ -4,6 +4,7 @@ import {
   validateImageRolloutStatus,
   type IImageRolloutStatus, type IImmutableImageDeploymentPlan,
 } from '../contracts/index.js';
+import { pick } from './objects.js';
 
 /**
  * Rollout status as a pure function of the plan and each reporter's latest accepted report
@@ -26,19 +27,15 @@ import {
 export const STATUS_EVENTS_KEPT = 100;
 
 /** The replica counts (and mismatch reason) of a reporter, a status, an event: the upstream fields. */
-export const ReplicaCountFields = Type.Pick(IImageRolloutReporterStatus, [
+export const replicaCountKeys = [
   'requiredReplicaCount', 'observedReplicaCount', 'healthyReplicaCount', 'verifiedReplicaCount', 'failedReplicaCount', 'mismatchReason',
-]);
+] as const;
+export const ReplicaCountFields = Type.Pick(IImageRolloutReporterStatus, replicaCountKeys);
 export type ReporterCounts = Static<typeof ReplicaCountFields>;
 
 /** One status change, as the SSE stream sends it (`data` of an `event: status` frame). */
 export const StatusEvent = Type.Composite([
-  Type.Object({
-    revision: Type.Integer(),
-    rolloutId: Type.String(),
-    rolloutGeneration: Type.Integer(),
-    status: TImmutableImageRolloutStatus,
-  }),
+  Type.Object({ revision: Type.Integer(), rolloutId: Type.String(), rolloutGeneration: Type.Integer(), status: TImmutableImageRolloutStatus }),
   ReplicaCountFields,
   Type.Object({ at: Type.Integer() }),
 ]);
@@ -77,19 +74,8 @@ export interface RolloutEvidence {
   reporters: ReporterEvidence[];
 }
 
-export const statusEventOf = (status: IImageRolloutStatus, revision: number, at: number): StatusEvent => ({
-  revision,
-  rolloutId: status.rolloutId,
-  rolloutGeneration: status.rolloutGeneration,
-  status: status.status,
-  requiredReplicaCount: status.requiredReplicaCount,
-  observedReplicaCount: status.observedReplicaCount,
-  healthyReplicaCount: status.healthyReplicaCount,
-  verifiedReplicaCount: status.verifiedReplicaCount,
-  failedReplicaCount: status.failedReplicaCount,
-  mismatchReason: status.mismatchReason,
-  at,
-});
+export const statusEventOf = (status: IImageRolloutStatus, revision: number, at: number): StatusEvent =>
+  ({ revision, ...pick(status, ['rolloutId', 'rolloutGeneration', 'status', ...replicaCountKeys]), at });
 
 /** What an SSE listener is told about: the aggregate, not each reporter's bookkeeping. */
 export const aggregateKey = (s: IImageRolloutStatus): string => JSON.stringify([

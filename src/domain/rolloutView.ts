@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import {
   IImageRolloutStatus, IImmutableImageDeploymentPlan, TImmutableImageMismatchReason,
 } from '../contracts/index.js';
+import { literalUnion } from '../contracts/literals.js';
 import { compareNames } from './names.js';
 import { AutomationHold } from './rollouts.js';
 import { ReplicaCountFields, ReplicaDetail, type RolloutEvidence } from './rolloutStatus.js';
@@ -13,16 +14,13 @@ import { ReplicaCountFields, ReplicaDetail, type RolloutEvidence } from './rollo
  * service document holds; no I/O.
  */
 
-export const BlockingKind = Type.Union([
-  /** A target node that no reporter of this rollout covers: all its replicas are missing. */
-  Type.Literal('node-not-reported'),
-  /** A covered node with fewer counted replicas than replicasPerNode. */
-  Type.Literal('replicas-missing'),
-  /** A counted replica that is not healthy (starting, unhealthy or failed). */
-  Type.Literal('replica-unhealthy'),
-  /** A counted replica whose runtime evidence does not verify against the plan. */
-  Type.Literal('replica-unverified'),
-]);
+/**
+ * - node-not-reported: a target node that no reporter of this rollout covers (all its replicas are missing);
+ * - replicas-missing: a covered node with fewer counted replicas than replicasPerNode;
+ * - replica-unhealthy: a counted replica that is not healthy (starting, unhealthy or failed);
+ * - replica-unverified: a counted replica whose runtime evidence does not verify against the plan.
+ */
+export const BlockingKind = literalUnion(['node-not-reported', 'replicas-missing', 'replica-unhealthy', 'replica-unverified']);
 export type BlockingKind = Static<typeof BlockingKind>;
 
 export const BlockingReason = Type.Object({
@@ -37,10 +35,8 @@ export const BlockingReason = Type.Object({
 export type BlockingReason = Static<typeof BlockingReason>;
 
 export const RolloutReporterView = Type.Composite([
+  Type.Object({ reporterId: Type.String(), clusterId: Type.String(), reporterSessionId: Type.String() }),
   Type.Object({
-    reporterId: Type.String(),
-    clusterId: Type.String(),
-    reporterSessionId: Type.String(),
     lastSequence: Type.Integer({ description: 'reportSequence of the latest accepted report' }),
     lastReportAt: Type.Integer({ description: 'reportedAt of the latest accepted report (ms)' }),
     observedGeneration: Type.Integer({ description: 'the rolloutGeneration that report was made for' }),

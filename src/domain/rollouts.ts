@@ -79,7 +79,7 @@ export interface PreconditionInput {
   intent: RolloutIntent;
 }
 
-export const isSameImage = (plan: IImmutableImageDeploymentPlan, release: IImageRelease): boolean =>
+const isSameImage = (plan: IImmutableImageDeploymentPlan, release: IImageRelease): boolean =>
   plan.requestedDigest === release.data.registryRootDigest &&
   plan.registryHost === release.data.registryHost &&
   plan.repository === release.data.repository;

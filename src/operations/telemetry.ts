@@ -18,12 +18,3 @@ export interface Telemetry {
   /** A rollout status compare-and-swap lost to a concurrent report (which the use case retries). */
   statusConflict(): void;
 }
-
-/** Telemetry that counts nothing (tests of pure use cases, tools). */
-export const noTelemetry: Telemetry = {
-  rollout: (_mode, attempt) => attempt,
-  report: (attempt) => attempt,
-  reportRefused: () => undefined,
-  pushEventReplayed: () => undefined,
-  statusConflict: () => undefined,
-};

@@ -18,11 +18,7 @@ export interface DeploymentDocument {
 
 /** Coreflow's deployment snapshots, one document per deployment (task). */
 export class DeploymentStore implements DeploymentRepository {
-  readonly collection: Collection<DeploymentDocument>;
-
-  constructor (database: Database) {
-    this.collection = database.db.collection<DeploymentDocument>(collections.deployments);
-  }
+  constructor (database: Database, readonly collection: Collection<DeploymentDocument> = database.db.collection(collections.deployments)) {}
 
   /**
    * Replaces the reporting cluster's deployments of the service — all of them,

@@ -28,11 +28,7 @@ export interface IdempotencyDocument {
  * one is taken over by compare-and-swap on its lease.
  */
 export class IdempotencyStore implements IdempotencyRepository {
-  readonly collection: Collection<IdempotencyDocument>;
-
-  constructor (database: Database) {
-    this.collection = database.db.collection<IdempotencyDocument>(collections.idempotency);
-  }
+  constructor (database: Database, readonly collection: Collection<IdempotencyDocument> = database.db.collection(collections.idempotency)) {}
 
   async claim (input: ClaimInput): Promise<ClaimResult> {
     const { recordId, owner, now, leaseMs } = input;

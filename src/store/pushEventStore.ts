@@ -1,6 +1,7 @@
 import { type Collection, type Filter } from 'mongodb';
 import type { IImmutableRegistryPushEvent, ImageTagHistoryEntry } from '../contracts/index.js';
 import type { PushEventRepository, StoredPushEvent } from '../domain/ports.js';
+import { pick } from '../domain/objects.js';
 import type { KeysetPosition, ReleaseIdentity } from '../domain/releases.js';
 import { keysetBefore } from './keyset.js';
 import { isDuplicateKeyError } from './driverErrors.js';
@@ -35,21 +36,11 @@ const ledgerProjection = {
 
 type LedgerRow = Pick<PushEventDocument, '_id' | 'releaseId' | 'registryRootDigest' | 'digestPinnedImageReference' | 'observedAt' | 'actorUserId'>;
 
-const toLedgerEntry = (row: LedgerRow): ImageTagHistoryEntry => ({
-  eventId: row._id,
-  releaseId: row.releaseId,
-  registryRootDigest: row.registryRootDigest,
-  digestPinnedImageReference: row.digestPinnedImageReference,
-  observedAt: row.observedAt,
-  actorUserId: row.actorUserId,
-});
+const toLedgerEntry = (row: LedgerRow): ImageTagHistoryEntry =>
+  ({ eventId: row._id, ...pick(row, ['releaseId', 'registryRootDigest', 'digestPinnedImageReference', 'observedAt', 'actorUserId']) });
 
 export class PushEventStore implements PushEventRepository {
-  readonly collection: Collection<PushEventDocument>;
-
-  constructor (database: Database) {
-    this.collection = database.db.collection<PushEventDocument>(collections.pushEvents);
-  }
+  constructor (database: Database, readonly collection: Collection<PushEventDocument> = database.db.collection(collections.pushEvents)) {}
 
   async findById (eventId: string): Promise<StoredPushEvent | null> {
     const doc = await this.collection.findOne({ _id: eventId });

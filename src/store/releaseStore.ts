@@ -58,11 +58,7 @@ const tupleFilter = (identity: ReleaseIdentity): Filter<ReleaseDocument> => ({
 });
 
 export class ReleaseStore implements ReleaseRepository {
-  readonly collection: Collection<ReleaseDocument>;
-
-  constructor (database: Database) {
-    this.collection = database.db.collection<ReleaseDocument>(collections.releases);
-  }
+  constructor (database: Database, readonly collection: Collection<ReleaseDocument> = database.db.collection(collections.releases)) {}
 
   async findById (releaseId: string): Promise<IImageRelease | null> {
     const doc = await this.collection.findOne({ _id: releaseId });

@@ -18,11 +18,7 @@ const toRecord = ({ _id, ...rest }: RolloutDocument): RolloutRecord => ({ rollou
  * idempotencyRecordId gives each idempotent request at most one rollout.
  */
 export class RolloutStore implements RolloutRepository {
-  readonly collection: Collection<RolloutDocument>;
-
-  constructor (database: Database) {
-    this.collection = database.db.collection<RolloutDocument>(collections.rollouts);
-  }
+  constructor (database: Database, readonly collection: Collection<RolloutDocument> = database.db.collection(collections.rollouts)) {}
 
   async insert (record: RolloutRecord): Promise<InsertRolloutResult> {
     const { rolloutId, ...rest } = record;

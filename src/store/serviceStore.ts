@@ -4,7 +4,8 @@ import type {
   ApplyRolloutResult, InsertServiceResult, ReplaceServiceResult, ServiceRepository, ServiceRolloutState, ServiceWithHold, StatusSnapshot, StatusWrite,
 } from '../domain/ports.js';
 import type { AutomationHold, RolloutRecord } from '../domain/rollouts.js';
-import { STATUS_EVENTS_KEPT, statusEventOf, type RolloutEvidence, type StatusEvent } from '../domain/rolloutStatus.js';
+import { pick } from '../domain/objects.js';
+import { replicaCountKeys, STATUS_EVENTS_KEPT, statusEventOf, type RolloutEvidence, type StatusEvent } from '../domain/rolloutStatus.js';
 import { writableServiceDataFields, type ServiceSummary } from '../domain/services.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
@@ -87,31 +88,13 @@ const toSummary = (doc: ServiceDocument): ServiceSummary => {
   };
 };
 
-const rolloutSummaryOf = (plan: NonNullable<IServiceData['imageDeployment']>) => ({
-  rolloutId: plan.rolloutId,
-  rolloutGeneration: plan.rolloutGeneration,
-  mode: plan.mode,
-  releaseId: plan.releaseId,
-  requestedDigest: plan.requestedDigest,
-});
+const rolloutSummaryOf = (plan: NonNullable<IServiceData['imageDeployment']>) =>
+  pick(plan, ['rolloutId', 'rolloutGeneration', 'mode', 'releaseId', 'requestedDigest']);
 
-const statusSummaryOf = (status: IImageRolloutStatus) => ({
-  status: status.status,
-  requiredReplicaCount: status.requiredReplicaCount,
-  observedReplicaCount: status.observedReplicaCount,
-  healthyReplicaCount: status.healthyReplicaCount,
-  verifiedReplicaCount: status.verifiedReplicaCount,
-  failedReplicaCount: status.failedReplicaCount,
-  mismatchReason: status.mismatchReason,
-  updatedAt: status.updatedAt,
-});
+const statusSummaryOf = (status: IImageRolloutStatus) => pick(status, ['status', ...replicaCountKeys, 'updatedAt']);
 
 export class ServiceStore implements ServiceRepository {
-  readonly collection: Collection<ServiceDocument>;
-
-  constructor (database: Database) {
-    this.collection = database.db.collection<ServiceDocument>(collections.services);
-  }
+  constructor (database: Database, readonly collection: Collection<ServiceDocument> = database.db.collection(collections.services)) {}
 
   async insert (service: IService, now: number): Promise<InsertServiceResult> {
     try {

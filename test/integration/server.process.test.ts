@@ -1,49 +1,18 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/http/auth.js';
 import { serviceData } from '../support/app.js';
+import { inheritedEnv, serverEntry, startServerProcess } from '../support/fleet.js';
 
 /**
  * `npm start` as an operator runs it: the compiled server (built by `pretest`),
  * no MONGODB_URI, so the local development database on disk under DATA_DIR.
  */
-interface Running { child: ChildProcessWithoutNullStreams, url: string, lines: string[] }
-
-const serverEntry = join(import.meta.dirname, '..', '..', 'dist', 'src', 'server.js');
-
-function startServer (dataDir: string, env: Record<string, string> = {}): Promise<Running> {
-  const child = spawn(process.execPath, [serverEntry], {
-    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  const lines: string[] = [];
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${lines.join('\n')}`)); }, 90_000);
-    const onLine = (line: string): void => {
-      lines.push(line);
-      const match = /listening on (http:\/\/[^ "]+)/.exec(line);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve({ child, url: match[1], lines });
-      }
-    };
-    createInterface({ input: child.stdout }).on('line', onLine);
-    createInterface({ input: child.stderr }).on('line', onLine);
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited with ${code}:\n${lines.join('\n')}`)); });
-  });
-}
-
-function stopServer (running: Running, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-  return new Promise((resolve) => {
-    running.child.removeAllListeners('exit');
-    running.child.once('exit', (code) => resolve(code));
-    running.child.kill(signal);
-  });
-}
+const startServer = (dataDir: string) =>
+  startServerProcess({ ...inheritedEnv(), DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' }, { timeoutMs: 90_000 });
 
 describe('the server process (npm start)', () => {
   let dataDir: string;
@@ -53,7 +22,7 @@ describe('the server process (npm start)', () => {
   it('serves /readyz on the local database, keeps data across a restart, and exits 0 on SIGTERM', async () => {
     const first = await startServer(dataDir);
     expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
-    expect(first.lines.some((l) => l.includes('npm run token -- --role admin'))).toBe(true);
+    expect(first.logs.some((l) => l.includes('npm run token -- --role admin'))).toBe(true);
 
     const secret = (await readFile(join(dataDir, 'dev-jwt-secret'), 'utf8')).trim();
     const admin = await mintToken({ kind: 'secret', secret }, { subject: 'op', role: 'admin' });
@@ -64,7 +33,7 @@ describe('the server process (npm start)', () => {
     });
     expect(created.status).toBe(201);
     const { service } = await created.json() as { service: { id: string } };
-    expect(await stopServer(first)).toBe(0);
+    expect(await first.stop('SIGTERM')).toBe(0);
 
     const second = await startServer(dataDir);
     try {
@@ -72,7 +41,7 @@ describe('the server process (npm start)', () => {
       expect(read.status).toBe(200);
       expect(((await read.json()) as { service: { data: { name: string } } }).service.data.name).toBe('persisted');
     } finally {
-      expect(await stopServer(second)).toBe(0);
+      expect(await second.stop('SIGTERM')).toBe(0);
     }
   }, 180_000);
 

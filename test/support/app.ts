@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { MongoClient, type Db } from 'mongodb';
 import { inject } from 'vitest';
-import { buildApp, type BuildAppOptions } from '../../src/app.js';
+import { buildApp, loggerOptions, type BuildAppOptions } from '../../src/app.js';
 import { loadConfig, type AppConfig } from '../../src/config.js';
 import { Database } from '../../src/store/mongo.js';
-import type { Role } from '../../src/domain/principal.js';
-import { mintToken, type MintOptions } from '../../src/http/auth.js';
 import { freshDatabaseName } from './database.js';
+import { tokenMinter, type TokenMinter } from './tokens.js';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -17,15 +17,42 @@ export interface TestApp {
   /** The same database as the store's connection module (to drive a store directly). */
   database: Database;
   /** A valid token for the role (cluster tokens for cluster `c1` unless given). */
-  token(role: Role, extra?: Partial<MintOptions>): Promise<string>;
+  token: TokenMinter;
   close(): Promise<void>;
+}
+
+export interface TestAppOptions extends Omit<BuildAppOptions, 'config'> {
+  /**
+   * Run the production logger — `loggerOptions(config)`: pino at the config's LOG_LEVEL with the
+   * app's redaction — and write its lines to this stream (see `logCapture`). Wins over `logger`.
+   */
+  logStream?: Writable;
+}
+
+/** Log lines as the app writes them (one JSON object per line), for `TestAppOptions.logStream`. */
+export interface LogCapture {
+  stream: Writable;
+  lines: string[];
+  /** The lines parsed. */
+  entries(): Array<Record<string, unknown>>;
+}
+
+export function logCapture (): LogCapture {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write (chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { stream, lines, entries: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>) };
 }
 
 /**
  * The real app on a fresh database of the test database server (one per call,
- * so test files run in parallel). Logging is off unless TEST_LOG is set.
+ * so test files run in parallel). Logging is off unless TEST_LOG is set or `logStream` is given.
  */
-export async function buildTestApp (overrides: Partial<AppConfig> = {}, appOptions: Omit<BuildAppOptions, 'config'> = {}): Promise<TestApp> {
+export async function buildTestApp (overrides: Partial<AppConfig> = {}, appOptions: TestAppOptions = {}): Promise<TestApp> {
   const secret = randomBytes(32).toString('base64url');
   const config: AppConfig = {
     ...loadConfig({}),
@@ -34,7 +61,10 @@ export async function buildTestApp (overrides: Partial<AppConfig> = {}, appOptio
     AUTH_JWT_SECRET: secret,
     ...overrides,
   };
-  const app = await buildApp({ config, logger: process.env['TEST_LOG'] ? { level: 'debug' } : false, ...appOptions });
+  const { logStream, ...buildOptions } = appOptions;
+  const testLogger = process.env['TEST_LOG'] ? { level: 'debug' } : false;
+  const logger = logStream ? { ...productionLogger(config), stream: logStream } : (buildOptions.logger ?? testLogger);
+  const app = await buildApp({ config, ...buildOptions, logger });
   await app.ready();
   const client = new MongoClient(config.MONGODB_URI ?? '', { serverSelectionTimeoutMS: 5_000 });
   const db = client.db(config.MONGODB_DB);
@@ -44,12 +74,7 @@ export async function buildTestApp (overrides: Partial<AppConfig> = {}, appOptio
     config,
     db,
     database,
-    token: (role, extra = {}) => mintToken({ kind: 'secret', secret }, {
-      subject: `test-${role}`,
-      role,
-      ...(role === 'cluster' ? { clusterId: 'c1' } : {}),
-      ...extra,
-    }),
+    token: tokenMinter(secret, 'test'),
     close: async () => {
       await db.dropDatabase().catch(() => undefined);
       await client.close();
@@ -57,6 +82,13 @@ export async function buildTestApp (overrides: Partial<AppConfig> = {}, appOptio
       await app.close();
     },
   };
+}
+
+/** `loggerOptions(config)` as an object (it always is one; the type also allows `true`). */
+export function productionLogger (config: AppConfig): Exclude<ReturnType<typeof loggerOptions>, boolean> {
+  const options = loggerOptions(config);
+  if (typeof options !== 'object') throw new Error('loggerOptions(config) is not an options object');
+  return options;
 }
 
 /** A TypedRequest envelope as the real client sends it. */

@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { IImmutableImageDeploymentPlan } from '../../src/contracts/index.js';
+import type { RolloutHistoryItem, RolloutHistoryPage } from '../../src/domain/history.js';
 import { serviceData } from './app.js';
 
 /** The registry every fixture service pulls from. */
@@ -90,8 +92,10 @@ export function pushEvent (service: FixtureService, opts: PushOptions = {}): Rec
   };
 }
 
+export interface PushedRelease { releaseId: string, digest: string, body: Record<string, unknown> }
+
 /** Pushes an event and returns the release id. */
-export async function pushRelease (app: Caller, token: string, service: FixtureService, opts: PushOptions = {}): Promise<{ releaseId: string, digest: string, body: Record<string, unknown> }> {
+export async function pushRelease (app: Caller, token: string, service: FixtureService, opts: PushOptions = {}): Promise<PushedRelease> {
   const event = pushEvent(service, opts);
   const res = await app.inject({ method: 'POST', url: '/v1/registry/push-events', headers: bearer(token), payload: event });
   if (res.statusCode !== 201 && res.statusCode !== 200) throw new Error(`push: ${res.statusCode} ${res.body}`);
@@ -119,6 +123,62 @@ export function rollback (app: Caller, token: string, serviceId: string, release
     method: 'POST',
     url: `/v1/services/${serviceId}/image-releases/${releaseId}/rollback`,
     headers: { ...bearer(token), 'idempotency-key': call.key ?? randomBytes(12).toString('hex') },
-    payload: { expectedRolloutGeneration: call.generation, expectedCurrentRolloutId: call.currentRolloutId, ...(call.reason ? { reason: call.reason } : {}) },
+    payload: {
+      expectedRolloutGeneration: call.generation,
+      expectedCurrentRolloutId: call.currentRolloutId,
+      ...(call.reason ? { reason: call.reason } : {}),
+    },
   });
+}
+
+export interface PromotedService {
+  svc: FixtureService;
+  /** The first promotion's plan (generation 1, release `a`). */
+  plan: IImmutableImageDeploymentPlan;
+  releases: { a: string, b: string };
+}
+
+/** A service placed on `clusterIds` (default c1 and c2, 2 replicas per node) with releases a and b pushed and a promoted. */
+export async function promotedService (app: Caller, tokens: { admin: string, api: string }, opts: {
+  clusterIds?: string[], replicasPerNode?: number
+} = {}): Promise<PromotedService> {
+  const svc = await createFixtureService(app, tokens.admin, { clusterIds: opts.clusterIds ?? ['c1', 'c2'], replicasPerNode: opts.replicasPerNode ?? 2 });
+  const a = await pushRelease(app, tokens.api, svc, { tag: 'a' });
+  const b = await pushRelease(app, tokens.api, svc, { tag: 'b' });
+  const res = await promote(app, tokens.api, svc.id, a.releaseId, { generation: 0 });
+  if (res.statusCode !== 200) throw new Error(`promotedService: ${res.statusCode} ${res.body}`);
+  const plan = res.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
+  return { svc, plan, releases: { a: a.releaseId, b: b.releaseId } };
+}
+
+/** One page of GET /v1/services/:serviceId/rollouts (newest first); throws unless 200. */
+export async function rolloutHistoryPage (app: Caller, token: string, serviceId: string, page: {
+  limit?: number, cursor?: string
+} = {}): Promise<RolloutHistoryPage> {
+  const query = new URLSearchParams();
+  if (page.limit !== undefined) query.set('limit', String(page.limit));
+  if (page.cursor !== undefined) query.set('cursor', page.cursor);
+  const search = query.toString();
+  const url = `/v1/services/${serviceId}/rollouts${search === '' ? '' : `?${search}`}`;
+  const res = await app.inject({ method: 'GET', url, headers: bearer(token) });
+  if (res.statusCode !== 200) throw new Error(`rollout history of ${serviceId}: ${res.statusCode} ${res.body}`);
+  return res.json() as RolloutHistoryPage;
+}
+
+/** The rollouts of the history's first page (the server's default page size unless `limit`). */
+export async function rolloutHistory (app: Caller, token: string, serviceId: string, page: { limit?: number } = {}): Promise<RolloutHistoryItem[]> {
+  return (await rolloutHistoryPage(app, token, serviceId, page)).rollouts;
+}
+
+/** The whole rollout history, following the keyset cursor (500 a page). */
+export async function fullRolloutHistory (app: Caller, token: string, serviceId: string): Promise<RolloutHistoryItem[]> {
+  const items: RolloutHistoryItem[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < 100; page++) {
+    const res = await rolloutHistoryPage(app, token, serviceId, { limit: 500, ...(cursor === undefined ? {} : { cursor }) });
+    items.push(...res.rollouts);
+    cursor = res.nextCursor;
+    if (!cursor) return items;
+  }
+  throw new Error('the rollout history has more than 100 pages');
 }

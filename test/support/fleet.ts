@@ -5,9 +5,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { MongoClient, type Db } from 'mongodb';
 import { inject } from 'vitest';
-import type { Role } from '../../src/domain/principal.js';
-import { mintToken, type MintOptions } from '../../src/http/auth.js';
 import { freshDatabaseName } from './database.js';
+import { tokenMinter, type TokenMinter } from './tokens.js';
 
 /**
  * Several real server processes (`node dist/src/server.js`) on one fresh database of the
@@ -66,7 +65,7 @@ export interface Fleet {
   dbName: string;
   secret: string;
   /** A valid HS256 token for the role (cluster tokens for cluster `c1` unless given). */
-  token(role: Role, extra?: Partial<MintOptions>): Promise<string>;
+  token: TokenMinter;
   /** A driver handle on the fleet's database, for assertions; closed by `close()`. */
   db(): Promise<Db>;
   /** Starts one more process with the fleet's settings plus `env`. */
@@ -77,8 +76,12 @@ export interface Fleet {
   close(): Promise<void>;
 }
 
-const serverEntry = join(import.meta.dirname, '..', '..', 'dist', 'src', 'server.js');
+/** The compiled server, what `npm start` runs (`npm run build` makes it). */
+export const serverEntry = join(import.meta.dirname, '..', '..', 'dist', 'src', 'server.js');
 const LOG_LINES_KEPT = 200;
+
+/** What every server process inherits from the test process: no more (no MONGODB_URI, no secrets). */
+export const inheritedEnv = (): Record<string, string> => ({ PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '' });
 
 /**
  * Loaded into each server process with `--import`: when the test process dies without killing it,
@@ -86,7 +89,8 @@ const LOG_LINES_KEPT = 200;
  * from holding the event loop open, so SIGTERM's drain-and-exit is unchanged.
  */
 const orphanWatch = 'data:text/javascript,' + encodeURIComponent(
-  'process.stdin.on("end",()=>process.kill(process.pid,"SIGKILL"));process.stdin.on("error",()=>{});process.stdin.resume();process.stdin.unref();'
+  'process.stdin.on("end",()=>process.kill(process.pid,"SIGKILL"));' +
+  'process.stdin.on("error",()=>{});process.stdin.resume();process.stdin.unref();'
 );
 
 /** Every child this test process started and that has not exited: the exit handler's list. */
@@ -101,13 +105,43 @@ function installExitHandler (): void {
   });
 }
 
-interface Started {
+/** One started server process (`startServerProcess`). */
+export interface StartedServer {
   child: ChildProcessWithoutNullStreams;
+  /** `http://127.0.0.1:<port>`, from its "listening on" line. */
   url: string;
+  /** Resolves with the exit code (`null` when ended by a signal). */
   exited: Promise<number | null>;
+  /** Its recent output lines (stdout and stderr, the last 200). */
+  logs: string[];
+  /** Sends `signal` and resolves with the exit code; at once with the old code when already gone. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-function startProcess (env: Record<string, string>, index: number, logs: string[], timeoutMs: number): Promise<Started> {
+export interface StartServerOptions {
+  /** Prefix of its lines under TEST_LOG and name in failure messages; default 0. */
+  index?: number;
+  /** Where its lines go (kept across restarts by a fleet); default a fresh list. */
+  logs?: string[];
+  /** How long it may take to print its listening line; default 60 s. */
+  timeoutMs?: number;
+}
+
+/**
+ * Starts `node dist/src/server.js` with exactly `env` (see `inheritedEnv`; PORT=0 picks a free port)
+ * and resolves when it logs "listening on …". It is killed when this test process exits, and kills
+ * itself when this process dies without exit handlers. Rejects, with its output, when it exits or
+ * stays silent first.
+ */
+export async function startServerProcess (env: Record<string, string>, opts: StartServerOptions = {}): Promise<StartedServer> {
+  if (!existsSync(serverEntry)) {
+    throw new Error(`${serverEntry} does not exist. The tests run the compiled server: ` +
+      'run `npm run build` first (`npm test` does it in pretest).');
+  }
+  installExitHandler();
+  const index = opts.index ?? 0;
+  const logs = opts.logs ?? [];
+  const timeoutMs = opts.timeoutMs ?? 60_000;
   const child = spawn(process.execPath, ['--import', orphanWatch, serverEntry], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   liveChildren.add(child);
   const exited = new Promise<number | null>((resolve) => {
@@ -118,8 +152,13 @@ function startProcess (env: Record<string, string>, index: number, logs: string[
     });
   });
   child.once('error', (err) => { remember(logs, `[fleet] process ${index} could not be spawned: ${err.message}`); });
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> => {
+    if (child.exitCode !== null || child.signalCode !== null) return await exited;
+    child.kill(signal);
+    return await exited;
+  };
 
-  return new Promise((resolve, reject) => {
+  return await new Promise((resolve, reject) => {
     let settled = false;
     const fail = (why: string): void => {
       if (settled) return;
@@ -137,7 +176,7 @@ function startProcess (env: Record<string, string>, index: number, logs: string[
       if (match?.[1]) {
         settled = true;
         clearTimeout(timer);
-        resolve({ child, url: match[1], exited });
+        resolve({ child, url: match[1], exited, logs, stop });
       }
     };
     createInterface({ input: child.stdout }).on('line', onLine);
@@ -151,27 +190,15 @@ function remember (logs: string[], line: string): void {
   if (logs.length > LOG_LINES_KEPT) logs.splice(0, logs.length - LOG_LINES_KEPT);
 }
 
-/** Sends a signal and waits for the exit; resolves at once with the old code when already gone. */
-async function stop (current: Started, signal: NodeJS.Signals): Promise<number | null> {
-  if (current.child.exitCode !== null || current.child.signalCode !== null) return await current.exited;
-  current.child.kill(signal);
-  return await current.exited;
-}
-
 /** Starts `opts.processes` server processes in parallel on one fresh database. */
 export async function startFleet (opts: FleetOptions): Promise<Fleet> {
-  if (!existsSync(serverEntry)) {
-    throw new Error(`fleet: ${serverEntry} does not exist. The fleet runs the compiled server: run \`npm run build\` first (\`npm test\` does it in pretest).`);
-  }
-  installExitHandler();
   const dbName = opts.dbName ?? freshDatabaseName('fleet');
   const secret = opts.secret ?? randomBytes(32).toString('base64url');
   // `env.MONGODB_URI` points the processes at another server (fault tests); db() and close() follow it.
   const mongoUri = opts.env?.['MONGODB_URI'] || inject('mongoUri');
   const timeoutMs = opts.startTimeoutMs ?? 60_000;
   const baseEnv: Record<string, string> = {
-    PATH: process.env['PATH'] ?? '',
-    HOME: process.env['HOME'] ?? '',
+    ...inheritedEnv(),
     MONGODB_URI: mongoUri,
     MONGODB_DB: dbName,
     AUTH_JWT_SECRET: secret,
@@ -186,7 +213,7 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
 
   const launch = async (index: number, env: Record<string, string> = {}): Promise<ServerProcess> => {
     const logs: string[] = [];
-    let current = await startProcess({ ...baseEnv, ...env }, index, logs, timeoutMs);
+    let current = await startServerProcess({ ...baseEnv, ...env }, { index, logs, timeoutMs });
     const server: ServerProcess = {
       index,
       get url () { return current.url; },
@@ -194,11 +221,11 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
       get exited () { return current.exited; },
       get running () { return current.child.exitCode === null && current.child.signalCode === null; },
       logs,
-      kill: async (signal = 'SIGTERM') => await stop(current, signal),
+      kill: async (signal = 'SIGTERM') => await current.stop(signal),
       restart: async (restartEnv = {}) => {
-        await stop(current, 'SIGTERM');
+        await current.stop('SIGTERM');
         remember(logs, `[fleet] restarting process ${index}`);
-        current = await startProcess({ ...baseEnv, ...restartEnv }, index, logs, timeoutMs);
+        current = await startServerProcess({ ...baseEnv, ...restartEnv }, { index, logs, timeoutMs });
       },
     };
     return server;
@@ -208,12 +235,7 @@ export async function startFleet (opts: FleetOptions): Promise<Fleet> {
     servers,
     dbName,
     secret,
-    token: (role, extra = {}) => mintToken({ kind: 'secret', secret }, {
-      subject: `fleet-${role}`,
-      role,
-      ...(role === 'cluster' ? { clusterId: 'c1' } : {}),
-      ...extra,
-    }),
+    token: tokenMinter(secret, 'fleet'),
     db: async () => {
       client ??= await new MongoClient(mongoUri, { serverSelectionTimeoutMS: 5_000 }).connect();
       return client.db(dbName);

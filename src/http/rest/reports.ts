@@ -5,9 +5,9 @@ import { ReportDeploymentSnapshotsInput } from '../../contracts/reports.js';
 import { permissions } from '../../domain/principal.js';
 import type { Operations } from '../../operations/index.js';
 import type { TokenVerifier } from '../auth.js';
-import { actorOf, authorize } from '../authorize.js';
+import { actorOf } from '../authorize.js';
 import { valueOf } from '../replies.js';
-import { ProblemResponses } from '../schemas.js';
+import { guardWith, replies } from './guard.js';
 
 export interface ReportRoutesOptions {
   operations: Pick<Operations, 'reportSnapshot'>;
@@ -22,20 +22,17 @@ const ReportReply = Type.Object({
   status: Type.Optional(IImageRolloutStatus),
 });
 
+const reportSummary = 'Report a deployment snapshot with runtime image evidence (cluster tokens)';
+
 /** REST: Coreflow's snapshot report (the TypedRequest request without `identity`). */
 export const reportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> = async (app, { operations, verifier }) => {
   const { reportSnapshot } = operations;
+  const guard = guardWith(verifier);
   app.post('/v1/deployment-snapshots', {
-    onRequest: authorize(verifier, permissions.reportSnapshots),
+    ...guard(permissions.reportSnapshots, { tags: ['reports'], summary: reportSummary, body: ReportDeploymentSnapshotsInput, response: replies(ReportReply) }),
     preValidation: async (request) => {
       const refused = reportSnapshot.precheck(request.body);
       if (refused) throw refused;
-    },
-    schema: {
-      tags: ['reports'],
-      summary: 'Report a deployment snapshot with runtime image evidence (cluster tokens)',
-      body: ReportDeploymentSnapshotsInput,
-      response: { 200: ReportReply, ...ProblemResponses },
     },
   }, async (request, reply) => {
     const outcome = valueOf(await reportSnapshot(request.body, actorOf(request)), reply, '/body');

@@ -8,9 +8,9 @@ import { errors } from '../../errors.js';
 import type { RolloutReads } from '../../operations/readRollout.js';
 import { queryAccessToken } from '../accessToken.js';
 import { bearerToken, type TokenVerifier } from '../auth.js';
-import { authorize } from '../authorize.js';
 import { valueOf } from '../replies.js';
 import { ProblemResponses, ServiceParams } from '../schemas.js';
+import { guardWith, replies } from './guard.js';
 import { serve, type StatusHub } from '../sse/hub.js';
 import { SseStream } from '../sse/stream.js';
 
@@ -45,6 +45,9 @@ function streamToken (request: FastifyRequest): string {
   return query;
 }
 
+const tags = ['rollouts'];
+const streamReply = { description: 'text/event-stream; `data` of `status` events is a StatusEvent', content: { 'text/event-stream': { schema: StatusEvent } } };
+
 const eventsDescription = [
   'Each change: `id: <revision>`, `event: status`, `data: <StatusEvent JSON>`, in revision order, none twice.',
   'On connect: the stored events after `Last-Event-ID` (header) or `?after=<revision>`, else only the latest (the current state); then every new one.',
@@ -53,33 +56,24 @@ const eventsDescription = [
   '`: keep-alive` comments every 15 s. Auth: `Authorization: Bearer` or, for EventSource, `?access_token=` (never logged).',
 ].join(' ');
 
+const eventsSchema = {
+  tags,
+  summary: 'Rollout status changes as Server-Sent Events (text/event-stream)',
+  description: eventsDescription,
+  params: ServiceParams,
+  querystring: EventsQuery,
+  headers: EventsHeaders,
+  response: { ...ProblemResponses, 200: streamReply },
+};
+
 /** The rollout view and the status event stream. */
 export const rolloutStatusRoutes: FastifyPluginAsyncTypebox<RolloutStatusRoutesOptions> = async (app, { rollouts, verifier, hub }) => {
-  app.get('/v1/services/:serviceId/rollout', {
-    onRequest: authorize(verifier, permissions.readRolloutStatus),
-    schema: {
-      tags: ['rollouts'],
-      summary: 'The current rollout: plan, status, each reporter\'s evidence, and what blocks success',
-      params: ServiceParams,
-      response: { 200: RolloutView, ...ProblemResponses },
-    },
-  }, async (request, reply) => valueOf(await rollouts.readRollout(request.params.serviceId), reply, '/params'));
+  const viewSummary = 'The current rollout: plan, status, each reporter\'s evidence, and what blocks success';
+  app.get('/v1/services/:serviceId/rollout', guardWith(verifier)(permissions.readRolloutStatus, {
+    tags, summary: viewSummary, params: ServiceParams, response: replies(RolloutView),
+  }), async (request, reply) => valueOf(await rollouts.readRollout(request.params.serviceId), reply, '/params'));
 
-  app.get('/v1/services/:serviceId/rollout/events', {
-    onRequest: authorize(verifier, permissions.readRolloutStatus, streamToken),
-    schema: {
-      tags: ['rollouts'],
-      summary: 'Rollout status changes as Server-Sent Events (text/event-stream)',
-      description: eventsDescription,
-      params: ServiceParams,
-      querystring: EventsQuery,
-      headers: EventsHeaders,
-      response: {
-        200: { description: 'text/event-stream; `data` of `status` events is a StatusEvent', content: { 'text/event-stream': { schema: StatusEvent } } },
-        ...ProblemResponses,
-      },
-    },
-  }, async (request, reply) => {
+  app.get('/v1/services/:serviceId/rollout/events', guardWith(verifier, streamToken)(permissions.readRolloutStatus, eventsSchema), async (request, reply) => {
     const { serviceId } = request.params;
     const resumeFrom = request.headers['last-event-id'] ?? request.query.after;
     // One read: does the service exist, and what was already stored (the catch-up).

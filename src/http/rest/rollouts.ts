@@ -7,9 +7,10 @@ import { permissions } from '../../domain/principal.js';
 import { errors } from '../../errors.js';
 import type { Operations } from '../../operations/index.js';
 import type { TokenVerifier } from '../auth.js';
-import { actorOf, authorize } from '../authorize.js';
+import { actorOf } from '../authorize.js';
 import { valueOf } from '../replies.js';
-import { ProblemResponses, ServiceParams, ServiceReply } from '../schemas.js';
+import { ServiceParams, ServiceReply } from '../schemas.js';
+import { guardWith, replies } from './guard.js';
 
 export interface RolloutRoutesOptions {
   operations: Pick<Operations, 'promote' | 'rollBack' | 'rollouts'>;
@@ -46,19 +47,23 @@ async function requireIdempotencyKey (request: FastifyRequest): Promise<void> {
 
 const keyOf = (request: FastifyRequest): string => request.headers['idempotency-key'] as string;
 
+const tags = ['releases'];
+const keyRule = 'Header `Idempotency-Key` required.';
+const promoteSummary = 'Promote a release: issue a new immutable-digest rollout (admin, api)';
+const promoteDescription = `${keyRule} Compare-and-swap on \`expectedRolloutGeneration\` (0 before the first rollout).`;
+const rollbackSummary = 'Roll back to a previously accepted release (admin, api)';
+const rollbackDescription = `${keyRule} Puts automatic promotion on hold until the next explicit promotion.`;
+const historySummary = 'Rollout history: every plan ever issued, newest first (the audit trail)';
+
 /** REST adapters for promotion, rollback and the rollout history. */
 export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (app, { operations, verifier }) => {
+  const guard = guardWith(verifier);
+
   app.post('/v1/services/:serviceId/image-releases/:releaseId/promote', {
-    onRequest: authorize(verifier, permissions.promote),
+    ...guard(permissions.promote, {
+      tags, summary: promoteSummary, description: promoteDescription, params: ReleaseParams, body: PromoteBody, response: replies(ServiceReply),
+    }),
     preValidation: requireIdempotencyKey,
-    schema: {
-      tags: ['releases'],
-      summary: 'Promote a release: issue a new immutable-digest rollout (admin, api)',
-      description: 'Header `Idempotency-Key` required. Compare-and-swap on `expectedRolloutGeneration` (0 before the first rollout).',
-      params: ReleaseParams,
-      body: PromoteBody,
-      response: { 200: ServiceReply, ...ProblemResponses },
-    },
   }, async (request, reply) => {
     const { enableImmutableImage: _optIn, ...body } = request.body;
     const result = await operations.promote({ ...request.params, ...body, idempotencyKey: keyOf(request) }, actorOf(request));
@@ -66,29 +71,16 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
   });
 
   app.post('/v1/services/:serviceId/image-releases/:releaseId/rollback', {
-    onRequest: authorize(verifier, permissions.rollBack),
+    ...guard(permissions.rollBack, {
+      tags, summary: rollbackSummary, description: rollbackDescription, params: ReleaseParams, body: RollbackBody, response: replies(ServiceReply),
+    }),
     preValidation: requireIdempotencyKey,
-    schema: {
-      tags: ['releases'],
-      summary: 'Roll back to a previously accepted release (admin, api)',
-      description: 'Header `Idempotency-Key` required. Puts automatic promotion on hold until the next explicit promotion.',
-      params: ReleaseParams,
-      body: RollbackBody,
-      response: { 200: ServiceReply, ...ProblemResponses },
-    },
   }, async (request, reply) => {
     const result = await operations.rollBack({ ...request.params, ...request.body, idempotencyKey: keyOf(request) }, actorOf(request));
     return { service: valueOf(result, reply, '/body').service };
   });
 
-  app.get('/v1/services/:serviceId/rollouts', {
-    onRequest: authorize(verifier, permissions.readRolloutHistory),
-    schema: {
-      tags: ['releases'],
-      summary: 'Rollout history: every plan ever issued, newest first (the audit trail)',
-      params: ServiceParams,
-      querystring: RolloutHistoryQuery,
-      response: { 200: RolloutHistoryPage, ...ProblemResponses },
-    },
-  }, async (request, reply) => valueOf(await operations.rollouts.readRolloutHistory(request.params.serviceId, request.query), reply, '/querystring'));
+  app.get('/v1/services/:serviceId/rollouts', guard(permissions.readRolloutHistory, {
+    tags, summary: historySummary, params: ServiceParams, querystring: RolloutHistoryQuery, response: replies(RolloutHistoryPage),
+  }), async ({ params, query }, reply) => valueOf(await operations.rollouts.readRolloutHistory(params.serviceId, query), reply, '/querystring'));
 };

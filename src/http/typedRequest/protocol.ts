@@ -58,7 +58,7 @@ export function withoutIdentity (payload: unknown): Record<string, unknown> {
 }
 
 /** The TypedRequest error payload: `error.data.code` is the stable code. */
-export const typedRequestError = (error: AppError, requestId: string): { text: string, data: Record<string, unknown> } =>
+const typedRequestError = (error: AppError, requestId: string): { text: string, data: Record<string, unknown> } =>
   ({ text: error.message, data: { code: error.code, requestId, ...error.details } });
 
 /**

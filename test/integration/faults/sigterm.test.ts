@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serviceData } from '../../support/app.js';
 import { startFleet, type Fleet, type ServerProcess } from '../../support/fleet.js';
-import { bearer, createFixtureService, httpCaller, pushRelease, registerCluster, type FixtureService } from '../../support/fixtures.js';
+import {
+  bearer, createFixtureService, httpCaller, pushRelease, registerCluster, rolloutHistory, type FixtureService,
+} from '../../support/fixtures.js';
 import { childPids, commandLine, eventually, openRequest, processExists, rawRequest, sleep, Tally, type HttpResult, type OpenRequest } from './helpers.js';
 
 /**
@@ -193,12 +195,12 @@ describe('SIGTERM under load: one server process with MONGODB_URI', () => {
     await server.restart();
     const caller = httpCaller(server.url);
     for (const [i, answer] of [...answers, pooledAnswer].entries()) {
-      const history = (await caller.inject({ method: 'GET', url: `/v1/services/${held[i]!.id}/rollouts`, headers: bearer(admin) })).json().rollouts;
+      const history = await rolloutHistory(caller, admin, held[i]!.id);
       expect(history).toHaveLength(1);
       expect(history[0]).toMatchObject({ rolloutId: answer.kind === 'answer' ? answer.answer.json.service.data.imageDeployment.rolloutId : '', state: 'applied' });
     }
     for (let i = 0; i < LOOPERS; i++) {
-      const history = (await caller.inject({ method: 'GET', url: `/v1/services/${looped[i]!.id}/rollouts?limit=500`, headers: bearer(admin) })).json().rollouts as Array<{ rolloutId: string, generation: number, state: string }>;
+      const history = await rolloutHistory(caller, admin, looped[i]!.id, { limit: 500 });
       const mine = acknowledgedPromotions.filter((p) => p.service === i);
       expect(new Set(history.map((r) => r.rolloutId))).toEqual(new Set(mine.map((p) => p.rolloutId)));
       expect(history.every((r) => r.state === 'applied')).toBe(true);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFleet, type Fleet } from '../../support/fleet.js';
 import {
-  createFixtureService, httpCaller, promote, pushRelease, registerCluster, rollback, type Caller, type CallerResponse,
+  createFixtureService, httpCaller, promote, pushRelease, registerCluster, rollback, rolloutHistory, type Caller, type CallerResponse,
 } from '../../support/fixtures.js';
 
 /**
@@ -25,8 +25,7 @@ describe('concurrency across server processes', () => {
   afterAll(async () => { await fleet?.close(); });
 
   const via = (i: number): Caller => callers[i % callers.length]!;
-  const history = async (serviceId: string) =>
-    (await via(1).inject({ method: 'GET', url: `/v1/services/${serviceId}/rollouts?limit=500`, headers: { authorization: `Bearer ${admin}` } })).json().rollouts as Array<{ generation: number, rolloutId: string }>;
+  const history = async (serviceId: string) => await rolloutHistory(via(1), admin, serviceId, { limit: 500 });
 
   it('50 concurrent promotions with the same expected generation over 3 processes: exactly one wins, 20 rounds in a row', async () => {
     const svc = await createFixtureService(via(0), admin);
@@ -178,9 +177,9 @@ describe('crash safety: the process is killed at each step boundary, the retry c
         expect(mine).toEqual(theirs);
 
         const adminCaller = httpCaller(fleet.servers[0]!.url);
-        const rollouts = (await adminCaller.inject({ method: 'GET', url: `/v1/services/${s.service.id}/rollouts`, headers: { authorization: `Bearer ${admin}` } })).json().rollouts;
+        const rollouts = await rolloutHistory(adminCaller, admin, s.service.id);
         expect(rollouts).toHaveLength(s.generation + 1);
-        expect(rollouts.every((r: { state: string }) => r.state === 'applied')).toBe(true);
+        expect(rollouts.every((r) => r.state === 'applied')).toBe(true);
         const releases = (await adminCaller.inject({ method: 'GET', url: `/v1/services/${s.service.id}/image-releases`, headers: { authorization: `Bearer ${admin}` } })).json().releases;
         const target = releases.find((r: { id: string }) => r.id === s.release);
         expect(target.data.promotionCount).toBe(1);

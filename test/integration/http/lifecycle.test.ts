@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FaultPoint } from '../../../src/faults.js';
 import { buildTestApp, typedRequest, type TestApp } from '../../support/app.js';
 import {
-  createFixtureService, promote, pushRelease, registerCluster, rollback, type FixtureService, bearer,
+  createFixtureService, promote, pushRelease, registerCluster, rollback, rolloutHistory, type FixtureService, bearer,
 } from '../../support/fixtures.js';
 
 describe('promotion and rollback', () => {
@@ -21,8 +21,7 @@ describe('promotion and rollback', () => {
 
   const releases = async (serviceId: string) =>
     (await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/image-releases`, headers: bearer(admin) })).json().releases as Array<{ id: string, data: Record<string, unknown> }>;
-  const history = async (serviceId: string) =>
-    (await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/rollouts`, headers: bearer(admin) })).json().rollouts as Array<Record<string, unknown>>;
+  const history = async (serviceId: string) => await rolloutHistory(t.app, admin, serviceId);
   const service = async (serviceId: string) =>
     (await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}`, headers: bearer(admin) })).json().service;
 
@@ -212,10 +211,10 @@ describe('promotion and rollback', () => {
         expect(reused.statusCode, reused.body).toBe(200);
         expect(reused.headers['idempotent-replayed']).toBeUndefined();
         expect(reused.json().service.data.imageDeployment).toMatchObject({ rolloutGeneration: 2, releaseId: b.releaseId });
-        const rollouts = (await t2.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollouts`, headers: bearer(admin2) })).json().rollouts;
-        expect(rollouts.map((r: { releaseId: string }) => r.releaseId)).toEqual([b.releaseId, a.releaseId]);
-        expect(rollouts[0].idempotencyKeyHash).toMatch(/^[0-9a-f]{64}$/);
-        expect(rollouts[0].idempotencyKeyHash).toBe(rollouts[1].idempotencyKeyHash);
+        const rollouts = await rolloutHistory(t2.app, admin2, svc.id);
+        expect(rollouts.map((r) => r.releaseId)).toEqual([b.releaseId, a.releaseId]);
+        expect(rollouts[0]!.idempotencyKeyHash).toMatch(/^[0-9a-f]{64}$/);
+        expect(rollouts[0]!.idempotencyKeyHash).toBe(rollouts[1]!.idempotencyKeyHash);
       } finally {
         await t2.close();
       }
@@ -297,8 +296,7 @@ describe('automatic promotion on push', () => {
   });
   afterAll(async () => { await t.close(); });
 
-  const history = async (serviceId: string) =>
-    (await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/rollouts`, headers: bearer(admin) })).json().rollouts as Array<Record<string, unknown>>;
+  const history = async (serviceId: string) => await rolloutHistory(t.app, admin, serviceId);
 
   it('promotes once per event, holds after a manual rollback, resumes after an explicit promotion', async () => {
     const svc = await createFixtureService(t.app, admin, { deployOnPush: true });
@@ -384,9 +382,9 @@ describe('crash between steps (injected in-process; the process-kill version is 
         expect(retried.statusCode, retried.body).toBe(200);
         const replay = await promote(t.app, admin, svc.id, a.releaseId, { generation: 0, key: 'crash-key' });
         expect(replay.body).toBe(retried.body);
-        const rollouts = (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollouts`, headers: bearer(admin) })).json().rollouts;
+        const rollouts = await rolloutHistory(t.app, admin, svc.id);
         expect(rollouts).toHaveLength(1);
-        expect(rollouts[0].state).toBe('applied');
+        expect(rollouts[0]?.state).toBe('applied');
         const release = (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/image-releases`, headers: bearer(admin) })).json().releases[0];
         expect(release.data.promotionCount).toBe(1);
         expect(retried.json().service.data.imageDeployment.rolloutGeneration).toBe(1);
@@ -408,7 +406,7 @@ describe('crash between steps (injected in-process; the process-kill version is 
       expect((await promote(t.app, admin, svc.id, a.releaseId, { generation: 0 })).statusCode).toBe(200);
       armed = true;
       expect((await promote(t.app, admin, svc.id, b.releaseId, { generation: 1 })).statusCode).toBe(500);
-      const pending = (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollouts`, headers: bearer(admin) })).json().rollouts[0];
+      const pending = (await rolloutHistory(t.app, admin, svc.id))[0]!;
       expect(pending).toMatchObject({ generation: 2, releaseId: b.releaseId, state: 'pending' });
       // Another key: this request finds the pending rollout (b is current once it is finished, and
       // accepted), so rolling back to b is refused as "is current", not as "never promoted".

@@ -38,7 +38,7 @@ import type {
 } from '../../../src/contracts/index.js';
 import type { FaultPoint } from '../../../src/faults.js';
 import { buildTestApp, serviceData, type TestApp } from '../../support/app.js';
-import { pushEvent, registryHost, type FixtureService } from '../../support/fixtures.js';
+import { pushEvent, registryHost, rolloutHistory, type FixtureService } from '../../support/fixtures.js';
 
 type ServiceData = IRequest_Any_Cloudly_CreateService['request']['serviceData'];
 type ReportPushEvent = TypedRequestShape<typeof IRequest_Any_Cloudly_ReportImmutableRegistryPushEvent>;
@@ -305,8 +305,7 @@ describe('the real TypedRequest client: list → promote → rollback', () => {
     for (const result of results) expect(result).toEqual(results[0]);
     expect(results[0]?.service.data.imageDeployment?.rolloutGeneration).toBe(1);
     // Exactly one rollout was issued.
-    const history = await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollouts`, headers: { authorization: `Bearer ${admin}` } });
-    expect(history.json().rollouts).toHaveLength(1);
+    expect(await rolloutHistory(t.app, admin, svc.id)).toHaveLength(1);
     // How many duplicates met the first request in flight (and got `retry`) depends on timing, so
     // it is not asserted here; the next describe makes a `retry` certain. Whatever the client
     // logged was only that.

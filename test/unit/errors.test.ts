@@ -1,0 +1,61 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AppError, errorCatalogue, errors } from '../../src/errors.js';
+
+// As fastify's test/internals/errors.test.js: the catalogue and its documentation, both ways.
+const doc = await readFile(join(import.meta.dirname, '..', '..', 'docs', 'errors.md'), 'utf8');
+
+/** code → status of every row of the documented table (`| <a id="code"></a>\`code\` | status | …`). */
+const documented = new Map([...doc.matchAll(/^\| <a id="([a-z-]+)"><\/a>`([a-z-]+)` \| (\d{3}) \|/gm)].map((m) => {
+  expect(m[1], 'anchor and code agree').toBe(m[2]);
+  return [m[2] as string, Number(m[3])];
+}));
+
+describe('the error catalogue (src/errors.ts) and docs/errors.md', () => {
+  it('documents every code of the catalogue with its status', () => {
+    for (const [code, spec] of Object.entries(errorCatalogue)) {
+      expect(documented.get(code), `docs/errors.md documents ${code}`).toBe(spec.status);
+    }
+  });
+
+  it('documents no code that does not exist', () => {
+    for (const code of documented.keys()) expect(Object.keys(errorCatalogue), code).toContain(code);
+  });
+
+  it('has one factory per code, and every factory builds an error of the catalogue', () => {
+    const built = new Set<string>();
+    const sample: Record<string, unknown[]> = {
+      validationFailed: [[{ field: '/x', message: 'bad' }]],
+      serverManagedField: [['/body/imageDeployment']],
+      notFound: ['GET', '/nope'],
+      nodeNameTaken: ['c1', [{ nodeName: 'n1', ownerClusterId: 'c2' }]],
+      replayed: [{ code: 'release-not-found', message: 'gone', details: {} }],
+      rolloutGenerationConflict: ['moved', { currentGeneration: 1, currentRolloutId: 'ro_1' }],
+      currentRolloutMismatch: ['ro_0', { currentGeneration: 1, currentRolloutId: 'ro_1' }],
+      rollbackTargetIsCurrent: ['rel', { currentGeneration: 1, currentRolloutId: 'ro_1' }],
+      noCurrentRollout: ['svc', { currentGeneration: 0, currentRolloutId: null }],
+      staleRolloutReport: ['stale', { currentGeneration: 1, currentRolloutId: 'ro_1' }],
+      registryTargetMismatch: ['mismatch', { serviceId: 's', registryHost: 'h', repository: 'r' }],
+      invalidDeploymentPlan: [['no nodes']],
+      payloadTooLarge: [1024],
+    };
+    for (const [name, factory] of Object.entries(errors)) {
+      const error = (factory as (...args: unknown[]) => AppError)(...(sample[name] ?? ['x', 'y']));
+      expect(error, name).toBeInstanceOf(AppError);
+      expect(error.statusCode, name).toBe(errorCatalogue[error.code].status);
+      if (name !== 'replayed') built.add(error.code);
+    }
+    expect([...built].sort()).toEqual(Object.keys(errorCatalogue).sort());
+  });
+
+  it('never echoes unbounded input', () => {
+    const huge = 'x'.repeat(100_000);
+    for (const error of [errors.serviceNotFound(huge), errors.methodNotFound(huge), errors.runtimeCapabilityMissing(huge),
+      errors.validationFailed([{ field: huge, message: huge }]), errors.serviceAlreadyExists(huge, undefined)]) {
+      expect(JSON.stringify({ detail: error.message, ...error.details }).length, error.code).toBeLessThan(2_000);
+    }
+    const deep = JSON.parse('['.repeat(5_000) + ']'.repeat(5_000)) as unknown;
+    expect(errors.runtimeCapabilityMissing(deep).details['declared']).toBe('an array of 1');
+  });
+});
