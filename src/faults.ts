@@ -3,13 +3,7 @@
  * process kills itself with SIGKILL (no cleanup, no flushing — a real crash).
  * Off unless FAULT_INJECTION names the point; production never sets it.
  */
-const faultPoints = [
-  'after-idempotency-record',
-  'after-rollout-record',
-  'after-plan-write',
-  'after-release-update',
-] as const;
-export type FaultPoint = typeof faultPoints[number];
+export type FaultPoint = 'after-idempotency-record' | 'after-rollout-record' | 'after-plan-write' | 'after-release-update';
 
 export type FaultHook = (point: FaultPoint) => void;
 

@@ -10,10 +10,13 @@ import { translateDriverError } from '../../../src/store/driverErrors.js';
 import { startLocalMongo, type LocalMongo } from '../../../tools/dev-database/localMongo.js';
 import { Database } from '../../../src/store/mongo.js';
 import { freshDatabaseName } from '../../support/database.js';
-import { request, startFleet, type Fleet, type Response } from '../../support/fleet.js';
-import { createFixtureService, httpCaller, pushRelease, registerCluster, type FixtureService } from '../../support/fixtures.js';
+import { request, startFleet, type Fleet, type Response, type ServerProcess } from '../../support/fleet.js';
+import {
+  createFixtureService, fullRolloutHistory, httpCaller, pushRelease, registerCluster, type FixtureService,
+} from '../../support/fixtures.js';
 import { reportBody, verifiedReplica } from '../../support/reports.js';
-import { eventually, mapLimit, sleep, Tally } from './helpers.js';
+import { eventually, sleep } from '../../support/wait.js';
+import { mapLimit, Tally } from './helpers.js';
 
 /**
  * DESIGN §6 "Database down" under load, with real processes and a real outage:
@@ -110,6 +113,8 @@ describe('database outage under load: 2 server processes, 20 clients, the databa
     const acknowledged: Acknowledged[] = [];
     const unacknowledged: PromoteRequest[] = [];
     const phase = { name: 'warm' as 'warm' | 'stopping' | 'down' | 'starting' | 'up', stop: false };
+    /** The processes (by URL) that answered a client 503 while the database was down. */
+    const answeredOutage = new Set<string>();
 
     /** Sends one request, classifies its outcome; `undefined` = failure (timeout, connection lost, unexpected answer). */
     async function send (kind: Kind, url: string, opts: Parameters<typeof request>[1]): Promise<Response<any> | undefined> {
@@ -130,6 +135,7 @@ describe('database outage under load: 2 server processes, 20 clients, the databa
         failures.push(`${kind} ${opts?.path ?? ''} during ${phase.name}: ${res.status} ${res.text.slice(0, 300)}`);
         return undefined;
       }
+      if (res.status === 503 && phase.name === 'down') answeredOutage.add(url);
       if (res.status === 503 && res.headers['retry-after'] === undefined) {
         failures.push(`${kind} 503 without Retry-After during ${phase.name}`);
       }
@@ -215,7 +221,14 @@ describe('database outage under load: 2 server processes, 20 clients, the databa
     phase.name = 'stopping';
     await mongo.stop();
     phase.name = 'down';
-    await sleep(DOWN_MS);
+    // The outage lasts DOWN_MS and at least until each process has met it — a client request answered 503 and
+    // /readyz 503 twice — so "both processes stay up" is checked after what could have crashed them happened.
+    const metTheOutage = (server: ServerProcess): boolean => answeredOutage.has(server.url) &&
+      probes.filter((p) => p.server === server.index && p.path === '/readyz' && p.phase === 'down' && p.status === 503).length >= 2;
+    await Promise.all([
+      sleep(DOWN_MS),
+      eventually('each process answered the outage (a client 503, /readyz 503 twice)', async () => fleet.servers.every(metTheOutage), 120, 250),
+    ]);
     expect(fleet.servers.every((s) => s.running)).toBe(true);
     phase.name = 'starting';
     mongo = await startLocalMongo({ backend: 'h2', dataFile, port: mongo.port });
@@ -282,7 +295,7 @@ describe('database outage under load: 2 server processes, 20 clients, the databa
     const db = await fleet.db();
     for (let s = 0; s < SERVICES; s++) {
       const service = services[s]!;
-      const history = await fullHistory(caller, service.id, admin);
+      const history = await fullRolloutHistory(httpCaller(caller), admin, service.id);
       const generations = history.map((r) => r.generation);
       const n = history.length;
       expect(generations).toEqual(Array.from({ length: n }, (_, i) => n - i)); // newest first: N..1, contiguous
@@ -387,22 +400,3 @@ describe('the driver monitor watchdog (src/store/mongo.ts)', () => {
     }
   }, 60_000);
 });
-
-interface HistoryItem { rolloutId: string, generation: number, releaseId: string, state: string }
-
-/** The whole rollout history, following the keyset cursor. */
-async function fullHistory (url: string, serviceId: string, token: string): Promise<HistoryItem[]> {
-  const items: HistoryItem[] = [];
-  let cursor: string | undefined;
-  for (let page = 0; page < 100; page++) {
-    const res = await request<{ rollouts: HistoryItem[], nextCursor?: string }>(url, {
-      path: `/v1/services/${serviceId}/rollouts?limit=500${cursor ? `&cursor=${cursor}` : ''}`,
-      token,
-    });
-    expect(res.status, res.text).toBe(200);
-    items.push(...res.json.rollouts);
-    cursor = res.json.nextCursor;
-    if (!cursor) return items;
-  }
-  throw new Error('history has more than 100 pages');
-}
