@@ -25,7 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   clusterContracts, releaseTypedRequestContracts, typedRequestContracts, type IImmutableImageDeploymentPlan,
 } from '../../../src/contracts/index.js';
-import { TypedRequestEnvelope } from '../../../src/http/typedRequest.js';
+import { TypedRequestEnvelope } from '../../../src/http/typedRequest/protocol.js';
 import { buildTestApp, serviceData, type TestApp } from '../../support/app.js';
 import { bearer, pushEvent, pushRelease, registerCluster, registryHost, type FixtureService } from '../../support/fixtures.js';
 import { fullReplicas, reportBody } from '../../support/reports.js';
@@ -277,7 +277,7 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
 
   /** Every document of every collection, canonical EJSON, in a stable order. */
   const snapshot = async (): Promise<string> => {
-    const db = t.app.database.db;
+    const db = t.db;
     const names = (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).filter((n) => !n.startsWith('system.')).sort();
     const contents = await Promise.all(names.map(async (name) => [name, await db.collection(name).find({}).sort({ _id: 1 }).toArray()] as const));
     return BSON.EJSON.stringify(Object.fromEntries(contents), { relaxed: false });

@@ -149,7 +149,7 @@ describe('every API answer carries Cache-Control: no-store (REST and /typedreque
     await raw('malformed %-escape', '/v1/services/%E0%A4%A', { headers: bearer(admin) });
     await raw('invalid JSON', '/v1/services', { method: 'POST', headers: { ...bearer(admin), 'content-type': 'application/json' }, body: '{"name":' });
     await raw('unsupported media type', '/v1/services', { method: 'POST', headers: { ...bearer(admin), 'content-type': 'text/plain' }, body: 'x' });
-    await raw('body too large', '/v1/services', { method: 'POST', headers: { ...bearer(admin), 'content-type': 'application/json' }, body: JSON.stringify({ x: 'y'.repeat(t.config.bodyLimitBytes) }) });
+    await raw('body too large', '/v1/services', { method: 'POST', headers: { ...bearer(admin), 'content-type': 'application/json' }, body: JSON.stringify({ x: 'y'.repeat(t.config.BODY_LIMIT_BYTES) }) });
     await raw('unknown service (REST)', '/v1/services/svc_missing', { headers: bearer(admin) });
     await raw('bad token (REST)', `/v1/services/${svc.id}`, { headers: bearer('not.a.jwt') });
 
