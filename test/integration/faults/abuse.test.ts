@@ -4,7 +4,8 @@ import { loadConfig } from '../../../src/config.js';
 import { serviceData, typedRequest } from '../../support/app.js';
 import { request, startFleet, type Fleet } from '../../support/fleet.js';
 import { bearer, createFixtureService, httpCaller, promote, pushRelease, registerCluster, type FixtureService } from '../../support/fixtures.js';
-import { eventually, mapLimit, rawConnection, sleep, Tally, vmRssKb, type RawConnection } from './helpers.js';
+import { eventually, sleep } from '../../support/wait.js';
+import { mapLimit, rawConnection, Tally, vmRssKb, type RawConnection } from './helpers.js';
 
 /**
  * DESIGN §6 "Bad input of any kind gets a clear 4xx … never a 500, and writes nothing. Bodies are

@@ -1,24 +1,12 @@
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Shared pieces of the fault suites (test/faults): raw HTTP over fresh connections (so that a
  * keep-alive pool never hides what the server did to a connection), process inspection through
- * /proc, polling without wall-clock assertions, and a bounded-concurrency runner.
+ * /proc, and a bounded-concurrency runner. Polling (`eventually`) is in test/support/wait.ts.
  */
-
-export { sleep };
-
-/** Polls until `check` holds; throws after `attempts` tries. Never asserts a duration. */
-export async function eventually (what: string, check: () => Promise<boolean>, attempts = 80, pauseMs = 250): Promise<void> {
-  for (let i = 0; i < attempts; i++) {
-    if (await check().catch(() => false)) return;
-    await sleep(pauseMs);
-  }
-  throw new Error(`${what}: the condition never held (${attempts} tries, ${pauseMs} ms apart)`);
-}
 
 /** Resident set size of a process in KiB, from /proc/<pid>/status (Linux). */
 export function vmRssKb (pid: number): number {

@@ -8,7 +8,8 @@ import { startFleet, type Fleet, type ServerProcess } from '../../support/fleet.
 import {
   bearer, createFixtureService, httpCaller, pushRelease, registerCluster, rolloutHistory, type FixtureService,
 } from '../../support/fixtures.js';
-import { childPids, commandLine, eventually, openRequest, processExists, rawRequest, sleep, Tally, type HttpResult, type OpenRequest } from './helpers.js';
+import { eventually, sleep } from '../../support/wait.js';
+import { childPids, commandLine, openRequest, processExists, rawRequest, Tally, type HttpResult, type OpenRequest } from './helpers.js';
 
 /**
  * DESIGN §6 "SIGTERM drains in-flight requests, then exits", with a real server process
@@ -41,6 +42,12 @@ import { childPids, commandLine, eventually, openRequest, processExists, rawRequ
 const IN_FLIGHT = 50;
 const LOOPERS = 10;
 const SHUTDOWN_TIMEOUT_MS = 10_000;
+
+/** Resolves when the server has logged "incoming request" for each path: it has the headers, the body is still held. */
+async function routed (server: ServerProcess, paths: string[]): Promise<void> {
+  const seen = (path: string) => server.logs.some((line) => line.includes('"msg":"incoming request"') && line.includes(`"url":"${path}"`));
+  await eventually('the server logs "incoming request" for every held request', async () => paths.every(seen), 400, 25);
+}
 
 /** Resolves when the server process has logged that it received the signal. */
 async function signalAcknowledged (server: ServerProcess): Promise<void> {
@@ -112,6 +119,8 @@ describe('SIGTERM under load: one server process with MONGODB_URI', () => {
     });
     inFlight.push(pooled);
     await Promise.all(inFlight.map((r) => r.written));
+    const heldPaths = held.map((service, i) => `/v1/services/${service.id}/image-releases/${heldReleases[i]!}/promote`);
+    await routed(server, heldPaths);
 
     // Loopers: fresh connections, reads and promotions, each request labelled with when it started.
     const clock = { signalSentAt: Infinity, acknowledgedAt: Infinity, exitedAt: Infinity };
@@ -144,8 +153,7 @@ describe('SIGTERM under load: one server process with MONGODB_URI', () => {
       }
     });
 
-    // The server has seen the held requests' headers: a request sent after them was answered.
-    await sleep(300);
+    // The server has seen the held requests' headers (logged above): a request sent after them was answered.
     expect((await rawRequest(url, { path: '/healthz' })).kind).toBe('answer');
     await sleep(300); // loopers running
 
@@ -235,7 +243,7 @@ describe('SIGTERM without MONGODB_URI: the local database child is stopped too, 
     const body = JSON.stringify(serviceData({ name: 'written-during-drain' }));
     const write = openRequest(server.url, { path: '/v1/services', headers: bearer(admin), body, firstBytes: body.length - 1, timeoutMs: 30_000 });
     await write.written;
-    await sleep(300);
+    await routed(server, ['/v1/services']);
 
     const exited = server.kill('SIGTERM');
     await signalAcknowledged(server);

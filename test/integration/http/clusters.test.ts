@@ -6,6 +6,7 @@ import type { Role } from '../../../src/domain/principal.js';
 import { clusterOperations } from '../../../src/operations/clusters.js';
 import { ClusterStore } from '../../../src/store/clusterStore.js';
 import { buildTestApp, typedRequest, type TestApp } from '../../support/app.js';
+import { clockPast } from '../../support/wait.js';
 
 const identity = (jwt: string) => ({ name: 'x', userId: 'x', expiresAt: 0, jwt });
 /** A fresh name, so that tests sharing one database never collide. */
@@ -67,7 +68,8 @@ describe('clusters: register, read, list', () => {
     const body = { name: 'same', nodeNames: [fresh('n'), fresh('n')] };
     const first = await put(id, body);
     const before = await clusters().findOne({ _id: id as never });
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    // Past the stored timestamp: a second write, if there were one, could not leave the document as it was.
+    await clockPast(first.json().cluster.updatedAt);
     const second = await put(id, body);
     const third = await tr('registerCluster', { clusterId: id, ...body });
     expect(second.statusCode).toBe(200);
@@ -81,7 +83,7 @@ describe('clusters: register, read, list', () => {
     const id = fresh('c');
     const [a, b, c, d] = [fresh('a'), fresh('b'), fresh('c'), fresh('d')];
     const first = (await put(id, { name: 'old', nodeNames: [a, b, c] })).json().cluster;
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await clockPast(first.updatedAt);
     const res = await put(id, { nodeNames: [d, b] });
     expect(res.statusCode).toBe(200);
     const { cluster } = res.json();

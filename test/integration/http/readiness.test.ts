@@ -1,15 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalMongo, type LocalMongo } from '../../../tools/dev-database/localMongo.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
-
-/** Polls until `check` holds; fails the test after `attempts` tries (no wall-clock assertion). */
-async function eventually (check: () => Promise<boolean>, attempts = 60, pauseMs = 250): Promise<void> {
-  for (let i = 0; i < attempts; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, pauseMs));
-  }
-  throw new Error('condition never held');
-}
+import { eventually } from '../../support/wait.js';
 
 describe('readiness follows the database', () => {
   let mongo: LocalMongo;
@@ -42,7 +34,7 @@ describe('readiness follows the database', () => {
     expect(read.headers['retry-after']).toBe('2');
 
     mongo = await startLocalMongo({ backend: 'memory', port: mongo.port });
-    await eventually(async () => (await t.app.inject('/readyz')).statusCode === 200);
+    await eventually('/readyz 200 again', async () => (await t.app.inject('/readyz')).statusCode === 200, 60, 250);
     const after = await t.app.inject({ method: 'GET', url: '/v1/services/svc_x', headers: { authorization: `Bearer ${admin}` } });
     expect(after.statusCode).toBe(404);
   });

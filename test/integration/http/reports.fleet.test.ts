@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateImageRolloutStatus, type IImageRolloutStatus, type IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
 import { request, startFleet, type Fleet, type Response } from '../../support/fleet.js';
 import { createFixtureService, httpCaller, promote, pushRelease, registerCluster } from '../../support/fixtures.js';
 import { reportBody, verifiedReplica } from '../../support/reports.js';
+import { eventually, sleep } from '../../support/wait.js';
 
 /**
  * DESIGN §5 "Snapshot reports" / "Rollout status" across real server processes:
@@ -436,8 +436,11 @@ describe('snapshot reports across server processes', () => {
       const settled = await Promise.allSettled([closerRun, ...nonClosers]);
       for (const s of settled) if (s.status === 'rejected') violation(`a reporter failed: ${String(s.reason)}`);
     } finally {
-      // Let the observer see the final state too, then stop it.
-      await sleep(20);
+      // The observer checks every state it sees: it is stopped once it has seen the final revision (or the round was
+      // aborted), so the final state is checked too — a barrier on the revision, not a guess of time.
+      const finalRevision = (await services.findOne({ _id: svc.id }, { projection: { statusRevision: 1 } }))?.statusRevision ?? 0;
+      await eventually('the observer saw the final revision', async () => run.aborted || observed.lastRevision >= finalRevision, 400, 5)
+        .catch((err: Error) => { violation(err.message); });
       run.observing = false;
       await observer;
     }

@@ -1,17 +1,17 @@
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
 import { STATUS_EVENTS_KEPT, type StatusEvent } from '../../../src/domain/rolloutStatus.js';
 import type { StatusSnapshot } from '../../../src/domain/ports.js';
 import { stripAccessToken } from '../../../src/http/accessToken.js';
 import { planDelivery, StatusHub, type ResetReason, type StatusListener } from '../../../src/http/sse/hub.js';
-import { buildTestApp, type TestApp } from '../../support/app.js';
+import { buildTestApp, logCapture, type TestApp } from '../../support/app.js';
 import {
-  createFixtureService, httpCaller, promote, pushRelease, registerCluster, type Caller, bearer,
+  createFixtureService, httpCaller, promote, promotedService, pushRelease, registerCluster, type Caller, bearer,
 } from '../../support/fixtures.js';
 import { startFleet, type Fleet } from '../../support/fleet.js';
 import { fullReplicas, reportBody, verifiedReplica } from '../../support/reports.js';
+import { eventually, sleep } from '../../support/wait.js';
 
 // ---------------------------------------------------------------------------------------
 // A minimal SSE client over fetch: parses the stream itself, every wait is bounded.
@@ -111,7 +111,6 @@ async function openSse (url: string, headers: Record<string, string> = {}, conne
   return client;
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const revisions = (events: StatusEvent[]) => events.map((e) => e.revision);
 const isIncreasing = (xs: number[]) => xs.every((x, i) => i === 0 || x > xs[i - 1]!);
 
@@ -141,7 +140,8 @@ describe('rollout status events across server processes', () => {
 
   const eventsUrl = (i: number, serviceId: string, query = '') => `${fleet.servers[i]!.url}/v1/services/${serviceId}/rollout/events${query}`;
 
-  it('a client on each process receives the same ordered changes, including those made through the other process; Last-Event-ID resumes exactly after', async () => {
+  it('a client on each process receives the same ordered changes, including those made through the other process; ' +
+    'Last-Event-ID resumes exactly after', async () => {
     const svc = await createFixtureService(callers[0]!, admin, { clusterIds: ['c1', 'c2'], replicasPerNode: 2 });
     const release = await pushRelease(callers[1]!, api, svc, { tag: 'v1' });
     const clients: SseClient[] = [];
@@ -160,51 +160,69 @@ describe('rollout status events across server processes', () => {
       const plan = promoted.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
 
       // Reports alternate between the two processes.
+      const report = (sequence: number, nodeNames: string[], deployments: Array<Record<string, unknown>>) =>
+        reportBody(plan, svc.id, { sequence, nodeNames, deployments });
+      const replica = (node: string, index: number, overrides: Parameters<typeof verifiedReplica>[4] = {}) =>
+        verifiedReplica(plan, svc.id, node, index, overrides);
       const reports: Array<[string, Record<string, unknown>]> = [
-        [c1, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['n1', 'n2'], deployments: [verifiedReplica(plan, svc.id, 'n1', 0, { status: 'starting', evidence: null })] })],
-        [c1, reportBody(plan, svc.id, { sequence: 2, nodeNames: ['n1', 'n2'], deployments: ['n1', 'n2'].flatMap((n) => [0, 1].map((i) => verifiedReplica(plan, svc.id, n, i, { evidence: null }))) })],
-        [c2, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['m1'], deployments: [verifiedReplica(plan, svc.id, 'm1', 0), verifiedReplica(plan, svc.id, 'm1', 1, { status: 'failed' })] })],
-        [c2, reportBody(plan, svc.id, { sequence: 2, nodeNames: ['m1'], deployments: [0, 1].map((i) => verifiedReplica(plan, svc.id, 'm1', i, { evidence: null })) })],
-        [c1, reportBody(plan, svc.id, { sequence: 3, nodeNames: ['n1', 'n2'], deployments: fullReplicas(plan, svc.id, ['n1', 'n2']) })],
-        [c1, reportBody(plan, svc.id, { sequence: 3, nodeNames: ['n1', 'n2'], deployments: fullReplicas(plan, svc.id, ['n1', 'n2']) })], // a replay: no change
-        [c2, reportBody(plan, svc.id, { sequence: 3, nodeNames: ['m1'], deployments: fullReplicas(plan, svc.id, ['m1']) })],
+        [c1, report(1, ['n1', 'n2'], [replica('n1', 0, { status: 'starting', evidence: null })])],
+        [c1, report(2, ['n1', 'n2'], ['n1', 'n2'].flatMap((n) => [0, 1].map((i) => replica(n, i, { evidence: null }))))],
+        [c2, report(1, ['m1'], [replica('m1', 0), replica('m1', 1, { status: 'failed' })])],
+        [c2, report(2, ['m1'], [0, 1].map((i) => replica('m1', i, { evidence: null })))],
+        [c1, report(3, ['n1', 'n2'], fullReplicas(plan, svc.id, ['n1', 'n2']))],
+        [c1, report(3, ['n1', 'n2'], fullReplicas(plan, svc.id, ['n1', 'n2']))], // a replay: no change
+        [c2, report(3, ['m1'], fullReplicas(plan, svc.id, ['m1']))],
       ];
-      let last = '';
-      for (const [i, [token, body]] of reports.entries()) {
+      const send = async (i: number, token: string, body: Record<string, unknown>): Promise<string> => {
         const res = await callers[i % 2]!.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: body });
         expect(res.statusCode, res.body).toBe(200);
-        last = res.json().status.status;
-      }
+        return res.json().status.status as string;
+      };
+      let last = '';
+      for (const [i, [token, body]] of reports.entries()) last = await send(i, token, body);
       expect(last).toBe('succeeded');
 
       for (const c of clients) await c.waitFor('succeeded', (x) => x.statuses().some((e) => e.status === 'succeeded'));
-      await sleep(750); // three poll intervals: nothing more may arrive
-      const [a, b] = clients.map((c) => c.statuses()) as [StatusEvent[], StatusEvent[]];
-      expect(a).toEqual(b);
-      expect(isIncreasing(revisions(a))).toBe(true);
-      expect(a.map((e) => e.status)).toEqual(['pending', 'deploying', 'deploying', 'failed', 'verifying', 'verifying', 'succeeded']);
-      expect(a.at(-1)).toMatchObject({ status: 'succeeded', rolloutId: plan.rolloutId, verifiedReplicaCount: 6 });
-      expect(clients[0]!.messages.map((m) => m.id)).toEqual(revisions(a).map(String));
-      // Exactly the stored log: nothing skipped, nothing invented.
-      const doc = await (await fleet.db()).collection('services').findOne({ _id: svc.id as never });
-      expect(a).toEqual(doc?.['statusEvents']);
+      const atSucceeded = clients[0]!.statuses();
 
       // Resume after the 2nd event (on either process): exactly the rest, nothing before, nothing twice.
+      const resumeAfter = String(atSucceeded[1]!.revision);
       const resumed = [
-        await openSse(eventsUrl(1, svc.id), { ...bearer(admin), 'last-event-id': String(a[1]!.revision) }),
-        await openSse(eventsUrl(0, svc.id, `?after=${a[1]!.revision}`), bearer(admin)),
+        await openSse(eventsUrl(1, svc.id), { ...bearer(admin), 'last-event-id': resumeAfter }),
+        await openSse(eventsUrl(0, svc.id, `?after=${resumeAfter}`), bearer(admin)),
       ];
       clients.push(...resumed);
-      for (const c of resumed) await c.waitFor('the rest', (x) => x.statuses().length >= a.length - 2);
-      await sleep(750);
-      for (const c of resumed) expect(c.statuses()).toEqual(a.slice(2));
-
+      for (const c of resumed) await c.waitFor('the rest', (x) => x.statuses().length >= atSucceeded.length - 2);
       // A fresh connection gets only the current state.
       const fresh = await openSse(eventsUrl(1, svc.id), bearer(admin));
       clients.push(fresh);
       await fresh.waitFor('the current state', (x) => x.messages.length >= 1);
-      await sleep(500);
-      expect(fresh.statuses()).toEqual([a.at(-1)]);
+
+      // The barrier: one more change (a replica of m1 fails), made after all of the above. A stream sends in
+      // revision order, so once a client has this marker, everything it was ever going to be sent before it —
+      // a duplicate, an invented or a repeated event — has arrived: "nothing more" is checked, not waited for.
+      expect(await send(1, c2, report(4, ['m1'], [replica('m1', 0), replica('m1', 1, { status: 'failed' })]))).toBe('failed');
+      const storedLog = async () =>
+        (await (await fleet.db()).collection('services').findOne({ _id: svc.id as never }))?.['statusEvents'] as StatusEvent[];
+      const stored = await storedLog();
+      const marker = stored.at(-1)!;
+      expect(marker.status).toBe('failed');
+      expect(marker.revision).toBeGreaterThan(atSucceeded.at(-1)!.revision);
+      for (const c of clients) await c.waitFor('the marker', (x) => x.statuses().some((e) => e.revision === marker.revision));
+
+      const [seen, seenOther] = clients.map((c) => c.statuses()) as [StatusEvent[], StatusEvent[]];
+      expect(seen).toEqual(seenOther);
+      expect(seen.at(-1)).toEqual(marker);
+      const a = seen.slice(0, -1);
+      expect(a).toEqual(atSucceeded);
+      expect(isIncreasing(revisions(seen))).toBe(true);
+      expect(a.map((e) => e.status)).toEqual(['pending', 'deploying', 'deploying', 'failed', 'verifying', 'verifying', 'succeeded']);
+      expect(a.at(-1)).toMatchObject({ status: 'succeeded', rolloutId: plan.rolloutId, verifiedReplicaCount: 6 });
+      expect(clients[0]!.messages.map((m) => m.id)).toEqual(revisions(seen).map(String));
+      // Exactly the stored log: nothing skipped, nothing invented.
+      expect(seen).toEqual(stored);
+      for (const c of resumed) expect(c.statuses()).toEqual([...a.slice(2), marker]);
+      expect(fresh.statuses()).toEqual([a.at(-1), marker]);
     } finally {
       await Promise.all(clients.map(async (c) => await c.close()));
     }
@@ -213,7 +231,8 @@ describe('rollout status events across server processes', () => {
   it('SIGTERM with open streams: the process drains promptly and ends them', async () => {
     const server = await fleet.add();
     const svc = await createFixtureService(callers[0]!, admin, { clusterIds: ['c1'] });
-    const streams = await Promise.all([0, 1, 2].map(async () => await openSse(`${server.url}/v1/services/${svc.id}/rollout/events`, bearer(admin))));
+    const streamUrl = `${server.url}/v1/services/${svc.id}/rollout/events`;
+    const streams = await Promise.all([0, 1, 2].map(async () => await openSse(streamUrl, bearer(admin))));
     try {
       const started = Date.now();
       const code = await Promise.race([server.kill('SIGTERM'), sleep(8_000).then(() => 'timeout' as const)]);
@@ -238,11 +257,12 @@ describe('rollout status events in one process', () => {
   let admin: string;
   let api: string;
   let c2: string;
-  const logLines: string[] = [];
+  // The production logger (loggerOptions(config)) at trace: what an operator's logs would hold.
+  const logs = logCapture();
+  const logLines = logs.lines;
 
   beforeAll(async () => {
-    const stream = new Writable({ write (chunk: Buffer, _enc, done) { logLines.push(...chunk.toString().split('\n').filter(Boolean)); done(); } });
-    t = await buildTestApp({}, { logger: { level: 'trace', stream }, statusStream: { pollIntervalMs: 50, heartbeatMs: 200 } });
+    t = await buildTestApp({ LOG_LEVEL: 'trace' }, { logStream: logs.stream, statusStream: { pollIntervalMs: 50, heartbeatMs: 200 } });
     await t.app.listen({ host: '127.0.0.1', port: 0 });
     base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
     admin = await t.token('admin');
@@ -256,9 +276,7 @@ describe('rollout status events in one process', () => {
 
   /** A service on m1 with one replica, promoted: revision 1 = pending. */
   async function promoted () {
-    const svc = await createFixtureService(t.app, admin, { clusterIds: ['c2'], replicasPerNode: 1 });
-    const release = await pushRelease(t.app, api, svc, { tag: 'v1' });
-    const plan = (await promote(t.app, api, svc.id, release.releaseId, { generation: 0 })).json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
+    const { svc, plan } = await promotedService(t.app, { admin, api }, { clusterIds: ['c2'], replicasPerNode: 1 });
     let sequence = 0;
     /** Alternates the replica between failed and running+verified: one status event each. */
     const toggle = async (failed: boolean) => {
@@ -266,7 +284,11 @@ describe('rollout status events in one process', () => {
         method: 'POST',
         url: '/v1/deployment-snapshots',
         headers: bearer(c2),
-        payload: reportBody(plan, svc.id, { sequence: ++sequence, nodeNames: ['m1'], deployments: [verifiedReplica(plan, svc.id, 'm1', 0, failed ? { status: 'failed' } : {})] }),
+        payload: reportBody(plan, svc.id, {
+          sequence: ++sequence,
+          nodeNames: ['m1'],
+          deployments: [verifiedReplica(plan, svc.id, 'm1', 0, failed ? { status: 'failed' } : {})],
+        }),
       });
       expect(res.statusCode, res.body).toBe(200);
       return res.json().status.status as string;
@@ -312,9 +334,9 @@ describe('rollout status events in one process', () => {
       for (const c of clients) await c.waitFor('the current state', (x) => x.statuses().length === 1);
       expect(await openStreams(svc.id)).toBe(2);
       await clients[0]!.close();
-      await eventually(async () => expect(await openStreams(svc.id)).toBe(1));
+      await eventually('one stream open', async () => expect(await openStreams(svc.id)).toBe(1), 200, 25);
       await clients[1]!.close();
-      await eventually(async () => expect(await openStreams(svc.id)).toBe(0));
+      await eventually('no stream open', async () => expect(await openStreams(svc.id)).toBe(0), 200, 25);
     } finally {
       await Promise.all(clients.map(async (c) => await c.close()));
     }
@@ -340,7 +362,7 @@ describe('rollout status events in one process', () => {
     expect(wrong.status).toBe(401);
     const other = await fetch(`${base}/v1/services/${svc.id}?access_token=${encodeURIComponent(token)}`, { signal: AbortSignal.timeout(5_000) });
     expect(other.status).toBe(401); // only the stream accepts it
-    await eventually(async () => expect(await openStreams(svc.id)).toBe(0));
+    await eventually('no stream open', async () => expect(await openStreams(svc.id)).toBe(0), 200, 25);
     const urls = logLines.filter((l) => l.includes(svc.id) && l.includes('"url"'));
     expect(urls.length).toBeGreaterThan(0);
     for (const line of logLines) {
@@ -361,8 +383,9 @@ describe('rollout status events in one process', () => {
     try {
       for (const c of [behind, future]) await c.waitFor('a reset', (x) => x.messages.length >= 1);
       const parsed = (c: SseClient) => c.messages.map((m) => ({ ...m, data: JSON.parse(m.data) as unknown }));
-      expect(parsed(behind)).toEqual([{ id: String(latest.revision), event: 'reset', data: { reason: 'events-missed', revision: current.revision, latest } }]);
-      expect(parsed(future)).toEqual([{ id: String(latest.revision), event: 'reset', data: { reason: 'unknown-revision', revision: current.revision, latest } }]);
+      const reset = (reason: ResetReason) => [{ id: String(latest.revision), event: 'reset', data: { reason, revision: current.revision, latest } }];
+      expect(parsed(behind)).toEqual(reset('events-missed'));
+      expect(parsed(future)).toEqual(reset('unknown-revision'));
       const next = await toggle(latest.status !== 'failed');
       for (const c of [behind, future]) await c.waitFor('the next change', (x) => x.statuses().length === 1);
       expect(behind.statuses()[0]).toMatchObject({ revision: latest.revision + 1, status: next });
@@ -378,7 +401,8 @@ describe('rollout status events in one process', () => {
       await own.app.listen({ host: '127.0.0.1', port: 0 });
       const ownAdmin = await own.token('admin');
       const svc = await createFixtureService(own.app, ownAdmin, { withPlacement: false });
-      client = await openSse(`http://127.0.0.1:${(own.app.server.address() as AddressInfo).port}/v1/services/${svc.id}/rollout/events`, bearer(ownAdmin));
+      const ownPort = (own.app.server.address() as AddressInfo).port;
+      client = await openSse(`http://127.0.0.1:${ownPort}/v1/services/${svc.id}/rollout/events`, bearer(ownAdmin));
       expect(client.status).toBe(200);
       const started = Date.now();
       await Promise.race([own.close(), sleep(5_000).then(() => { throw new Error('app.close() hung on an open SSE connection'); })]);
@@ -391,19 +415,6 @@ describe('rollout status events in one process', () => {
     }
   });
 });
-
-async function eventually (assertion: () => Promise<void>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await assertion();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await sleep(25);
-    }
-  }
-}
 
 // ---------------------------------------------------------------------------------------
 // The hub and the gap rule against a fake source.
@@ -427,6 +438,7 @@ describe('StatusHub and planDelivery', () => {
     revision = 0;
     log: StatusEvent[] = [];
     polls: Array<[string, number]> = [];
+    pollsOf (serviceId: string): number { return this.polls.filter(([s]) => s === serviceId).length; }
     push (withEvent = true): void {
       this.revision++;
       if (withEvent) this.log = [...this.log, ev(this.revision)].slice(-STATUS_EVENTS_KEPT);
@@ -468,23 +480,29 @@ describe('StatusHub and planDelivery', () => {
       const offA = hub.subscribe('svc', a);
       const offB = hub.subscribe('svc', b);
       expect(hub.watched()).toEqual({ svc: 2 });
-      await eventually(async () => expect(a.got).toEqual([2, 3]));
+      await eventually('a is served', async () => expect(a.got).toEqual([2, 3]), 200, 25);
       source.push(false); // a revision without an event (a report that changed no count)
       source.push();
-      await eventually(async () => expect([a.got, b.got]).toEqual([[2, 3, 5], [5]]));
+      await eventually('a and b are served', async () => expect([a.got, b.got]).toEqual([[2, 3, 5], [5]]), 200, 25);
       expect(new Set(source.polls.map(([s]) => s))).toEqual(new Set(['svc']));
       offA();
       offB();
       expect(hub.watched()).toEqual({});
-      const polls = source.polls.length;
-      await sleep(60);
-      expect(source.polls.length).toBeLessThanOrEqual(polls + 1); // at most the one in flight
+      const polls = source.pollsOf('svc');
+      // The barrier: a loop for another service, same interval, started after svc's last timer was set. Timers of
+      // one duration fire in the order they were set, so once it has polled 3 times a svc loop still running would
+      // have polled at least twice more.
+      const offWitness = hub.subscribe('witness', new FakeListener(0));
+      await eventually('the witness service is polled 3 times', async () => source.pollsOf('witness') >= 3, 200, 25);
+      offWitness();
+      expect(source.pollsOf('svc')).toBeLessThanOrEqual(polls + 1); // at most the one in flight
     } finally {
       hub.close();
     }
   });
 
-  it('a listener that stops reading keeps its cursor and catches up when it drains; one that fell out of the window gets a reset', async () => {
+  it('a listener that stops reading keeps its cursor and catches up when it drains; ' +
+    'one that fell out of the window gets a reset', async () => {
     const source = new FakeSource();
     source.push();
     const hub = new StatusHub({ source, pollIntervalMs: 10 });
@@ -495,19 +513,24 @@ describe('StatusHub and planDelivery', () => {
       hub.subscribe('gone', gone);
       slow.ready = false;
       for (let i = 0; i < 5; i++) source.push();
-      await sleep(60);
+      // The barrier: a reading listener on the same service from the same cursor. Once it has the five events, a
+      // poll ran that would have served slow as well, were a listener that does not read served.
+      const witness = new FakeListener(1);
+      const offWitness = hub.subscribe('svc', witness);
+      await eventually('the witness has the five events', async () => expect(witness.got).toEqual([2, 3, 4, 5, 6]), 200, 25);
+      offWitness();
       expect(slow.got).toEqual([]);
       slow.ready = true;
       hub.kick('svc');
-      await eventually(async () => expect(slow.got).toEqual([2, 3, 4, 5, 6]));
+      await eventually('slow catches up', async () => expect(slow.got).toEqual([2, 3, 4, 5, 6]), 200, 25);
       slow.ready = false;
       for (let i = 0; i < STATUS_EVENTS_KEPT + 5; i++) source.push();
       slow.ready = true;
-      await eventually(async () => expect(slow.resets).toEqual([['events-missed', source.revision]]));
+      await eventually('slow is reset', async () => expect(slow.resets).toEqual([['events-missed', source.revision]]), 200, 25);
       expect(slow.got).toEqual([2, 3, 4, 5, 6]);
       source.push();
-      await eventually(async () => expect(slow.got.at(-1)).toBe(source.revision));
-      await eventually(async () => expect(gone.ended).toBe('service-gone'));
+      await eventually('slow gets the next event', async () => expect(slow.got.at(-1)).toBe(source.revision), 200, 25);
+      await eventually('gone is ended', async () => expect(gone.ended).toBe('service-gone'), 200, 25);
       expect(hub.watched()).toEqual({ svc: 1 });
     } finally {
       hub.close();
