@@ -51,8 +51,10 @@ const dockerManifestPlan: IImmutableImageDeploymentPlan = {
   ...singleArchPlan, manifestMediaType: 'application/vnd.docker.distribution.manifest.v2+json',
 };
 
+type VerifiedEvidence = Extract<NonNullable<IDeployment['runtimeImageEvidence']>, { verificationStatus: 'verified' }>;
+
 /** Valid evidence for a single-arch plan: every digest-bearing field is the root digest. */
-const singleArchEvidence = (): ReportedEvidence => ({
+const verifiedEvidence = (observedAt: number): VerifiedEvidence => ({
   verificationStatus: 'verified',
   rolloutId: 'rollout-7',
   rolloutGeneration: 7,
@@ -65,8 +67,9 @@ const singleArchEvidence = (): ReportedEvidence => ({
   resolvedDigest: rootDigest,
   repoDigests: [pinned],
   evidenceSource: 'local-container-inspect',
-  observedAt: 1_760_000_100_000,
+  observedAt,
 });
+const singleArchEvidence = (): ReportedEvidence => verifiedEvidence(1_760_000_100_000);
 
 /** Valid evidence for an index plan: the engine resolved the platform manifest. */
 const indexEvidence = (): ReportedEvidence => ({
@@ -118,21 +121,7 @@ describe('verifyReplicaEvidence: valid evidence', () => {
       nodeName: 'node-1',
       rolloutId: 'rollout-7',
       rolloutGeneration: 7,
-      runtimeImageEvidence: {
-        verificationStatus: 'verified',
-        rolloutId: 'rollout-7',
-        rolloutGeneration: 7,
-        expectedDigest: rootDigest,
-        serviceImageReference: taggedPinned,
-        taskImageReference: pinned,
-        taskReportedDigest: rootDigest,
-        containerImageId: imageId,
-        containerConfigImageReference: taggedPinned,
-        resolvedDigest: rootDigest,
-        repoDigests: [pinned],
-        evidenceSource: 'local-container-inspect',
-        observedAt: 1,
-      },
+      runtimeImageEvidence: verifiedEvidence(1),
       deploymentLog: [],
       status: 'running',
     };
@@ -194,9 +183,24 @@ const reasonCases: ReasonCase[] = [
   { title: 'other expected digest', plan: singleArchPlan, evidence: { ...single(), expectedDigest: otherDigest }, reason: 'registry-digest-inconsistent' },
   // 5
   { title: 'no service reference', plan: singleArchPlan, evidence: without(single(), 'serviceImageReference'), reason: 'service-image-not-digest-pinned' },
-  { title: 'tag-only service reference', plan: singleArchPlan, evidence: { ...single(), serviceImageReference: `${name}:1.4.2` }, reason: 'service-image-not-digest-pinned' },
-  { title: 'service reference with a bad digest', plan: singleArchPlan, evidence: { ...single(), serviceImageReference: `${name}@sha256:a3` }, reason: 'service-image-not-digest-pinned' },
-  { title: 'service reference to another digest', plan: singleArchPlan, evidence: { ...single(), serviceImageReference: `${name}@${otherDigest}` }, reason: 'service-image-digest-mismatch' },
+  {
+    title: 'tag-only service reference',
+    plan: singleArchPlan,
+    evidence: { ...single(), serviceImageReference: `${name}:1.4.2` },
+    reason: 'service-image-not-digest-pinned',
+  },
+  {
+    title: 'service reference with a bad digest',
+    plan: singleArchPlan,
+    evidence: { ...single(), serviceImageReference: `${name}@sha256:a3` },
+    reason: 'service-image-not-digest-pinned',
+  },
+  {
+    title: 'service reference to another digest',
+    plan: singleArchPlan,
+    evidence: { ...single(), serviceImageReference: `${name}@${otherDigest}` },
+    reason: 'service-image-digest-mismatch',
+  },
   {
     title: 'service reference to another repository',
     plan: singleArchPlan,
@@ -215,11 +219,26 @@ const reasonCases: ReasonCase[] = [
     evidence: { ...single(), serviceImageReference: `${name}@${rootDigest.toUpperCase()}` },
     reason: 'service-image-digest-mismatch',
   },
-  { title: 'service reference with an invalid tag', plan: singleArchPlan, evidence: { ...single(), serviceImageReference: `${name}:@${rootDigest}` }, reason: 'service-image-digest-mismatch' },
+  {
+    title: 'service reference with an invalid tag',
+    plan: singleArchPlan,
+    evidence: { ...single(), serviceImageReference: `${name}:@${rootDigest}` },
+    reason: 'service-image-digest-mismatch',
+  },
   // 6
   { title: 'no task reference', plan: singleArchPlan, evidence: without(single(), 'taskImageReference'), reason: 'task-image-not-digest-pinned' },
-  { title: 'tag-only task reference', plan: singleArchPlan, evidence: { ...single(), taskImageReference: `${name}:latest` }, reason: 'task-image-not-digest-pinned' },
-  { title: 'task reference to another digest', plan: singleArchPlan, evidence: { ...single(), taskImageReference: `${name}:1.4.2@${otherDigest}` }, reason: 'task-image-digest-mismatch' },
+  {
+    title: 'tag-only task reference',
+    plan: singleArchPlan,
+    evidence: { ...single(), taskImageReference: `${name}:latest` },
+    reason: 'task-image-not-digest-pinned',
+  },
+  {
+    title: 'task reference to another digest',
+    plan: singleArchPlan,
+    evidence: { ...single(), taskImageReference: `${name}:1.4.2@${otherDigest}` },
+    reason: 'task-image-digest-mismatch',
+  },
   {
     title: 'task reference to another repository',
     plan: singleArchPlan,
@@ -229,11 +248,26 @@ const reasonCases: ReasonCase[] = [
   // 7
   { title: 'no task digest', plan: singleArchPlan, evidence: without(single(), 'taskReportedDigest'), reason: 'pulled-digest-missing' },
   { title: 'other task digest', plan: singleArchPlan, evidence: { ...single(), taskReportedDigest: otherDigest }, reason: 'pulled-digest-mismatch' },
-  { title: 'task digest = platform digest', plan: indexPlan, evidence: { ...indexEvidence(), taskReportedDigest: platformDigest }, reason: 'pulled-digest-mismatch' },
+  {
+    title: 'task digest = platform digest',
+    plan: indexPlan,
+    evidence: { ...indexEvidence(), taskReportedDigest: platformDigest },
+    reason: 'pulled-digest-mismatch',
+  },
   // 8
   { title: 'no container image id', plan: singleArchPlan, evidence: without(single(), 'containerImageId'), reason: 'container-image-id-missing' },
-  { title: 'short container image id', plan: singleArchPlan, evidence: { ...single(), containerImageId: 'bbbbbbbbbbbb' }, reason: 'container-image-id-missing' },
-  { title: 'upper-case container image id', plan: singleArchPlan, evidence: { ...single(), containerImageId: imageId.toUpperCase() }, reason: 'container-image-id-missing' },
+  {
+    title: 'short container image id',
+    plan: singleArchPlan,
+    evidence: { ...single(), containerImageId: 'bbbbbbbbbbbb' },
+    reason: 'container-image-id-missing',
+  },
+  {
+    title: 'upper-case container image id',
+    plan: singleArchPlan,
+    evidence: { ...single(), containerImageId: imageId.toUpperCase() },
+    reason: 'container-image-id-missing',
+  },
   // 9
   { title: 'no repo digests', plan: singleArchPlan, evidence: without(single(), 'repoDigests'), reason: 'container-repodigest-missing' },
   { title: 'empty repo digests', plan: singleArchPlan, evidence: { ...single(), repoDigests: [] }, reason: 'container-repodigest-missing' },
@@ -243,7 +277,12 @@ const reasonCases: ReasonCase[] = [
     evidence: { ...single(), repoDigests: [`${host}/team/other@${rootDigest}`] },
     reason: 'container-repodigest-mismatch',
   },
-  { title: 'repo digests of another digest', plan: singleArchPlan, evidence: { ...single(), repoDigests: [`${name}@${otherDigest}`] }, reason: 'container-repodigest-mismatch' },
+  {
+    title: 'repo digests of another digest',
+    plan: singleArchPlan,
+    evidence: { ...single(), repoDigests: [`${name}@${otherDigest}`] },
+    reason: 'container-repodigest-mismatch',
+  },
   { title: 'repo digest with a tag', plan: singleArchPlan, evidence: { ...single(), repoDigests: [taggedPinned] }, reason: 'container-repodigest-mismatch' },
   {
     title: 'repo digests bound to the platform manifest, not the index',
@@ -267,7 +306,12 @@ const reasonCases: ReasonCase[] = [
     reason: 'pulled-digest-mismatch',
   },
   { title: 'index plan, no platform digest', plan: indexPlan, evidence: without(indexEvidence(), 'platformManifestDigest'), reason: 'pulled-digest-mismatch' },
-  { title: 'index plan, another platform digest', plan: indexPlan, evidence: { ...indexEvidence(), platformManifestDigest: otherDigest }, reason: 'pulled-digest-mismatch' },
+  {
+    title: 'index plan, another platform digest',
+    plan: indexPlan,
+    evidence: { ...indexEvidence(), platformManifestDigest: otherDigest },
+    reason: 'pulled-digest-mismatch',
+  },
   {
     title: 'index plan, malformed resolved = platform digest',
     plan: indexPlan,
