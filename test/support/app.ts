@@ -7,6 +7,7 @@ import { buildApp, loggerOptions, type BuildAppOptions } from '../../src/app.js'
 import { loadConfig, type AppConfig } from '../../src/config.js';
 import { Database } from '../../src/store/mongo.js';
 import { freshDatabaseName } from './database.js';
+import type { Caller } from './fixtures.js';
 import { tokenMinter, type TokenMinter } from './tokens.js';
 
 export interface TestApp {
@@ -94,6 +95,14 @@ export function productionLogger (config: AppConfig): Exclude<ReturnType<typeof 
 /** A TypedRequest envelope as the real client sends it. */
 export function typedRequest (method: string, request: Record<string, unknown>, correlationId = randomBytes(8).toString('hex')) {
   return { method, request, response: null, correlation: { id: correlationId, phase: 'request' as const } };
+}
+
+/** A TypedRequest `identity` as the Cloudly UI sends it: only `jwt` counts, the rest is ignored. */
+export const identity = (jwt: string) => ({ name: 'x', userId: 'x', expiresAt: 0, jwt });
+
+/** POST /typedrequest with `typedRequest(method, request)` (the request carries its own `identity`). */
+export function callTypedRequest (app: Caller, method: string, request: Record<string, unknown>) {
+  return app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest(method, request) });
 }
 
 /** A minimal valid `TServiceWritableData`. */

@@ -73,3 +73,12 @@ export function reportBody (plan: IImmutableImageDeploymentPlan, serviceId: stri
 export function fullReplicas (plan: IImmutableImageDeploymentPlan, serviceId: string, nodeNames: string[]): Record<string, unknown>[] {
   return nodeNames.flatMap((node) => Array.from({ length: plan.targetScope.replicasPerNode }, (_, i) => verifiedReplica(plan, serviceId, node, i)));
 }
+
+/** `reportBody`, `verifiedReplica` and `fullReplicas` bound to one plan and service. */
+export function reportsFor (plan: IImmutableImageDeploymentPlan, serviceId: string) {
+  return {
+    report: (opts: ReportOptions) => reportBody(plan, serviceId, opts),
+    replica: (nodeName: string, index: number, overrides?: Parameters<typeof verifiedReplica>[4]) => verifiedReplica(plan, serviceId, nodeName, index, overrides),
+    full: (nodeNames: string[]) => fullReplicas(plan, serviceId, nodeNames),
+  };
+}

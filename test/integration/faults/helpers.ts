@@ -104,7 +104,12 @@ export function openRequest (baseUrl: string, opts: RawRequestOptions): OpenRequ
   }
   let markWritten!: () => void;
   const written = new Promise<void>((resolve) => { markWritten = resolve; });
-  const req = httpRequest(url, { method: opts.method ?? (opts.body === undefined ? 'GET' : 'POST'), headers, agent: opts.agent ?? false, signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000) });
+  const req = httpRequest(url, {
+    method: opts.method ?? (opts.body === undefined ? 'GET' : 'POST'),
+    headers,
+    agent: opts.agent ?? false,
+    signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
+  });
   const result = new Promise<HttpResult>((resolve) => {
     req.on('response', (res) => {
       const chunks: Buffer[] = [];

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { SignJWT, exportPKCS8, exportSPKI, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../../src/http/auth.js';
-import { buildTestApp, serviceData, typedRequest, type TestApp } from '../../support/app.js';
+import { buildTestApp, identity, serviceData, typedRequest, type TestApp } from '../../support/app.js';
 
 const b64url = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 const inOneHour = (): number => Math.floor(Date.now() / 1000) + 3600;
@@ -34,9 +34,10 @@ describe('authentication and roles (REST and TypedRequest alike)', () => {
     ['expired', async () => new SignJWT({ role: 'admin', type: 'human' }).setProtectedHeader({ alg: 'HS256' }).setSubject('x')
       .setIssuedAt(Math.floor(Date.now() / 1000) - 7200).setExpirationTime(Math.floor(Date.now() / 1000) - 60).sign(new TextEncoder().encode(secret()))],
     ['wrongly signed (other secret)', async () => mintToken({ kind: 'secret', secret: randomBytes(32).toString('hex') }, { subject: 'x', role: 'admin' })],
-    ['wrong algorithm (HS512 with the right secret)', async () => new SignJWT({ role: 'admin', type: 'human' }).setProtectedHeader({ alg: 'HS512' }).setSubject('x')
-      .setExpirationTime(inOneHour()).sign(new TextEncoder().encode(secret()))],
-    ['no exp claim', async () => new SignJWT({ role: 'admin', type: 'human' }).setProtectedHeader({ alg: 'HS256' }).setSubject('x').sign(new TextEncoder().encode(secret()))],
+    ['wrong algorithm (HS512 with the right secret)', async () => new SignJWT({ role: 'admin', type: 'human' })
+      .setProtectedHeader({ alg: 'HS512' }).setSubject('x').setExpirationTime(inOneHour()).sign(new TextEncoder().encode(secret()))],
+    ['no exp claim', async () => new SignJWT({ role: 'admin', type: 'human' }).setProtectedHeader({ alg: 'HS256' }).setSubject('x')
+      .sign(new TextEncoder().encode(secret()))],
     ['unknown role claim', async () => new SignJWT({ role: 'root', type: 'human' }).setProtectedHeader({ alg: 'HS256' }).setSubject('x')
       .setExpirationTime(inOneHour()).sign(new TextEncoder().encode(secret()))],
     ['cluster role without clusterId', async () => new SignJWT({ role: 'cluster', type: 'machine' }).setProtectedHeader({ alg: 'HS256' }).setSubject('x')
@@ -72,7 +73,7 @@ describe('authentication and roles (REST and TypedRequest alike)', () => {
       const tr = await t.app.inject({
         method: 'POST',
         url: '/typedrequest',
-        payload: typedRequest('getServiceById', { identity: { name: 'x', userId: 'x', expiresAt: 0, jwt: token }, serviceId }),
+        payload: typedRequest('getServiceById', { identity: identity(token), serviceId }),
       });
       expect(tr.statusCode).toBe(200);
       expect(tr.json().error.data.code).toBe('unauthenticated');
@@ -97,7 +98,7 @@ describe('authentication and roles (REST and TypedRequest alike)', () => {
       const tr = await t.app.inject({
         method: 'POST',
         url: '/typedrequest',
-        payload: typedRequest('createService', { identity: { name: 'x', userId: 'x', expiresAt: 0, jwt: token }, serviceData: serviceData() }),
+        payload: typedRequest('createService', { identity: identity(token), serviceData: serviceData() }),
       });
       expect(tr.json().error.data.code).toBe('forbidden');
     }
@@ -112,7 +113,10 @@ describe('authentication and roles (REST and TypedRequest alike)', () => {
     const tr = await t.app.inject({
       method: 'POST',
       url: '/typedrequest',
-      payload: typedRequest('createService', { identity: { name: 'root', userId: 'root', role: 'admin', type: 'human', expiresAt: 0, jwt: token }, serviceData: serviceData() }),
+      payload: typedRequest('createService', {
+        identity: { name: 'root', userId: 'root', role: 'admin', type: 'human', expiresAt: 0, jwt: token },
+        serviceData: serviceData(),
+      }),
     });
     expect(tr.json().error.data.code).toBe('forbidden');
   });
@@ -126,7 +130,7 @@ describe('authentication and roles (REST and TypedRequest alike)', () => {
       const tr = await t.app.inject({
         method: 'POST',
         url: '/typedrequest',
-        payload: typedRequest('getServiceById', { identity: { name: 'x', userId: 'x', expiresAt: 0, jwt: token }, serviceId }, 'corr-1'),
+        payload: typedRequest('getServiceById', { identity: identity(token), serviceId }, 'corr-1'),
       });
       expect(tr.statusCode).toBe(200);
       expect(tr.json()).toMatchObject({ method: 'getServiceById', response: { service: { id: serviceId } }, correlation: { id: 'corr-1', phase: 'response' } });

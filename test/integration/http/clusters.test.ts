@@ -5,10 +5,9 @@ import type { ClusterRepository } from '../../../src/domain/ports.js';
 import type { Role } from '../../../src/domain/principal.js';
 import { clusterOperations } from '../../../src/operations/clusters.js';
 import { ClusterStore } from '../../../src/store/clusterStore.js';
-import { buildTestApp, typedRequest, type TestApp } from '../../support/app.js';
+import { buildTestApp, identity, typedRequest, type TestApp } from '../../support/app.js';
 import { clockPast } from '../../support/wait.js';
 
-const identity = (jwt: string) => ({ name: 'x', userId: 'x', expiresAt: 0, jwt });
 /** A fresh name, so that tests sharing one database never collide. */
 const fresh = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 
@@ -136,7 +135,11 @@ describe('clusters: register, read, list', () => {
     expect(viaTr.statusCode).toBe(200);
     expect(viaTr.json().error).toMatchObject({
       text: expect.stringContaining('(+1 more)'),
-      data: { code: 'node-name-taken', ownerClusterId: owner, takenNodes: expect.arrayContaining([{ nodeName: shared, ownerClusterId: owner }, { nodeName: shared2, ownerClusterId: owner }]) },
+      data: {
+        code: 'node-name-taken',
+        ownerClusterId: owner,
+        takenNodes: expect.arrayContaining([{ nodeName: shared, ownerClusterId: owner }, { nodeName: shared2, ownerClusterId: owner }]),
+      },
     });
     expect((await get(newcomer)).statusCode).toBe(404);
     expect(await ownerOf(mine)).toBeUndefined();
@@ -165,7 +168,9 @@ describe('clusters: register, read, list', () => {
       const jwt = await t2.token('admin');
       const ids = ['k-3', 'k-1', 'K-0', 'k-2', 'k-10'];
       for (const id of ids) {
-        const res = await t2.app.inject({ method: 'PUT', url: `/v1/clusters/${id}`, headers: { authorization: `Bearer ${jwt}` }, payload: { nodeNames: [`${id}-n2`, `${id}-n1`] } });
+        const res = await t2.app.inject({
+          method: 'PUT', url: `/v1/clusters/${id}`, headers: { authorization: `Bearer ${jwt}` }, payload: { nodeNames: [`${id}-n2`, `${id}-n1`] },
+        });
         expect(res.statusCode).toBe(200);
       }
       const sorted = [...ids].sort();
@@ -184,7 +189,8 @@ describe('clusters: register, read, list', () => {
         expect(res.statusCode, bad).toBe(400);
         expect(res.json().problems[0].field, bad).toMatch(/^\/querystring/);
       }
-      const viaTr = await t2.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest('listClusters', { identity: identity(jwt), limit: 3, after: 'K-0' }) });
+      const listing = typedRequest('listClusters', { identity: identity(jwt), limit: 3, after: 'K-0' });
+      const viaTr = await t2.app.inject({ method: 'POST', url: '/typedrequest', payload: listing });
       expect(viaTr.json().response.clusters.map((c: { id: string }) => c.id)).toEqual(sorted.slice(1, 4));
     } finally {
       await t2.close();

@@ -169,7 +169,12 @@ describe('crash safety: the process is killed at each step boundary, the retry c
         expect(replay.body).toBe(retried.body);
         expect(replay.headers['idempotent-replayed']).toBe('true');
 
-        const names = (x: Scenario) => ({ [x.service.id]: '<service>', [x.service.repository]: '<repo>', [x.release]: '<release>', ...(x.previous ? { [x.previous]: '<previous>' } : {}) });
+        const names = (x: Scenario) => ({
+          [x.service.id]: '<service>',
+          [x.service.repository]: '<repo>',
+          [x.release]: '<release>',
+          ...(x.previous ? { [x.previous]: '<previous>' } : {}),
+        });
         const mine = normalized(retried, names(s)) as { service: { data: Record<string, unknown> } };
         const theirs = normalized(expected, names(reference)) as { service: { data: Record<string, unknown> } };
         delete mine.service.data['name'];
@@ -180,7 +185,8 @@ describe('crash safety: the process is killed at each step boundary, the retry c
         const rollouts = await rolloutHistory(adminCaller, admin, s.service.id);
         expect(rollouts).toHaveLength(s.generation + 1);
         expect(rollouts.every((r) => r.state === 'applied')).toBe(true);
-        const releases = (await adminCaller.inject({ method: 'GET', url: `/v1/services/${s.service.id}/image-releases`, headers: { authorization: `Bearer ${admin}` } })).json().releases;
+        const releasesUrl = `/v1/services/${s.service.id}/image-releases`;
+        const releases = (await adminCaller.inject({ method: 'GET', url: releasesUrl, headers: { authorization: `Bearer ${admin}` } })).json().releases;
         const target = releases.find((r: { id: string }) => r.id === s.release);
         expect(target.data.promotionCount).toBe(1);
         expect(target.data.acceptedAt).toBeTypeOf('number');

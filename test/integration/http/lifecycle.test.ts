@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FaultPoint } from '../../../src/faults.js';
-import { buildTestApp, typedRequest, type TestApp } from '../../support/app.js';
+import { buildTestApp, callTypedRequest, type TestApp } from '../../support/app.js';
 import {
   createFixtureService, promote, pushRelease, registerCluster, rollback, rolloutHistory, type FixtureService, bearer,
 } from '../../support/fixtures.js';
@@ -19,8 +19,10 @@ describe('promotion and rollback', () => {
   });
   afterAll(async () => { await t.close(); });
 
-  const releases = async (serviceId: string) =>
-    (await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/image-releases`, headers: bearer(admin) })).json().releases as Array<{ id: string, data: Record<string, unknown> }>;
+  const releases = async (serviceId: string) => {
+    const res = await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/image-releases`, headers: bearer(admin) });
+    return res.json().releases as Array<{ id: string, data: Record<string, unknown> }>;
+  };
   const history = async (serviceId: string) => await rolloutHistory(t.app, admin, serviceId);
   const service = async (serviceId: string) =>
     (await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}`, headers: bearer(admin) })).json().service;
@@ -63,7 +65,9 @@ describe('promotion and rollback', () => {
 
     const rollouts = await history(svc.id);
     expect(rollouts).toHaveLength(1);
-    expect(rollouts[0]).toMatchObject({ generation: 1, mode: 'promotion', releaseId, reason: 'release 1.0', state: 'applied', issuedBy: { subject: 'test-api', role: 'api' } });
+    expect(rollouts[0]).toMatchObject({
+      generation: 1, mode: 'promotion', releaseId, reason: 'release 1.0', state: 'applied', issuedBy: { subject: 'test-api', role: 'api' },
+    });
   });
 
   it('the next promotion needs the current generation and, when given, the current rollout id', async () => {
@@ -129,7 +133,8 @@ describe('promotion and rollback', () => {
       expect(res.json().code).toBe('no-current-rollout');
     });
 
-    it('target never accepted → rollback-target-not-accepted; target running → rollback-target-is-current; wrong current → current-rollout-mismatch; stale generation → conflict', async () => {
+    it('target never accepted → rollback-target-not-accepted; target running → rollback-target-is-current; ' +
+      'wrong current → current-rollout-mismatch; stale generation → conflict', async () => {
       const g1 = (await promote(t.app, api, svc.id, good, { generation: 0 })).json().service.data.imageDeployment;
       const g2 = (await promote(t.app, api, svc.id, bad, { generation: 1 })).json().service.data.imageDeployment;
 
@@ -150,7 +155,9 @@ describe('promotion and rollback', () => {
       const ok = await rollback(t.app, api, svc.id, good, { generation: 2, currentRolloutId: g2.rolloutId, reason: 'bad build' });
       expect(ok.statusCode, ok.body).toBe(200);
       const data = ok.json().service.data;
-      expect(data.imageDeployment).toMatchObject({ mode: 'rollback', rollbackOfRolloutId: g2.rolloutId, rolloutGeneration: 3, releaseId: good, requestedDigest: g1.requestedDigest });
+      expect(data.imageDeployment).toMatchObject({
+        mode: 'rollback', rollbackOfRolloutId: g2.rolloutId, rolloutGeneration: 3, releaseId: good, requestedDigest: g1.requestedDigest,
+      });
       expect(data.imageRolloutStatus).toMatchObject({ status: 'rolling-back', rolloutGeneration: 3, expectedDigest: g1.requestedDigest });
       const [latest] = await history(svc.id);
       expect(latest).toMatchObject({ mode: 'rollback', automationHold: 'set', reason: 'bad build', previous: { rolloutId: g2.rolloutId, releaseId: bad } });
@@ -165,7 +172,9 @@ describe('promotion and rollback', () => {
       const res = await t.app.inject({ method: 'POST', url: '/v1/services/svc_x/image-releases/rel_x/promote', headers: bearer(api), payload: { nope: 1 } });
       expect(res.statusCode).toBe(400);
       expect(res.json().code).toBe('idempotency-key-missing');
-      const bad = await t.app.inject({ method: 'POST', url: '/v1/services/svc_x/image-releases/rel_x/promote', headers: { ...bearer(api), 'idempotency-key': 'has space' }, payload: {} });
+      const bad = await t.app.inject({
+        method: 'POST', url: '/v1/services/svc_x/image-releases/rel_x/promote', headers: { ...bearer(api), 'idempotency-key': 'has space' }, payload: {},
+      });
       expect(bad.json().code).toBe('validation-failed');
     });
 
@@ -248,17 +257,20 @@ describe('promotion and rollback', () => {
     const a = await pushRelease(t.app, api, svc);
     const b = await pushRelease(t.app, api, svc);
     const call = (method: string, request: Record<string, unknown>) =>
-      t.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest(method, { identity: { jwt: api }, ...request }) });
-    const p1 = (await call('promoteServiceImageRelease', { serviceId: svc.id, releaseId: a.releaseId, idempotencyKey: 'tr-1', expectedRolloutGeneration: 0, enableImmutableImage: true })).json();
+      callTypedRequest(t.app, method, { identity: { jwt: api }, serviceId: svc.id, ...request });
+    const promotion = (releaseId: string, idempotencyKey: string, expectedRolloutGeneration: number) =>
+      ({ releaseId, idempotencyKey, expectedRolloutGeneration, enableImmutableImage: true });
+    const p1 = (await call('promoteServiceImageRelease', promotion(a.releaseId, 'tr-1', 0))).json();
     expect(p1.response.service.data.imageDeployment.rolloutGeneration).toBe(1);
-    const p2 = (await call('promoteServiceImageRelease', { serviceId: svc.id, releaseId: b.releaseId, idempotencyKey: 'tr-2', expectedRolloutGeneration: 1, enableImmutableImage: true })).json();
+    const p2 = (await call('promoteServiceImageRelease', promotion(b.releaseId, 'tr-2', 1))).json();
+    const current = p2.response.service.data.imageDeployment.rolloutId;
     const rb = (await call('rollbackServiceImageRelease', {
-      serviceId: svc.id, releaseId: a.releaseId, idempotencyKey: 'tr-3', expectedRolloutGeneration: 2, expectedCurrentRolloutId: p2.response.service.data.imageDeployment.rolloutId,
+      releaseId: a.releaseId, idempotencyKey: 'tr-3', expectedRolloutGeneration: 2, expectedCurrentRolloutId: current,
     })).json();
     expect(rb.response.service.data.imageDeployment).toMatchObject({ mode: 'rollback', rolloutGeneration: 3 });
-    const conflict = (await call('promoteServiceImageRelease', { serviceId: svc.id, releaseId: b.releaseId, idempotencyKey: 'tr-4', expectedRolloutGeneration: 1, enableImmutableImage: true })).json();
+    const conflict = (await call('promoteServiceImageRelease', promotion(b.releaseId, 'tr-4', 1))).json();
     expect(conflict.error.data).toMatchObject({ code: 'rollout-generation-conflict', currentGeneration: 3 });
-    const noFlag = (await call('promoteServiceImageRelease', { serviceId: svc.id, releaseId: b.releaseId, idempotencyKey: 'tr-5', expectedRolloutGeneration: 3 })).json();
+    const noFlag = (await call('promoteServiceImageRelease', { releaseId: b.releaseId, idempotencyKey: 'tr-5', expectedRolloutGeneration: 3 })).json();
     expect(noFlag.error.data.code).toBe('validation-failed');
   });
 
@@ -277,7 +289,9 @@ describe('promotion and rollback', () => {
     const a = await pushRelease(t.app, api, svc);
     const promoted = (await promote(t.app, api, svc.id, a.releaseId, { generation: 0 })).json().service;
     const { immutableImageRequired: _i, imageDeployment: _d, imageRolloutStatus: _s, ...writable } = promoted.data;
-    const updated = await t.app.inject({ method: 'PUT', url: `/v1/services/${svc.id}`, headers: bearer(admin), payload: { ...writable, imageVersion: '9.9.9' } });
+    const updated = await t.app.inject({
+      method: 'PUT', url: `/v1/services/${svc.id}`, headers: bearer(admin), payload: { ...writable, imageVersion: '9.9.9' },
+    });
     expect(updated.statusCode).toBe(200);
     expect(updated.json().service.data.imageDeployment).toEqual(promoted.data.imageDeployment);
     expect(updated.json().service.data.imageVersion).toBe('9.9.9');
@@ -366,7 +380,13 @@ describe('crash between steps (injected in-process; the process-kill version is 
     it(`a failure ${point} is completed exactly once by the retry with the same key`, async () => {
       let armed = true;
       // A short lease: a crash right after claiming the key leaves it held until the lease runs out.
-      const t = await buildTestApp({ IDEMPOTENCY_LEASE_MS: 300 }, { fault: (p) => { if (armed && p === point) { armed = false; throw new Error(`injected crash ${p}`); } } });
+      const fault = (p: FaultPoint) => {
+        if (armed && p === point) {
+          armed = false;
+          throw new Error(`injected crash ${p}`);
+        }
+      };
+      const t = await buildTestApp({ IDEMPOTENCY_LEASE_MS: 300 }, { fault });
       try {
         const admin = await t.token('admin');
         await registerCluster(t.app, admin, 'c1', ['n1', 'n2']);

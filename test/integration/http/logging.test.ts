@@ -71,7 +71,8 @@ describe('logging with the production logger configuration', () => {
         expect(line).not.toContain(token.split('.')[2]!);
       }
       for (const entry of entries.filter((e) => message(e).startsWith('bare: '))) expect(JSON.stringify(entry), message(entry)).toContain('"[redacted]"');
-      expect(entries.find((e) => message(e) === 'app: request.identity.jwt')).toMatchObject({ request: { identity: { jwt: '[redacted]' }, serviceId: 'svc_x' } });
+      expect(entries.find((e) => message(e) === 'app: request.identity.jwt'))
+        .toMatchObject({ request: { identity: { jwt: '[redacted]' }, serviceId: 'svc_x' } });
       // Every redact path has its case here, and every case is a redact path.
       expect(Object.keys(placed).sort()).toEqual([...redactPaths].sort());
     } finally {

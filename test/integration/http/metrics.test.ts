@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getMetricsFromIterator, type PromHistogramData, type PromLabels, type PromMetric, type PromMetrics } from 'prom2javascript';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
 import { REQUEST_DURATION_BUCKETS } from '../../../src/metrics.js';
-import { buildTestApp, typedRequest, type TestApp } from '../../support/app.js';
+import { buildTestApp, callTypedRequest, type TestApp } from '../../support/app.js';
 import { bearer, createFixtureService, pushEvent, pushRelease, promote, registerCluster, rollback } from '../../support/fixtures.js';
 import { fullReplicas, reportBody, verifiedReplica } from '../../support/reports.js';
 
@@ -126,20 +126,24 @@ describe('GET /metrics', () => {
     expect(applied.json()).toMatchObject({ outcome: 'applied', status: { status: 'rolled-back' } });
     const again = await send(reportBody(plan, svc.id, { sequence: 1, nodeNames: ['n1'], deployments: fullReplicas(plan, svc.id, ['n1']) }));
     expect(again.json().outcome).toBe('replayed');
-    const wrongDigest = [verifiedReplica(plan, svc.id, 'n1', 0), verifiedReplica(plan, svc.id, 'n1', 1, { evidence: { resolvedDigest: `sha256:${'f'.repeat(64)}` } })];
+    const otherDigest = `sha256:${'f'.repeat(64)}`;
+    const wrongDigest = [verifiedReplica(plan, svc.id, 'n1', 0), verifiedReplica(plan, svc.id, 'n1', 1, { evidence: { resolvedDigest: otherDigest } })];
     const mismatched = await send(reportBody(plan, svc.id, { sequence: 2, nodeNames: ['n1'], deployments: wrongDigest }));
     expect(mismatched.json()).toMatchObject({ outcome: 'applied', status: { status: 'mismatched', mismatchReason: 'pulled-digest-mismatch' } });
     const old = await send(reportBody(second, svc.id, { sequence: 3, nodeNames: ['n1'], deployments: [] }));
     expect(old.json().code).toBe('stale-rollout-report');
-    const noCapability = await send(reportBody(plan, svc.id, { sequence: 4, nodeNames: ['n1'], deployments: [], envelope: { reporterCapabilities: { immutableImageDeploymentVersion: 2 } } }));
+    const unknownCapability = { reporterCapabilities: { immutableImageDeploymentVersion: 2 } };
+    const noCapability = await send(reportBody(plan, svc.id, { sequence: 4, nodeNames: ['n1'], deployments: [], envelope: unknownCapability }));
     expect(noCapability.json().code).toBe('runtime-capability-missing');
     const recorded = await send({ serviceId: plain.id, deployments: [], reportedAt: Date.now() });
     expect(recorded.json().outcome).toBe('recorded');
 
     // Reads: the same route pattern for two services; an unknown route; a TypedRequest error (HTTP 200).
-    for (const id of [svc.id, plain.id]) expect((await t.app.inject({ method: 'GET', url: `/v1/services/${id}`, headers: bearer(admin) })).statusCode).toBe(200);
+    for (const id of [svc.id, plain.id]) {
+      expect((await t.app.inject({ method: 'GET', url: `/v1/services/${id}`, headers: bearer(admin) })).statusCode).toBe(200);
+    }
     expect((await t.app.inject({ method: 'GET', url: `/nowhere/${svc.id}` })).statusCode).toBe(404);
-    const tr = await t.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest('getServiceById', { identity: { jwt: admin }, serviceId: 'svc_missing' }) });
+    const tr = await callTypedRequest(t.app, 'getServiceById', { identity: { jwt: admin }, serviceId: 'svc_missing' });
     expect(tr.statusCode).toBe(200);
     expect(tr.json().error.data.code).toBe('service-not-found');
 
@@ -178,7 +182,9 @@ describe('GET /metrics', () => {
       { outcome: 'refused', reason: 'runtime-capability-missing' },
       { outcome: 'recorded', reason: 'none' },
     ]));
-    for (const labels of m.labelSets('cloudly_release_reports_total')) expect(m.counter('cloudly_release_reports_total', labels), JSON.stringify(labels)).toBe(1);
+    for (const labels of m.labelSets('cloudly_release_reports_total')) {
+      expect(m.counter('cloudly_release_reports_total', labels), JSON.stringify(labels)).toBe(1);
+    }
 
     // Every coded error answer, REST and TypedRequest (whose HTTP status is 200) alike.
     m.family('cloudly_release_errors_total', 'counter');
@@ -203,7 +209,8 @@ describe('GET /metrics', () => {
     const series = http.data as PromHistogramData[];
     const routes = new Set(series.map((s) => s.labels['route']));
     for (const route of routes) expect(route === '(unmatched)' || /^\/[A-Za-z0-9/:_-]*$/.test(route ?? ''), route).toBe(true);
-    const count = (method: string, route: string, status: number) => m.histogram('http_request_duration_seconds', { method, route, status_code: String(status) })?.count ?? 0;
+    const count = (method: string, route: string, status: number) =>
+      m.histogram('http_request_duration_seconds', { method, route, status_code: String(status) })?.count ?? 0;
     const promoteRoute = '/v1/services/:serviceId/image-releases/:releaseId/promote';
     expect(count('POST', promoteRoute, 200)).toBe(3);
     expect(count('POST', promoteRoute, 409)).toBe(2);

@@ -135,7 +135,8 @@ describe('push events: ingestion', () => {
     expect(await counts()).toEqual(before);
     // Key order is not content: the same event with its keys reversed is the same event.
     const reordered = Object.fromEntries(Object.entries(event).reverse());
-    expect((await push(reordered)).json()).toEqual({ duplicate: true, autoPromotion: { outcome: 'skipped', reason: 'not-enabled' }, release: first.json().release });
+    expect((await push(reordered)).json())
+      .toEqual({ duplicate: true, autoPromotion: { outcome: 'skipped', reason: 'not-enabled' }, release: first.json().release });
   });
 
   it('over TypedRequest: reportImmutableRegistryPushEvent answers { release, duplicate }', async () => {
@@ -442,7 +443,11 @@ describe('listing releases', () => {
 
     // An older observation of rel_order_a does not move it; a newer one does.
     const seedOfA = (await getRelease('rel_order_a'))!.data.registryRootDigest;
-    const again = (observedAt: number) => ({ ...makeEvent(svc, { releaseId: 'rel_order_a', observedAt }), registryRootDigest: seedOfA, digestPinnedImageReference: `${registryHost}/${svc.repository}@${seedOfA}` });
+    const again = (observedAt: number) => ({
+      ...makeEvent(svc, { releaseId: 'rel_order_a', observedAt }),
+      registryRootDigest: seedOfA,
+      digestPinnedImageReference: `${registryHost}/${svc.repository}@${seedOfA}`,
+    });
     await pushOk(again(50));
     expect((await ids())[4]).toBe('rel_order_a');
     await pushOk(again(400));

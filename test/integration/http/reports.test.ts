@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
-import { buildTestApp, typedRequest, type TestApp } from '../../support/app.js';
-import { bearer, createFixtureService, promote, pushRelease, registerCluster, rollback } from '../../support/fixtures.js';
-import { fullReplicas, reportBody, verifiedReplica } from '../../support/reports.js';
+import { buildTestApp, callTypedRequest, typedRequest, type TestApp } from '../../support/app.js';
+import { bearer, createFixtureService, promote, promotedService, registerCluster, rollback } from '../../support/fixtures.js';
+import { fullReplicas, reportBody, reportsFor, verifiedReplica } from '../../support/reports.js';
 
 describe('snapshot reports and rollout status', () => {
   let t: TestApp;
@@ -26,14 +26,7 @@ describe('snapshot reports and rollout status', () => {
   afterAll(async () => { await t.close(); });
 
   /** A service on c1 and c2 (3 nodes × 2 replicas = 6 required) with a first promotion. */
-  async function promoted (opts: { clusterIds?: string[] } = {}) {
-    const svc = await createFixtureService(t.app, admin, { clusterIds: opts.clusterIds ?? ['c1', 'c2'], replicasPerNode: 2 });
-    const a = await pushRelease(t.app, api, svc, { tag: 'a' });
-    const b = await pushRelease(t.app, api, svc, { tag: 'b' });
-    const res = await promote(t.app, api, svc.id, a.releaseId, { generation: 0 });
-    const plan = res.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
-    return { svc, plan, releases: { a: a.releaseId, b: b.releaseId } };
-  }
+  const promoted = async (opts: { clusterIds?: string[] } = {}) => await promotedService(t.app, { admin, api }, opts);
 
   const send = (token: string, body: Record<string, unknown>) =>
     t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: body });
@@ -50,23 +43,29 @@ describe('snapshot reports and rollout status', () => {
   describe('the transition table', () => {
     it('pending → deploying → verifying → succeeded, and the counts on the way', async () => {
       const { svc, plan } = await promoted();
+      const { report, replica } = reportsFor(plan, svc.id);
       expect((await statusOf(svc.id)).status).toBe('pending');
 
-      const starting = await send(c1, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['n1', 'n2'], deployments: [verifiedReplica(plan, svc.id, 'n1', 0, { status: 'starting', evidence: null })] }));
+      const firstReplica = replica('n1', 0, { status: 'starting', evidence: null });
+      const starting = await send(c1, report({ sequence: 1, nodeNames: ['n1', 'n2'], deployments: [firstReplica] }));
       expect(starting.statusCode, starting.body).toBe(200);
-      expect(starting.json().status).toMatchObject({ status: 'deploying', requiredReplicaCount: 6, observedReplicaCount: 1, healthyReplicaCount: 0, verifiedReplicaCount: 0 });
+      expect(starting.json().status).toMatchObject({
+        status: 'deploying', requiredReplicaCount: 6, observedReplicaCount: 1, healthyReplicaCount: 0, verifiedReplicaCount: 0,
+      });
 
       // Every replica running, none attested yet: healthy but unverified.
       const unattested = ['n1', 'n2'].flatMap((n) => [0, 1].map((i) => verifiedReplica(plan, svc.id, n, i, { evidence: null })));
       const r2 = await send(c1, reportBody(plan, svc.id, { sequence: 2, nodeNames: ['n1', 'n2'], deployments: unattested }));
       expect(r2.json().status).toMatchObject({ status: 'deploying', observedReplicaCount: 4, healthyReplicaCount: 4 });
-      const r3 = await send(c2, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['m1'], deployments: [0, 1].map((i) => verifiedReplica(plan, svc.id, 'm1', i, { evidence: null })) }));
+      const r3 = await send(c2, report({ sequence: 1, nodeNames: ['m1'], deployments: [0, 1].map((i) => replica('m1', i, { evidence: null })) }));
       expect(r3.json().status).toMatchObject({ status: 'verifying', observedReplicaCount: 6, healthyReplicaCount: 6, verifiedReplicaCount: 0 });
 
       const r4 = await send(c1, reportBody(plan, svc.id, { sequence: 3, nodeNames: ['n1', 'n2'], deployments: fullReplicas(plan, svc.id, ['n1', 'n2']) }));
       expect(r4.json().status).toMatchObject({ status: 'verifying', verifiedReplicaCount: 4 });
       const r5 = await send(c2, reportBody(plan, svc.id, { sequence: 2, nodeNames: ['m1'], deployments: fullReplicas(plan, svc.id, ['m1']) }));
-      expect(r5.json().status).toMatchObject({ status: 'succeeded', observedReplicaCount: 6, healthyReplicaCount: 6, verifiedReplicaCount: 6, failedReplicaCount: 0 });
+      expect(r5.json().status).toMatchObject({
+        status: 'succeeded', observedReplicaCount: 6, healthyReplicaCount: 6, verifiedReplicaCount: 6, failedReplicaCount: 0,
+      });
       expect(r5.json().status.reporters.map((r: { reporterId: string }) => r.reporterId)).toEqual(['c1/coreflow-c1', 'c2/coreflow-c2']);
       expect(await statusOf(svc.id)).toEqual(r5.json().status);
       // The plan did not move: reports never change the rollout generation.
@@ -109,12 +108,21 @@ describe('snapshot reports and rollout status', () => {
       expect(old.statusCode).toBe(409);
       expect(old.json()).toMatchObject({ code: 'stale-rollout-report', currentRolloutId: second.rolloutId, currentGeneration: 2 });
 
-      const rb = (await rollback(t.app, api, svc.id, releases.a, { generation: 2, currentRolloutId: second.rolloutId })).json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
+      const rolledBack = await rollback(t.app, api, svc.id, releases.a, { generation: 2, currentRolloutId: second.rolloutId });
+      const rb = rolledBack.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
       expect((await statusOf(svc.id)).status).toBe('rolling-back');
       const partial = await send(c2, reportBody(rb, svc.id, { sequence: 3, nodeNames: ['m1'], deployments: [verifiedReplica(rb, svc.id, 'm1', 0)] }));
       expect(partial.json().status).toMatchObject({ status: 'rolling-back', observedReplicaCount: 1, verifiedReplicaCount: 1 });
       const done = await send(c2, reportBody(rb, svc.id, { sequence: 4, nodeNames: ['m1'], deployments: fullReplicas(rb, svc.id, ['m1']) }));
-      expect(done.json().status).toMatchObject({ status: 'rolled-back', requiredReplicaCount: 2, observedReplicaCount: 2, healthyReplicaCount: 2, verifiedReplicaCount: 2, failedReplicaCount: 0, rolloutId: rb.rolloutId });
+      expect(done.json().status).toMatchObject({
+        status: 'rolled-back',
+        requiredReplicaCount: 2,
+        observedReplicaCount: 2,
+        healthyReplicaCount: 2,
+        verifiedReplicaCount: 2,
+        failedReplicaCount: 0,
+        rolloutId: rb.rolloutId,
+      });
     });
 
     it('nodes nobody reports count as missing: never succeeded with a silent cluster', async () => {
@@ -141,17 +149,23 @@ describe('snapshot reports and rollout status', () => {
       const ok = await send(c1, reportBody(plan, svc.id, { sequence: 5, nodeNames: ['n1', 'n2'], deployments: fullReplicas(plan, svc.id, ['n1', 'n2']) }));
       expect(ok.statusCode).toBe(200);
       const before = await stored(svc.id);
+      const { report, replica } = reportsFor(plan, svc.id);
+      const both = ['n1', 'n2'];
+      const unknownCapability = { reporterCapabilities: { immutableImageDeploymentVersion: 2 } };
       const cases: Array<[string, string, Record<string, unknown>, number, string]> = [
-        ['old generation', c1, reportBody(plan, svc.id, { sequence: 6, nodeNames: ['n1', 'n2'], deployments: [], rolloutGeneration: 0 }), 409, 'stale-rollout-report'],
-        ['old rolloutId', c1, reportBody(plan, svc.id, { sequence: 6, nodeNames: ['n1', 'n2'], deployments: [], rolloutId: 'ro_old' }), 409, 'stale-rollout-report'],
-        ['lower sequence', c1, reportBody(plan, svc.id, { sequence: 4, nodeNames: ['n1', 'n2'], deployments: [] }), 409, 'stale-rollout-report'],
-        ['node outside the plan', c3, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['x1'], deployments: [] }), 403, 'forbidden'],
-        ['node of another cluster', c1, reportBody(plan, svc.id, { sequence: 6, nodeNames: ['n1', 'm1'], deployments: [] }), 403, 'forbidden'],
-        ['older session', c1, reportBody(plan, svc.id, { session: 'session-0', sequence: 99, nodeNames: ['n1', 'n2'], deployments: [], reportedAt: 1 }), 409, 'stale-rollout-report'],
-        ['no envelope', c1, reportBody(plan, svc.id, { sequence: 6, nodeNames: ['n1', 'n2'], deployments: [], envelope: null }), 422, 'runtime-attestation-missing'],
-        ['capability missing', c1, reportBody(plan, svc.id, { sequence: 6, nodeNames: ['n1', 'n2'], deployments: [], envelope: { reporterCapabilities: { immutableImageDeploymentVersion: 2 } } }), 422, 'runtime-capability-missing'],
-        ['deployment of another service', c1, reportBody(plan, svc.id, { sequence: 6, nodeNames: ['n1'], deployments: [verifiedReplica(plan, 'svc_other', 'n1', 0)] }), 400, 'validation-failed'],
-        ['deployment on a node outside the report', c1, reportBody(plan, svc.id, { sequence: 6, nodeNames: ['n1'], deployments: [verifiedReplica(plan, svc.id, 'n2', 0)] }), 400, 'validation-failed'],
+        ['old generation', c1, report({ sequence: 6, nodeNames: both, deployments: [], rolloutGeneration: 0 }), 409, 'stale-rollout-report'],
+        ['old rolloutId', c1, report({ sequence: 6, nodeNames: both, deployments: [], rolloutId: 'ro_old' }), 409, 'stale-rollout-report'],
+        ['lower sequence', c1, report({ sequence: 4, nodeNames: both, deployments: [] }), 409, 'stale-rollout-report'],
+        ['node outside the plan', c3, report({ sequence: 1, nodeNames: ['x1'], deployments: [] }), 403, 'forbidden'],
+        ['node of another cluster', c1, report({ sequence: 6, nodeNames: ['n1', 'm1'], deployments: [] }), 403, 'forbidden'],
+        ['older session', c1, report({ session: 'session-0', sequence: 99, nodeNames: both, deployments: [], reportedAt: 1 }), 409, 'stale-rollout-report'],
+        ['no envelope', c1, report({ sequence: 6, nodeNames: both, deployments: [], envelope: null }), 422, 'runtime-attestation-missing'],
+        ['capability missing', c1, report({ sequence: 6, nodeNames: both, deployments: [], envelope: unknownCapability }), 422, 'runtime-capability-missing'],
+        [
+          'deployment of another service',
+          c1, report({ sequence: 6, nodeNames: ['n1'], deployments: [verifiedReplica(plan, 'svc_other', 'n1', 0)] }), 400, 'validation-failed',
+        ],
+        ['deployment on a node outside the report', c1, report({ sequence: 6, nodeNames: ['n1'], deployments: [replica('n2', 0)] }), 400, 'validation-failed'],
       ];
       for (const [name, token, body, status, code] of cases) {
         const res = await send(token, body);
@@ -189,10 +203,12 @@ describe('snapshot reports and rollout status', () => {
 
     it('over TypedRequest, refusals arrive as error envelopes with the same codes', async () => {
       const { svc, plan } = await promoted();
-      const call = (body: Record<string, unknown>) => t.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest('reportDeploymentSnapshots', { identity: { jwt: c1 }, ...body }) });
+      const call = (body: Record<string, unknown>) => callTypedRequest(t.app, 'reportDeploymentSnapshots', { identity: { jwt: c1 }, ...body });
       const stale = await call(reportBody(plan, svc.id, { sequence: 1, nodeNames: ['n1', 'n2'], deployments: [], rolloutGeneration: 7 }));
       expect(stale.json().error.data).toMatchObject({ code: 'stale-rollout-report', currentGeneration: 1 });
-      const noCapability = await call(reportBody(plan, svc.id, { sequence: 1, nodeNames: ['n1', 'n2'], deployments: [], envelope: { reporterCapabilities: {} } }));
+      const noCapability = await call(reportBody(plan, svc.id, {
+        sequence: 1, nodeNames: ['n1', 'n2'], deployments: [], envelope: { reporterCapabilities: {} },
+      }));
       expect(noCapability.json().error.data.code).toBe('runtime-capability-missing');
       const ok = await call(reportBody(plan, svc.id, { sequence: 1, nodeNames: ['n1', 'n2'], deployments: fullReplicas(plan, svc.id, ['n1', 'n2']) }));
       expect(ok.json().response).toEqual({});
@@ -217,7 +233,8 @@ describe('snapshot reports and rollout status', () => {
     for (const [name, mutation, reason] of forgeries) {
       it(`a replica claiming "verified" with ${name} is mismatched: ${reason}`, async () => {
         const { svc, plan } = await promoted({ clusterIds: ['c2'] });
-        const deployments = [verifiedReplica(plan, svc.id, 'm1', 0), verifiedReplica(plan, svc.id, 'm1', 1, { evidence: { verificationStatus: 'verified', ...mutation } })];
+        const forged = verifiedReplica(plan, svc.id, 'm1', 1, { evidence: { verificationStatus: 'verified', ...mutation } });
+        const deployments = [verifiedReplica(plan, svc.id, 'm1', 0), forged];
         const res = await send(c2, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['m1'], deployments }));
         expect(res.json().status).toMatchObject({ status: 'mismatched', mismatchReason: reason, verifiedReplicaCount: 1 });
         expect(res.json().status.reporters[0].mismatchReason).toBe(reason);
@@ -249,7 +266,8 @@ describe('snapshot reports and rollout status', () => {
         const replica = verifiedReplica(plan, svc.id, 'm1', 1, { evidence });
         const ev = replica['runtimeImageEvidence'] as Record<string, unknown>;
         for (const [k, v] of Object.entries(evidence)) if (v === undefined) delete ev[k];
-        const res = await send(c2, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['m1'], deployments: [verifiedReplica(plan, svc.id, 'm1', 0), replica] }));
+        const deployments = [verifiedReplica(plan, svc.id, 'm1', 0), replica];
+        const res = await send(c2, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['m1'], deployments }));
         expect(res.statusCode, res.body).toBe(200);
         expect(res.json().status).toMatchObject({ status: 'mismatched', mismatchReason: reason });
       });
@@ -257,7 +275,8 @@ describe('snapshot reports and rollout status', () => {
 
     it('runtime-attestation-missing: a replica without evidence is never verified (listed in the evidence detail)', async () => {
       const { svc, plan } = await promoted({ clusterIds: ['c2'] });
-      const res = await send(c2, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['m1'], deployments: [verifiedReplica(plan, svc.id, 'm1', 0), verifiedReplica(plan, svc.id, 'm1', 1, { evidence: null })] }));
+      const { report, replica } = reportsFor(plan, svc.id);
+      const res = await send(c2, report({ sequence: 1, nodeNames: ['m1'], deployments: [replica('m1', 0), replica('m1', 1, { evidence: null })] }));
       expect(res.json().status).toMatchObject({ status: 'verifying', verifiedReplicaCount: 1 });
       const doc = await t.db.collection('services').findOne({ _id: svc.id as never });
       const replicas = doc?.['rolloutEvidence'].reporters[0].replicas as Array<{ verification: string, mismatchReason?: string }>;

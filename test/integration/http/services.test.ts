@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, serviceData, typedRequest, type TestApp } from '../../support/app.js';
+import { buildTestApp, callTypedRequest, identity, serviceData, typedRequest, type TestApp } from '../../support/app.js';
 
 describe('services: create, read, update', () => {
   let t: TestApp;
   let admin: string;
-  const identity = (jwt: string) => ({ name: 'x', userId: 'x', expiresAt: 0, jwt });
 
   beforeAll(async () => {
     t = await buildTestApp();
@@ -12,7 +11,8 @@ describe('services: create, read, update', () => {
   });
   afterAll(async () => { await t.close(); });
 
-  const create = (body: unknown) => t.app.inject({ method: 'POST', url: '/v1/services', headers: { authorization: `Bearer ${admin}` }, payload: body as object });
+  const create = (body: unknown) =>
+    t.app.inject({ method: 'POST', url: '/v1/services', headers: { authorization: `Bearer ${admin}` }, payload: body as object });
   const count = () => t.db.collection('services').countDocuments();
 
   it('creates a service (201 + Location) and reads it back over REST and TypedRequest', async () => {
@@ -26,13 +26,13 @@ describe('services: create, read, update', () => {
 
     const read = await t.app.inject({ method: 'GET', url: `/v1/services/${service.id}`, headers: { authorization: `Bearer ${admin}` } });
     expect(read.json()).toEqual({ service });
-    const tr = await t.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest('getServiceById', { identity: identity(admin), serviceId: service.id }) });
+    const tr = await callTypedRequest(t.app, 'getServiceById', { identity: identity(admin), serviceId: service.id });
     expect(tr.json().response).toEqual({ service });
   });
 
   it('creates a service over TypedRequest', async () => {
     const data = serviceData();
-    const tr = await t.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest('createService', { identity: identity(admin), serviceData: data }) });
+    const tr = await callTypedRequest(t.app, 'createService', { identity: identity(admin), serviceData: data });
     expect(tr.statusCode).toBe(200);
     expect(tr.json().response.service.data).toEqual(data);
   });
@@ -80,16 +80,19 @@ describe('services: create, read, update', () => {
 
   it('rejects bodies that are not JSON objects, prototype pollution and oversized bodies', async () => {
     const before = await count();
-    const badJson = await t.app.inject({ method: 'POST', url: '/v1/services', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, payload: '{"name":' });
+    const raw = (contentType: string, payload: string) => t.app.inject({
+      method: 'POST', url: '/v1/services', headers: { authorization: `Bearer ${admin}`, 'content-type': contentType }, payload,
+    });
+    const badJson = await raw('application/json', '{"name":');
     expect(badJson.statusCode).toBe(400);
     expect(badJson.json().code).toBe('validation-failed');
-    const proto = await t.app.inject({ method: 'POST', url: '/v1/services', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, payload: `{"__proto__":{"admin":true},${JSON.stringify(serviceData()).slice(1)}` });
+    const proto = await raw('application/json', `{"__proto__":{"admin":true},${JSON.stringify(serviceData()).slice(1)}`);
     expect(proto.statusCode).toBe(400);
     expect(({} as Record<string, unknown>)['admin']).toBeUndefined();
     const huge = await create(serviceData({ description: 'x'.repeat(2 * 1024 * 1024) }));
     expect(huge.statusCode).toBe(413);
     expect(huge.json().code).toBe('payload-too-large');
-    const text = await t.app.inject({ method: 'POST', url: '/v1/services', headers: { authorization: `Bearer ${admin}`, 'content-type': 'text/plain' }, payload: 'hello' });
+    const text = await raw('text/plain', 'hello');
     expect(text.statusCode).toBe(415);
     expect(await count()).toBe(before);
   });
@@ -127,7 +130,6 @@ describe('services: listing and lookup by name', () => {
   let t: TestApp;
   let reader: string;
   let admin: string;
-  const identity = (jwt: string) => ({ name: 'x', userId: 'x', expiresAt: 0, jwt });
 
   beforeAll(async () => {
     t = await buildTestApp();
@@ -158,7 +160,7 @@ describe('services: listing and lookup by name', () => {
     expect(byName.json()).toEqual({ services: [{ id: ids.get('charlie'), name: 'charlie' }] });
     expect((await list('?name=nope')).json()).toEqual({ services: [] });
 
-    const tr = await t.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest('listServices', { identity: identity(reader), name: 'echo' }) });
+    const tr = await callTypedRequest(t.app, 'listServices', { identity: identity(reader), name: 'echo' });
     expect(tr.json().response).toEqual({ services: [{ id: ids.get('echo'), name: 'echo' }] });
   });
 
@@ -184,7 +186,9 @@ describe('TypedRequest dispatcher', () => {
   it('answers an unknown method with an error envelope, not a crash', async () => {
     const res = await t.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest('dropDatabase', {}, 'c-7') });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ method: 'dropDatabase', response: null, error: { data: { code: 'method-not-found' } }, correlation: { id: 'c-7', phase: 'response' } });
+    expect(res.json()).toMatchObject({
+      method: 'dropDatabase', response: null, error: { data: { code: 'method-not-found' } }, correlation: { id: 'c-7', phase: 'response' },
+    });
   });
 
   it('answers a malformed envelope with a validation error envelope', async () => {
@@ -213,7 +217,7 @@ describe('TypedRequest dispatcher', () => {
 
   it('application errors keep their code and text', async () => {
     const jwt = await t.token('user');
-    const res = await t.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest('getServiceById', { identity: { jwt }, serviceId: 'svc_nope' }) });
+    const res = await callTypedRequest(t.app, 'getServiceById', { identity: { jwt }, serviceId: 'svc_nope' });
     expect(res.json().error).toMatchObject({ text: "service 'svc_nope' does not exist", data: { code: 'service-not-found', serviceId: 'svc_nope' } });
   });
 });
