@@ -13,6 +13,7 @@ import { stripAccessToken } from './http/accessToken.js';
 import { createTokenVerifier } from './http/auth.js';
 import { problemDocument, registerErrorHandling } from './http/errorHandler.js';
 import { instrumentRequests } from './http/instrumentation.js';
+import { registerJsonBody } from './http/jsonBody.js';
 import { clusterRoutes } from './http/rest/clusters.js';
 import { healthRoutes } from './http/rest/health.js';
 import { metricsRoutes } from './http/rest/metrics.js';
@@ -96,11 +97,15 @@ function serverOptions (config: AppConfig, onFrameworkError: (code: ErrorCode) =
       const error = errors.validationFailed([{ field: '/params', message: tooLong ? 'longer than 256 characters' : 'malformed percent-encoding' }]);
       onFrameworkError(error.code);
       const raw = reply as unknown as FastifyReply;
-      void raw.code(400).type('application/problem+json').header('x-request-id', request.id).send(problemDocument(error, request as unknown as FastifyRequest));
+      void raw.code(400).type('application/problem+json').header('x-request-id', request.id).header('cache-control', 'no-store')
+        .send(problemDocument(error, request as unknown as FastifyRequest));
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
   };
 }
+
+/** Snapshot reports carry a whole cluster's deployments: their routes take the larger of the two limits. */
+const reportBodyLimit = (config: AppConfig): number => Math.max(config.BODY_LIMIT_BYTES, config.REPORT_BODY_LIMIT_BYTES);
 
 /** Every use case, each from the module named after it. */
 function composeOperations (repos: Repositories, telemetry: Telemetry, config: AppConfig, fault: FaultHook): Operations {
@@ -114,11 +119,16 @@ function composeOperations (repos: Repositories, telemetry: Telemetry, config: A
     promote: promote({ rollouts, telemetry }),
     rollBack: rollBack({ rollouts, telemetry }),
     observePushEvent: observePushEvent({ repos, rollouts, telemetry, now }),
-    reportSnapshot: reportSnapshot({ repos, telemetry, now }),
+    reportSnapshot: reportSnapshot({ repos, telemetry, now, fault }),
   };
 }
 
-/** Shutting down (close() called): every answer closes its connection and none is cached. */
+/**
+ * Every answer carries its request id and `Cache-Control: no-store` (unless it says otherwise):
+ * the real TypedRequest client caches successful answers per URL and replays them when the network
+ * fails, which would hand a caller another request's answer. Shutting down (close() called): every
+ * answer closes its connection.
+ */
 function registerAnswerHeaders (app: FastifyInstance): void {
   // Without `connection: close`, a keep-alive connection whose request finishes during the drain
   // stays open until keepAliveTimeout, and the exit waits for it (Node closes idle connections
@@ -127,6 +137,7 @@ function registerAnswerHeaders (app: FastifyInstance): void {
   app.addHook('preClose', async () => { closing = true; });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
     if (closing) reply.header('connection', 'close');
   });
 }
@@ -161,6 +172,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   instrumentRequests(app, metrics);
   // The API speaks JSON only: anything else is 415, not a string that fails validation later.
   app.removeContentTypeParser(['text/plain']);
+  registerJsonBody(app);
 
   const store = openStore({
     uri: config.MONGODB_URI,
@@ -209,12 +221,12 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
 
   await app.register(healthRoutes, { database: store.health });
   await app.register(metricsRoutes, { metrics, token: config.METRICS_TOKEN });
-  await app.register(typedRequestRoute, { methods: typedRequestMethods(operations), verifier });
+  await app.register(typedRequestRoute, { methods: typedRequestMethods(operations), verifier, bodyLimit: reportBodyLimit(config) });
   await app.register(serviceRoutes, { services: operations.services, verifier });
   await app.register(clusterRoutes, { clusters: operations.clusters, verifier });
   await app.register(releaseRoutes, { operations, verifier });
   await app.register(rolloutRoutes, { operations, verifier });
-  await app.register(reportRoutes, { operations, verifier });
+  await app.register(reportRoutes, { operations, verifier, bodyLimit: reportBodyLimit(config) });
   await app.register(rolloutStatusRoutes, { rollouts: operations.rollouts, verifier, hub });
   await app.register(consolePlugin);
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);

@@ -40,7 +40,13 @@ export const EnvSchema = Type.Object({
     default: 27027,
     description: 'port of the local development database (without MONGODB_URI); 0 = any free port',
   }),
-  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 1024 * 1024 }),
+  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 1024 * 1024, description: 'request body limit' }),
+  REPORT_BODY_LIMIT_BYTES: Type.Integer({
+    minimum: 1024,
+    maximum: 12 * 1024 * 1024,
+    default: 8 * 1024 * 1024,
+    description: 'body limit of snapshot reports (POST /v1/deployment-snapshots and /typedrequest): a full report of a 1,000-node cluster fits',
+  }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
   REQUEST_TIMEOUT_MS: Type.Integer({
     minimum: 1_000,

@@ -3,7 +3,9 @@
  * process kills itself with SIGKILL (no cleanup, no flushing — a real crash).
  * Off unless FAULT_INJECTION names the point; production never sets it.
  */
-export type FaultPoint = 'after-idempotency-record' | 'after-rollout-record' | 'after-plan-write' | 'after-release-update';
+export type FaultPoint =
+  | 'after-idempotency-record' | 'after-rollout-record' | 'after-plan-write' | 'after-release-update'
+  | 'after-report-claims' | 'after-report-record' | 'after-report-status';
 
 export type FaultHook = (point: FaultPoint) => void;
 

@@ -28,4 +28,5 @@ export * from './identity.js';
 export * from './requests.js';
 export * from './releases.js';
 export * from './clusters.js';
+export * from './services.js';
 export * from './helpers.js';

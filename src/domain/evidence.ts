@@ -14,6 +14,7 @@ import type { ReplicaHealth, ReplicaVerification } from './rolloutStatus.js';
  *
  *   0. deployment rolloutId / rolloutGeneration (when present) ≠ plan → other-rollout
  *   1. no runtimeImageEvidence                          → runtime-attestation-missing (missing)
+ *  1b. replica not running, evidence not from inspection → pending (not verified yet, no mismatch)
  *   2. evidenceSource ≠ local-container-inspect         → container-inspection-unavailable
  *   3. evidence rolloutId / rolloutGeneration ≠ plan    → stale-rollout-report
  *   4. expectedDigest absent / malformed / ≠ plan       → requested-digest-missing / -malformed /
@@ -227,6 +228,13 @@ export function verifyReplicaEvidence (plan: IImmutableImageDeploymentPlan, depl
   const evidence = deployment.runtimeImageEvidence;
   if (evidence === undefined || evidence === null || typeof evidence !== 'object') {
     return { health, verification: 'missing', mismatchReason: 'runtime-attestation-missing' };
+  }
+
+  // 1b. A replica that is not running yet (scheduled, starting) has no container to inspect: the
+  // upstream `pending` evidence. Not verified yet — not a mismatch. A RUNNING replica without
+  // container inspection stays a mismatch (check 2), whatever it claims.
+  if (deployment.status !== 'running' && evidence.evidenceSource !== 'local-container-inspect') {
+    return { health, verification: 'pending' };
   }
 
   const mismatchReason = firstFailedCheck(plan, evidence);

@@ -1,12 +1,12 @@
 import type {
-  IImageRelease, IImageRolloutStatus, IImmutableRegistryPushEvent, IService, ImageTagHistoryEntry, TServiceWritableData,
+  IImageRelease, IImageRolloutReporterStatus, IImmutableImageDeploymentPlan, IImmutableRegistryPushEvent, IService, ImageTagHistoryEntry,
+  ServiceSummary, TServiceWritableData,
 } from '../contracts/index.js';
 import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from './clusters.js';
 import type { KeysetPosition, ReleaseIdentity } from './releases.js';
-import type { ReportedDeployment } from '../contracts/reports.js';
+import type { ClaimRefusal, ReportRecord } from './reports.js';
 import type { AutomationHold, RolloutRecord } from './rollouts.js';
-import type { RolloutEvidence, StatusEvent } from './rolloutStatus.js';
-import type { ServiceSummary } from './services.js';
+import type { MismatchCounts, StatusEvent, StatusSummary, StatusTotals, SummaryEntry } from './rolloutStatus.js';
 
 /**
  * The ports: what the use cases need from persistence and the outside world, declared here,
@@ -28,10 +28,55 @@ export interface ServiceWithHold {
   automationHold?: AutomationHold;
 }
 
-/** What a snapshot report and the rollout view read: the service with its status bookkeeping (not the status history). */
+/** What the rollout view reads: the service (its status composed) with its status revision. */
 export interface ServiceRolloutState extends ServiceWithHold {
   statusRevision: number;
-  rolloutEvidence?: RolloutEvidence;
+}
+
+/** What a snapshot report needs of its service: whether it requires immutable images, and its plan. */
+export interface ReportTarget {
+  serviceId: string;
+  immutableImageRequired: boolean;
+  plan?: IImmutableImageDeploymentPlan;
+}
+
+/** The status summary of the current rollout and what was last published of it (the SSE log's head). */
+export interface StatusState {
+  summary: Pick<StatusSummary, 'rolloutId' | 'totals' | 'mismatched' | 'seq' | 'updatedAt'>;
+  statusRevision: number;
+  /** The state the last status event describes: its summary seq and aggregate key. */
+  published?: { rolloutId: string, seq: number, key: string };
+}
+
+/** One reporter's entry replacing its earlier one in the summary, with the delta it makes. */
+export interface EntryWrite {
+  serviceId: string;
+  rolloutId: string;
+  key: string;
+  entry: IImageRolloutReporterStatus;
+  version: number;
+  /** The version the summary is expected to hold for this reporter (undefined: none yet). */
+  expectedVersion?: number;
+  delta: { totals: StatusTotals, mismatched: MismatchCounts };
+  now: number;
+}
+
+export type EntryWriteResult =
+  | { kind: 'applied', state: StatusState }
+  /** The summary holds another version of the entry (a crash left it behind, or a concurrent report moved it on). */
+  | { kind: 'version-moved', stored?: SummaryEntry }
+  /** The summary is not this rollout's (a newer rollout, or none yet for a rollout planned before it existed). */
+  | { kind: 'not-current' };
+
+/** A status event to append, if the status is still at `revision` and nothing newer than `seq` was published. */
+export interface StatusPublication {
+  serviceId: string;
+  rolloutId: string;
+  seq: number;
+  key: string;
+  revision: number;
+  /** undefined: the state's key is the one published already; only the published seq moves on. */
+  event?: StatusEvent;
 }
 
 /** The status revision of a service and its kept status changes after some revision, oldest first. */
@@ -40,24 +85,16 @@ export interface StatusSnapshot {
   events: StatusEvent[];
 }
 
-export interface StatusWrite {
-  serviceId: string;
-  rolloutId: string;
-  /** The compare-and-swap token: the revision the status was read at. */
-  revision: number;
-  status: IImageRolloutStatus;
-  evidence: RolloutEvidence;
-  /** Whether the change is one an SSE listener is told about (the aggregate changed). */
-  event: boolean;
-  now: number;
-}
-
 export interface ServiceRepository {
   insert(service: IService, now: number): Promise<InsertServiceResult>;
   findById(id: string): Promise<IService | null>;
   exists(id: string): Promise<boolean>;
+  /** The service for planning a rollout: its data without the status (a new plan resets it), and its hold. */
   findWithHold(id: string): Promise<ServiceWithHold | null>;
+  /** The service as the API shows it (its status composed), and its hold. */
+  findServiceView(id: string): Promise<ServiceWithHold | null>;
   findRolloutState(id: string): Promise<ServiceRolloutState | null>;
+  findReportTarget(id: string): Promise<ReportTarget | null>;
   /** Services sorted by name, strictly after `afterName`; with `name`, only the service of that name. */
   list(query: { name?: string, afterName?: string, limit: number }): Promise<ServiceSummary[]>;
   /**
@@ -67,8 +104,16 @@ export interface ServiceRepository {
   replaceWritableData(id: string, data: TServiceWritableData, now: number): Promise<ReplaceServiceResult>;
   /** Writes a rollout's plan onto the service if it is still at the generation before (compare-and-swap). */
   applyRollout(record: RolloutRecord, now: number): Promise<ApplyRolloutResult>;
-  /** Stores a new rollout status if nobody changed it since `revision` and the rollout is still current. False: retry. */
-  compareAndSetStatus(write: StatusWrite): Promise<boolean>;
+  /** Replaces one reporter's entry in the current rollout's summary, guarded by the entry's expected version. */
+  applyStatusEntry(write: EntryWrite): Promise<EntryWriteResult>;
+  /** The summary state of the current rollout (null: the service's summary is not this rollout's). */
+  readStatusState(id: string, rolloutId: string): Promise<StatusState | null>;
+  /** One reporter's entry in the current rollout's summary. */
+  readStatusEntry(id: string, rolloutId: string, key: string): Promise<{ current: boolean, stored?: SummaryEntry }>;
+  /** Starts the summary of the current plan's rollout where none is (a service whose plan predates summaries). */
+  initStatusSummary(id: string, plan: IImmutableImageDeploymentPlan, now: number): Promise<void>;
+  /** Appends the status event (or moves the published seq on); false: the head moved, read again. */
+  publishStatus(publication: StatusPublication): Promise<boolean>;
   /** The status events after `revision`, oldest first (SSE); null: no such service. */
   statusEventsAfter(id: string, revision: number): Promise<StatusSnapshot | null>;
 }
@@ -218,21 +263,22 @@ export interface ClusterRepository {
   countNodes(clusterId: string, nodeNames: readonly string[]): Promise<number>;
 }
 
-// Deployments --------------------------------------------------------------------
+// Snapshot reports ------------------------------------------------------------------
 
-export interface DeploymentSnapshot {
-  serviceId: string;
-  clusterId: string;
-  deployments: ReportedDeployment[];
-  /** Only these nodes' deployments are replaced; undefined: all of the cluster's. */
-  nodeScope: string[] | undefined;
-  reportedAt: number;
-  reportedBy: string;
-}
-
-export interface DeploymentRepository {
-  /** Replaces the reporting cluster's deployments of the service (all, or those on the node scope). */
-  replaceSnapshot(snapshot: DeploymentSnapshot): Promise<void>;
+export interface ReportRepository {
+  findRecord(id: string): Promise<ReportRecord | null>;
+  findRecords(ids: readonly string[]): Promise<ReportRecord[]>;
+  /** The reports of a service without the immutable policy (one per reporter). */
+  listServiceRecords(serviceId: string): Promise<ReportRecord[]>;
+  /** Writes the record if it is still at `expectedVersion` (0: if there is none). False: a concurrent report won. */
+  writeRecord(record: ReportRecord, expectedVersion: number): Promise<boolean>;
+  /**
+   * Claims the rollout's nodes and sessions for the reporter (unique per rollout: the first
+   * reporter to claim one keeps it) and answers those another reporter holds.
+   */
+  claim(rolloutId: string, reporterId: string, claims: ReadonlyArray<{ kind: 'node' | 'session', name: string }>, now: number): Promise<ClaimRefusal[]>;
+  /** Removes a rollout's reports and claims (a rollout long superseded). */
+  removeRollout(rolloutId: string): Promise<void>;
 }
 
 // The database as a whole ----------------------------------------------------------
@@ -253,7 +299,7 @@ export interface Repositories {
   clusters: ClusterRepository;
   rollouts: RolloutRepository;
   idempotency: IdempotencyRepository;
-  deployments: DeploymentRepository;
+  reports: ReportRepository;
 }
 
 // The outside world ------------------------------------------------------------------

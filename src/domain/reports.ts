@@ -1,9 +1,9 @@
-import type { IImageRolloutReporterStatus, IImmutableImageDeploymentPlan, IService } from '../contracts/index.js';
-import type { ReportDeploymentSnapshotsInput } from '../contracts/reports.js';
+import type { IImageRolloutReporterStatus, IImmutableImageDeploymentPlan } from '../contracts/index.js';
+import type { ReportDeploymentSnapshotsInput, ReportedDeployment } from '../contracts/reports.js';
 import { errors, type AppError, type Problem } from '../errors.js';
 import { verifyReplicaEvidence } from './evidence.js';
 import type { Principal } from './principal.js';
-import { countReporterReplicas, type ReplicaDetail, type ReporterEvidence } from './rolloutStatus.js';
+import { countReporterReplicas, type ReplicaDetail } from './rolloutStatus.js';
 
 /**
  * Pure rules of Coreflow snapshot reports (DESIGN §5 "Snapshot reports", "Rollout status"):
@@ -76,11 +76,15 @@ export function foreignNodeRefusal (principal: Principal, nodes: readonly string
 }
 
 /** An immutable service's report must carry an envelope of the current plan, on target nodes, from a targeted cluster. */
-export function envelopeRefusal (service: IService, input: ReportDeploymentSnapshotsInput, clusterId: string): AppError | undefined {
+export function envelopeRefusal (
+  target: { serviceId: string, plan?: IImmutableImageDeploymentPlan },
+  input: ReportDeploymentSnapshotsInput,
+  clusterId: string
+): AppError | undefined {
   const envelope = input.immutableReport;
-  if (!envelope) return errors.runtimeAttestationMissing(service.id);
-  const plan = service.data.imageDeployment;
-  if (!plan) return errors.immutablePlanMissing(service.id);
+  if (!envelope) return errors.runtimeAttestationMissing(target.serviceId);
+  const plan = target.plan;
+  if (!plan) return errors.immutablePlanMissing(target.serviceId);
   if (!plan.targetScope.targetClusterIds.includes(clusterId)) {
     return errors.forbidden(`cluster '${clusterId}' is outside the target scope of rollout '${plan.rolloutId}'`);
   }
@@ -98,12 +102,12 @@ export function envelopeRefusal (service: IService, input: ReportDeploymentSnaps
   return undefined;
 }
 
-/** The reporter's entry in the rollout status and its per-replica evidence, from the server's own verdicts. */
+/** The reporter's entry in the rollout status and its per-replica verdicts, from the server's own verification. */
 export function reporterEntryOf (
   plan: IImmutableImageDeploymentPlan,
   input: ReportDeploymentSnapshotsInput & { immutableReport: NonNullable<ReportDeploymentSnapshotsInput['immutableReport']> },
   reporter: { reporterId: string, clusterId: string }
-): { entry: IImageRolloutReporterStatus, evidence: ReporterEvidence } {
+): { entry: IImageRolloutReporterStatus, replicas: ReplicaDetail[] } {
   const envelope = input.immutableReport;
   const reporterNodes = [...new Set(envelope.reporterNodeNames)].sort();
   const replicas: ReplicaDetail[] = input.deployments.map((d) => {
@@ -130,43 +134,105 @@ export function reporterEntryOf (
     reportedAt: input.reportedAt,
     ...counts,
   };
-  return { entry, evidence: { reporterId: reporter.reporterId, clusterId: reporter.clusterId, reportedAt: input.reportedAt, replicas: detail } };
+  return { entry, replicas: detail };
 }
 
-/** How the reporter's earlier entry orders this report: apply it, answer it as a replay, or refuse it. */
-export type SequenceVerdict = { kind: 'apply' } | { kind: 'replay' } | { kind: 'refuse', error: AppError };
+/** Where a report stands in its reporter's sequence: the session, its sequence, and when (reporter's clock, server's clock). */
+export interface ReportPosition {
+  sessionId?: string;
+  sequence?: number;
+  reportedAt: number;
+  receivedAt: number;
+}
+
+/**
+ * One reporter's latest accepted report, as stored: for a rollout (services with the immutable
+ * policy: the envelope's position, the reporter's status entry and per-replica verdicts), or for
+ * the service (without the policy: only the deployments). Written with compare-and-swap on
+ * `version`, one document per (rollout or service, reporter): one fenced write per accepted report.
+ */
+export interface ReportRecord {
+  id: string;
+  serviceId: string;
+  /** The rollout it reports on; undefined for a service without the immutable policy. */
+  rolloutId?: string;
+  reporterId: string;
+  clusterId: string;
+  /** +1 on every accepted report: the compare-and-swap token. */
+  version: number;
+  position: ReportPosition;
+  /** Sessions this reporter used before the current one for the rollout (newest last): none may report again. */
+  retiredSessions: string[];
+  /** The nodes the report spoke for (sorted); empty: the whole cluster. */
+  nodeNames: string[];
+  /** The reporter's entry in the rollout status (immutable policy only). */
+  entry?: IImageRolloutReporterStatus;
+  replicas: ReplicaDetail[];
+  /** The deployments the report stated (for a node scope, merged with the reporter's others). */
+  deployments: ReportedDeployment[];
+}
+
+/** At most this many earlier sessions are remembered per reporter and rollout. */
+export const RETIRED_SESSIONS_KEPT = 32;
+
+export const rolloutRecordId = (rolloutId: string, reporterId: string): string => `rollout:${rolloutId}:${reporterId}`;
+export const serviceRecordId = (serviceId: string, reporterId: string): string => `service:${serviceId}:${reporterId}`;
+
+/** How the reporter's earlier report orders this one: apply it, answer it as a replay, or refuse it. */
+export type PositionVerdict = { kind: 'apply', retire?: string } | { kind: 'replay' } | { kind: 'refuse', error: AppError };
 
 /**
  * Per session the sequence only grows (equal = a harmless replay, lower = stale); a new session
- * takes over only with a later `reportedAt`; a session id belongs to one reporter; a node is
- * reported by at most one reporter per rollout.
+ * takes over only with a later `reportedAt`, and retires the one it replaces for good: a retired
+ * session never reports again, whatever its sequence (the sequence is compared per session AND
+ * across sessions).
  */
-export function sequenceVerdict (
+export function positionVerdict (
   plan: IImmutableImageDeploymentPlan,
-  reporters: readonly IImageRolloutReporterStatus[],
-  entry: IImageRolloutReporterStatus
-): SequenceVerdict {
-  const previous = reporters.find((r) => r.reporterId === entry.reporterId);
-  if (previous && previous.reporterSessionId === entry.reporterSessionId) {
-    if (entry.reportSequence < previous.reportSequence) {
-      const detail = `reportSequence ${entry.reportSequence} is lower than ${previous.reportSequence}` +
-        ` already accepted for session '${entry.reporterSessionId}'`;
+  record: ReportRecord | null,
+  report: { sessionId: string, sequence: number, reportedAt: number }
+): PositionVerdict {
+  const current = record?.position;
+  if (!current?.sessionId) return { kind: 'apply' };
+  if (current.sessionId === report.sessionId) {
+    const accepted = current.sequence ?? 0;
+    if (report.sequence < accepted) {
+      const detail = `reportSequence ${report.sequence} is lower than ${accepted} already accepted for session '${report.sessionId}'`;
       return { kind: 'refuse', error: staleReport(detail, plan) };
     }
-    if (entry.reportSequence === previous.reportSequence) return { kind: 'replay' };
-  } else if (previous && entry.reportedAt <= previous.reportedAt) {
-    const detail = `session '${entry.reporterSessionId}' reports older than the current session '${previous.reporterSessionId}'`;
-    return { kind: 'refuse', error: staleReport(detail, plan) };
+    return report.sequence === accepted ? { kind: 'replay' } : { kind: 'apply' };
   }
-  const sessionOwner = reporters.find((r) => r.reporterId !== entry.reporterId && r.reporterSessionId === entry.reporterSessionId);
-  if (sessionOwner) {
-    const message = `session '${entry.reporterSessionId}' belongs to reporter '${sessionOwner.reporterId}'`;
-    return { kind: 'refuse', error: errors.validationFailed([{ field: '/immutableReport/reporterSessionId', message }]) };
+  if (record?.retiredSessions.includes(report.sessionId)) {
+    return { kind: 'refuse', error: staleReport(`session '${report.sessionId}' was replaced by session '${current.sessionId}' and reports no more`, plan) };
   }
-  const taken = reporters.find((r) => r.reporterId !== entry.reporterId && r.reporterNodeNames.some((n) => entry.reporterNodeNames.includes(n)));
-  if (taken) {
-    const node = taken.reporterNodeNames.find((n) => entry.reporterNodeNames.includes(n)) ?? '';
-    return { kind: 'refuse', error: staleReport(`node '${node}' is already reported by reporter '${taken.reporterId}' for this rollout`, plan) };
+  if (report.reportedAt <= current.reportedAt) {
+    return { kind: 'refuse', error: staleReport(`session '${report.sessionId}' reports older than the current session '${current.sessionId}'`, plan) };
   }
-  return { kind: 'apply' };
+  return { kind: 'apply', retire: current.sessionId };
+}
+
+/** What a claim refused: a node or session of the rollout another reporter holds. */
+export interface ClaimRefusal { kind: 'node' | 'session', name: string, owner: string }
+
+/** The refusal for a node or session another reporter of the rollout already holds. */
+export function claimRefusal (plan: IImmutableImageDeploymentPlan, refused: ClaimRefusal): AppError {
+  if (refused.kind === 'session') {
+    const message = `session '${refused.name}' belongs to reporter '${refused.owner}'`;
+    return errors.validationFailed([{ field: '/immutableReport/reporterSessionId', message }]);
+  }
+  return staleReport(`node '${refused.name}' is already reported by reporter '${refused.owner}' for this rollout`, plan);
+}
+
+/**
+ * The deployments a reporter's stored record holds after this report: with a node scope, its
+ * earlier deployments on other nodes stay; without one, the report replaces them all.
+ */
+export function mergedDeployments (
+  previous: readonly ReportedDeployment[],
+  reported: readonly ReportedDeployment[],
+  scope: readonly string[] | undefined
+): ReportedDeployment[] {
+  if (scope === undefined) return [...reported];
+  const replaced = new Set(scope);
+  return [...previous.filter((d) => d.nodeName === undefined || !replaced.has(d.nodeName)), ...reported];
 }

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import {
   IImageRolloutReporterStatus, TImmutableImageMismatchReason, TImmutableImageRolloutStatus,
-  validateImageRolloutStatus,
+  immutableImageMismatchReasons, validateImageRolloutStatus,
   type IImageRolloutStatus, type IImmutableImageDeploymentPlan,
 } from '../contracts/index.js';
 import { pick } from './objects.js';
@@ -9,9 +9,9 @@ import { pick } from './objects.js';
 /**
  * Rollout status as a pure function of the plan and each reporter's latest accepted report
  * (DESIGN §5 "Rollout status"), and the read models that describe it. The README's
- * transition table is `aggregateStatus`'s case analysis:
+ * transition table is `statusOf`'s case analysis:
  *
- *   any replica whose evidence does not match the plan   → mismatched
+ *   any reporter whose evidence does not match the plan  → mismatched
  *   else any replica failed                              → failed
  *   else every required replica observed, healthy, verified,
  *        and validateImageRolloutStatus agrees            → succeeded   (rollback: rolled-back)
@@ -21,6 +21,11 @@ import { pick } from './objects.js';
  *
  * Replicas on target nodes that no reporter covers count as missing: they are in
  * requiredReplicaCount and never in observedReplicaCount.
+ *
+ * The status is kept as a summary — the sum of the reporters' counts, how many reporters name
+ * each mismatch reason, and each reporter's entry — that one report changes by its own delta
+ * (`entryDelta`): a report's cost does not depend on the rest of the fleet, and the aggregate is
+ * always the exact sum of the entries it holds.
  */
 
 /** How many status changes the service document keeps for the SSE stream. */
@@ -44,9 +49,9 @@ export type StatusEvent = Static<typeof StatusEvent>;
 export const ReplicaHealth = Type.Union([Type.Literal('healthy'), Type.Literal('unhealthy'), Type.Literal('failed')]);
 export type ReplicaHealth = Static<typeof ReplicaHealth>;
 
-export const ReplicaVerification = Type.Union([Type.Literal('verified'), Type.Literal('mismatched'), Type.Literal('missing'), Type.Literal('other-rollout')], {
-  description: 'recomputed by the server from the raw evidence (the reporter\'s own claim is ignored)',
-});
+export const ReplicaVerification = Type.Union([
+  Type.Literal('verified'), Type.Literal('pending'), Type.Literal('mismatched'), Type.Literal('missing'), Type.Literal('other-rollout'),
+], { description: 'recomputed by the server from the raw evidence (the reporter\'s own claim is ignored); pending: not running yet, nothing to inspect' });
 export type ReplicaVerification = Static<typeof ReplicaVerification>;
 
 /** One reported replica as the server judged it. */
@@ -61,28 +66,168 @@ export const ReplicaDetail = Type.Object({
 });
 export type ReplicaDetail = Static<typeof ReplicaDetail>;
 
-/** Per-replica detail of one reporter's latest accepted report (stored beside the status). */
-export interface ReporterEvidence {
-  reporterId: string;
-  clusterId: string;
-  reportedAt: number;
-  replicas: ReplicaDetail[];
+/** The counts the aggregate sums over its reporters. */
+export interface StatusTotals {
+  observed: number;
+  healthy: number;
+  verified: number;
+  failed: number;
 }
 
-export interface RolloutEvidence {
+/** Reporters per mismatch reason (never `replica-failed`, which the failed count carries). */
+export type MismatchCounts = Partial<Record<Static<typeof TImmutableImageMismatchReason>, number>>;
+
+/** One reporter's latest accepted report in the summary, with the version of its record that wrote it. */
+export interface SummaryEntry {
+  entry: IImageRolloutReporterStatus;
+  version: number;
+}
+
+/** The stored rollout status: sums, mismatch counts and entries of one rollout. */
+export interface StatusSummary {
   rolloutId: string;
-  reporters: ReporterEvidence[];
+  rolloutGeneration: number;
+  totals: StatusTotals;
+  mismatched: MismatchCounts;
+  /** reporter key → its entry (keys are field-name safe: see `reporterKeyOf`). */
+  entries: Record<string, SummaryEntry>;
+  /** +1 on every entry change: orders the states for the status events. */
+  seq: number;
+  updatedAt: number;
 }
 
-export const statusEventOf = (status: IImageRolloutStatus, revision: number, at: number): StatusEvent =>
-  ({ revision, ...pick(status, ['rolloutId', 'rolloutGeneration', 'status', ...replicaCountKeys]), at });
+/** A field-name-safe key for a reporter id (ids may hold `.` or start with `$`). */
+export const reporterKeyOf = (reporterId: string): string => `r${Buffer.from(reporterId, 'utf8').toString('base64url')}`;
+
+export const zeroTotals = (): StatusTotals => ({ observed: 0, healthy: 0, verified: 0, failed: 0 });
+
+export const emptySummary = (plan: IImmutableImageDeploymentPlan, now: number): StatusSummary => ({
+  rolloutId: plan.rolloutId,
+  rolloutGeneration: plan.rolloutGeneration,
+  totals: zeroTotals(),
+  mismatched: {},
+  entries: {},
+  seq: 0,
+  updatedAt: now,
+});
+
+const totalsOf = (entry: IImageRolloutReporterStatus | undefined): StatusTotals => (entry
+  ? { observed: entry.observedReplicaCount, healthy: entry.healthyReplicaCount, verified: entry.verifiedReplicaCount, failed: entry.failedReplicaCount }
+  : zeroTotals());
+
+/** A reporter's mismatch as the summary counts it (replica-failed is a failure, counted by the failed total). */
+const mismatchOf = (entry: IImageRolloutReporterStatus | undefined) =>
+  entry?.mismatchReason !== undefined && entry.mismatchReason !== 'replica-failed' ? entry.mismatchReason : undefined;
+
+export interface EntryDelta { totals: StatusTotals, mismatched: MismatchCounts }
+
+/** What replacing a reporter's entry changes in the summary: the totals and the mismatch counts. */
+export function entryDelta (previous: IImageRolloutReporterStatus | undefined, next: IImageRolloutReporterStatus): EntryDelta {
+  const before = totalsOf(previous);
+  const after = totalsOf(next);
+  const mismatched: MismatchCounts = {};
+  const was = mismatchOf(previous);
+  const is = mismatchOf(next);
+  if (was !== is) {
+    if (was) mismatched[was] = -1;
+    if (is) mismatched[is] = 1;
+  }
+  return {
+    totals: {
+      observed: after.observed - before.observed,
+      healthy: after.healthy - before.healthy,
+      verified: after.verified - before.verified,
+      failed: after.failed - before.failed,
+    },
+    mismatched,
+  };
+}
+
+/** The first mismatch reason that some reporter names, in the upstream order (deterministic whatever the reporters). */
+const firstMismatch = (mismatched: MismatchCounts) => immutableImageMismatchReasons.find((reason) => (mismatched[reason] ?? 0) > 0);
+
+/** The state table above, from the summary's sums. */
+type StatusAndReason = Pick<IImageRolloutStatus, 'status' | 'mismatchReason'>;
+
+export function statusOf (plan: IImmutableImageDeploymentPlan, totals: StatusTotals, mismatched: MismatchCounts): StatusAndReason {
+  const mismatch = firstMismatch(mismatched);
+  if (mismatch) return { status: 'mismatched', mismatchReason: mismatch };
+  if (totals.failed > 0) return { status: 'failed', mismatchReason: 'replica-failed' };
+  const required = plan.targetScope.requiredReplicaCount;
+  const rollback = plan.mode === 'rollback';
+  const { observed, healthy, verified } = totals;
+  if (required >= 1 && observed === required && healthy === required && verified === required) return { status: rollback ? 'rolled-back' : 'succeeded' };
+  if (rollback) return { status: 'rolling-back' };
+  if (required >= 1 && observed === required && healthy === required) return { status: 'verifying' };
+  return { status: observed > 0 ? 'deploying' : 'pending' };
+}
 
 /** What an SSE listener is told about: the aggregate, not each reporter's bookkeeping. */
-export const aggregateKey = (s: IImageRolloutStatus): string => JSON.stringify([
+export const aggregateKey = (s: Pick<IImageRolloutStatus, 'status' | 'mismatchReason' | typeof replicaCountKeys[number]>): string => JSON.stringify([
   s.status, s.requiredReplicaCount, s.observedReplicaCount, s.healthyReplicaCount, s.verifiedReplicaCount, s.failedReplicaCount, s.mismatchReason ?? null,
 ]);
 
-/** Counts one reporter's replicas. At most replicasPerNode replicas count per node; replicas of other rollouts never count. */
+/** The aggregate without the reporters list: the status, its counts and its reason (events, report answers). */
+export type RolloutAggregate = Omit<IImageRolloutStatus, 'reporters'>;
+
+export function aggregateOf (plan: IImmutableImageDeploymentPlan, summary: Pick<StatusSummary, 'totals' | 'mismatched' | 'updatedAt'>): RolloutAggregate {
+  const { totals } = summary;
+  return {
+    rolloutId: plan.rolloutId,
+    rolloutGeneration: plan.rolloutGeneration,
+    expectedDigest: plan.requestedDigest,
+    ...statusOf(plan, totals, summary.mismatched),
+    requiredReplicaCount: plan.targetScope.requiredReplicaCount,
+    observedReplicaCount: totals.observed,
+    healthyReplicaCount: totals.healthy,
+    verifiedReplicaCount: totals.verified,
+    failedReplicaCount: totals.failed,
+    updatedAt: summary.updatedAt,
+  };
+}
+
+/** The upstream status of the summary: the aggregate and every reporter's entry. Never one the upstream validator rejects. */
+export function composeStatus (plan: IImmutableImageDeploymentPlan, summary: StatusSummary): IImageRolloutStatus {
+  const reporters = Object.values(summary.entries).map((e) => e.entry).sort((a, b) => a.reporterId.localeCompare(b.reporterId));
+  const aggregate = aggregateOf(plan, summary);
+  let status: IImageRolloutStatus = { ...aggregate, reporters };
+  let problems = validateImageRolloutStatus(status);
+  if ((status.status === 'succeeded' || status.status === 'rolled-back') && problems.length > 0) {
+    // Every replica looks verified, yet the evidence does not add up: success must be proven, so stay short of it.
+    status = { ...status, status: plan.mode === 'rollback' ? 'rolling-back' : 'verifying' };
+    problems = validateImageRolloutStatus(status);
+  }
+  if (problems.length > 0) throw new Error(`refusing to answer an invalid rollout status: ${problems.join('; ')}`);
+  return status;
+}
+
+/** The aggregate over reporters' entries (the summary they make, composed). */
+export function aggregateStatus (plan: IImmutableImageDeploymentPlan, reporters: IImageRolloutReporterStatus[], now: number): IImageRolloutStatus {
+  const summary = emptySummary(plan, now);
+  for (const entry of reporters) {
+    const delta = entryDelta(undefined, entry);
+    for (const key of ['observed', 'healthy', 'verified', 'failed'] as const) summary.totals[key] += delta.totals[key];
+    for (const [reason, count] of Object.entries(delta.mismatched)) {
+      const r = reason as keyof MismatchCounts;
+      summary.mismatched[r] = (summary.mismatched[r] ?? 0) + (count ?? 0);
+    }
+    summary.entries[reporterKeyOf(entry.reporterId)] = { entry, version: 1 };
+  }
+  return composeStatus(plan, summary);
+}
+
+export const statusEventOf = (status: Omit<IImageRolloutStatus, 'reporters'>, revision: number, at: number): StatusEvent =>
+  ({ revision, ...pick(status, ['rolloutId', 'rolloutGeneration', 'status', ...replicaCountKeys]), at });
+
+/** The rank that decides which replicas of a node count: verified before unverified, healthy before not. */
+const rank = (r: ReplicaDetail): number => (r.verification === 'verified' ? 0 : 2) + (r.health === 'healthy' ? 0 : 1);
+
+/**
+ * Counts one reporter's replicas. At most replicasPerNode replicas count per node (the best ones);
+ * replicas of other rollouts never count. A RUNNING replica of this rollout whose evidence does
+ * not verify blocks success even when it is beyond the node's count (another replica on the same
+ * node verifying proves nothing about it): it sets the reporter's mismatch.
+ */
 export function countReporterReplicas (
   plan: IImmutableImageDeploymentPlan,
   nodeNames: readonly string[],
@@ -90,8 +235,6 @@ export function countReporterReplicas (
 ): { counts: ReporterCounts, replicas: ReplicaDetail[] } {
   const perNode = new Map<string, number>();
   const counted: ReplicaDetail[] = [];
-  // Stable order: node, then verified/healthy replicas first, so the best replicas are the counted ones.
-  const rank = (r: ReplicaDetail): number => (r.verification === 'verified' ? 0 : 2) + (r.health === 'healthy' ? 0 : 1);
   const ordered = [...replicas].sort((a, b) => a.nodeName.localeCompare(b.nodeName) || rank(a) - rank(b) || a.deploymentId.localeCompare(b.deploymentId));
   for (const replica of ordered) {
     const used = perNode.get(replica.nodeName) ?? 0;
@@ -100,7 +243,8 @@ export function countReporterReplicas (
     counted.push({ ...replica, counted: counts });
   }
   const mine = counted.filter((r) => r.counted);
-  const mismatch = mine.find((r) => r.verification === 'mismatched');
+  const extraRunningMismatch = counted.find((r) => !r.counted && r.verification === 'mismatched' && r.deploymentStatus === 'running');
+  const mismatch = mine.find((r) => r.verification === 'mismatched') ?? extraRunningMismatch;
   const failed = mine.filter((r) => r.health === 'failed').length;
   return {
     counts: {
@@ -113,61 +257,4 @@ export function countReporterReplicas (
     },
     replicas: counted,
   };
-}
-
-type CountKey = 'observedReplicaCount' | 'healthyReplicaCount' | 'verifiedReplicaCount' | 'failedReplicaCount';
-
-const sum = (reporters: IImageRolloutReporterStatus[], key: CountKey): number =>
-  reporters.reduce((total, r) => total + r[key], 0);
-
-interface Totals { required: number, observed: number, healthy: number, verified: number, failed: number }
-
-/** The state table above, for counts that already passed the mismatch and failure rows. */
-function progressState (totals: Totals, rollback: boolean): IImageRolloutStatus['status'] {
-  const { required, observed, healthy, verified } = totals;
-  if (required >= 1 && observed === required && healthy === required && verified === required) return rollback ? 'rolled-back' : 'succeeded';
-  if (rollback) return 'rolling-back';
-  if (required >= 1 && observed === required && healthy === required) return 'verifying';
-  return observed > 0 ? 'deploying' : 'pending';
-}
-
-/** The aggregate status over every reporter's latest report. Never returns a status the upstream validator rejects. */
-export function aggregateStatus (plan: IImmutableImageDeploymentPlan, reporters: IImageRolloutReporterStatus[], now: number): IImageRolloutStatus {
-  const sorted = [...reporters].sort((a, b) => a.reporterId.localeCompare(b.reporterId));
-  const totals: Totals = {
-    required: plan.targetScope.requiredReplicaCount,
-    observed: sum(sorted, 'observedReplicaCount'),
-    healthy: sum(sorted, 'healthyReplicaCount'),
-    verified: sum(sorted, 'verifiedReplicaCount'),
-    failed: sum(sorted, 'failedReplicaCount'),
-  };
-  const rollback = plan.mode === 'rollback';
-  const mismatched = sorted.find((r) => r.mismatchReason !== undefined && r.mismatchReason !== 'replica-failed');
-
-  const build = (status: IImageRolloutStatus['status']): IImageRolloutStatus => ({
-    rolloutId: plan.rolloutId,
-    rolloutGeneration: plan.rolloutGeneration,
-    expectedDigest: plan.requestedDigest,
-    status,
-    requiredReplicaCount: totals.required,
-    observedReplicaCount: totals.observed,
-    healthyReplicaCount: totals.healthy,
-    verifiedReplicaCount: totals.verified,
-    failedReplicaCount: totals.failed,
-    mismatchReason: mismatched ? mismatched.mismatchReason : totals.failed > 0 ? 'replica-failed' : undefined,
-    updatedAt: now,
-    reporters: sorted,
-  });
-
-  const status = mismatched ? 'mismatched' : totals.failed > 0 ? 'failed' : progressState(totals, rollback);
-  let result = build(status);
-  let problems = validateImageRolloutStatus(result);
-  if ((status === 'succeeded' || status === 'rolled-back') && problems.length > 0) {
-    // Every replica looks verified, yet the evidence does not add up (e.g. one node in two reporters):
-    // success must be proven, so stay short of it.
-    result = build(rollback ? 'rolling-back' : 'verifying');
-    problems = validateImageRolloutStatus(result);
-  }
-  if (problems.length > 0) throw new Error(`refusing to store an invalid rollout status: ${problems.join('; ')}`);
-  return result;
 }

@@ -5,7 +5,7 @@ import {
 import { literalUnion } from '../contracts/literals.js';
 import { compareNames } from './names.js';
 import { AutomationHold } from './rollouts.js';
-import { ReplicaCountFields, ReplicaDetail, type RolloutEvidence } from './rolloutStatus.js';
+import { ReplicaCountFields, ReplicaDetail } from './rolloutStatus.js';
 
 /**
  * The rollout view (GET /v1/services/:id/rollout): the plan, the stored status, each
@@ -38,7 +38,8 @@ export const RolloutReporterView = Type.Composite([
   Type.Object({ reporterId: Type.String(), clusterId: Type.String(), reporterSessionId: Type.String() }),
   Type.Object({
     lastSequence: Type.Integer({ description: 'reportSequence of the latest accepted report' }),
-    lastReportAt: Type.Integer({ description: 'reportedAt of the latest accepted report (ms)' }),
+    lastReportAt: Type.Integer({ description: 'reportedAt of the latest accepted report (ms, the reporter\'s clock)' }),
+    lastReceivedAt: Type.Optional(Type.Integer({ description: 'when the server received that report (ms, the server\'s clock): the evidence age' })),
     observedGeneration: Type.Integer({ description: 'the rolloutGeneration that report was made for' }),
     nodeNames: Type.Array(Type.String()),
   }),
@@ -58,13 +59,21 @@ export const RolloutView = Type.Object({
 });
 export type RolloutView = Static<typeof RolloutView>;
 
-/** What the service document keeps (the store's rollout state without the store types). */
+/** Per-replica detail of one reporter's latest accepted report, and when the server received it. */
+export interface ReporterEvidence {
+  reporterId: string;
+  rolloutId: string;
+  receivedAt: number;
+  replicas: ReplicaDetail[];
+}
+
+/** What the view is made of: the plan, the status, and the reporters' stored reports. */
 export interface RolloutViewInput {
   serviceId: string;
   plan?: IImmutableImageDeploymentPlan | undefined;
   status?: IImageRolloutStatus | undefined;
   revision: number;
-  evidence?: RolloutEvidence | undefined;
+  evidence?: readonly ReporterEvidence[] | undefined;
   automationHold?: AutomationHold | undefined;
 }
 
@@ -77,14 +86,42 @@ const KIND_ORDER: Record<BlockingKind, number> = {
   'replica-unverified': 3,
 };
 
+type Evidence = readonly ReporterEvidence[] | undefined;
+
 /** Only the status, reporters and evidence of the current plan's rollout count. */
-function currentOf (plan: IImmutableImageDeploymentPlan | undefined, status: IImageRolloutStatus | undefined, evidence: RolloutEvidence | undefined) {
+function currentOf (plan: IImmutableImageDeploymentPlan | undefined, status: IImageRolloutStatus | undefined, evidence: Evidence) {
   const reporters = plan && status?.rolloutId === plan.rolloutId ? status.reporters.filter((r) => r.rolloutId === plan.rolloutId) : [];
-  const replicasOf = new Map<string, ReplicaDetail[]>();
-  if (plan && evidence?.rolloutId === plan.rolloutId) {
-    for (const r of evidence.reporters) replicasOf.set(r.reporterId, r.replicas);
+  const evidenceOf = new Map<string, ReporterEvidence>();
+  for (const r of evidence ?? []) if (r.rolloutId === plan?.rolloutId) evidenceOf.set(r.reporterId, r);
+  return { reporters, replicasOf: (reporterId: string): ReplicaDetail[] => evidenceOf.get(reporterId)?.replicas ?? [], evidenceOf };
+}
+
+const describeUnverified = (replica: ReplicaDetail, reason: string): string => {
+  const which = `replica '${replica.deploymentId}' on node '${replica.nodeName}'`;
+  if (replica.verification === 'pending') return `${which} is not verified yet: it is ${replica.deploymentStatus}, with no container to inspect`;
+  if (replica.verification === 'missing') return `${which} has no verified runtime evidence yet (${reason})`;
+  return `${which} does not run the planned digest: ${reason}${replica.counted ? '' : ' (an extra running replica: it still blocks)'}`;
+};
+
+/** What one replica contributes to the blocking list: counted replicas that are not healthy or not verified, extra running mismatches. */
+function replicaBlocking (replica: ReplicaDetail, reporterId: string): BlockingReason[] {
+  const extraMismatch = !replica.counted && replica.verification === 'mismatched' && replica.deploymentStatus === 'running';
+  if (!replica.counted && !extraMismatch) return [];
+  const where = { nodeName: replica.nodeName, deploymentId: replica.deploymentId, reporterId };
+  const reasons: BlockingReason[] = [];
+  if (replica.counted && replica.health !== 'healthy') {
+    reasons.push({
+      kind: 'replica-unhealthy',
+      reason: replica.health === 'failed' ? 'replica-failed' : 'replica-unhealthy',
+      ...where,
+      detail: `replica '${replica.deploymentId}' on node '${replica.nodeName}' is ${replica.health} (deployment status '${replica.deploymentStatus}')`,
+    });
   }
-  return { reporters, replicasOf };
+  if (replica.verification !== 'verified') {
+    const reason = replica.mismatchReason ?? 'runtime-attestation-missing';
+    reasons.push({ kind: 'replica-unverified', reason, ...where, detail: describeUnverified(replica, reason) });
+  }
+  return reasons;
 }
 
 /**
@@ -102,12 +139,13 @@ function currentOf (plan: IImmutableImageDeploymentPlan | undefined, status: IIm
  *   mismatch reason (`runtime-attestation-missing` when it has none: no evidence).
  *
  * A replica can appear twice (unhealthy and unverified). Replicas that do not count
- * (beyond replicasPerNode, or of another rollout) never block.
+ * (beyond replicasPerNode, or of another rollout) do not block — except a RUNNING replica of this
+ * rollout whose evidence does not verify, which blocks as `replica-unverified` wherever it stands.
  */
 export function blockingReasons (
   plan: IImmutableImageDeploymentPlan | undefined,
   status: IImageRolloutStatus | undefined,
-  evidence: RolloutEvidence | undefined
+  evidence: Evidence
 ): BlockingReason[] {
   if (!plan) return [];
   if (status && status.rolloutId === plan.rolloutId && FINISHED.has(status.status)) return [];
@@ -119,29 +157,9 @@ export function blockingReasons (
   const counted = new Map<string, number>();
   const result: BlockingReason[] = [];
   for (const r of reporters) {
-    for (const replica of replicasOf.get(r.reporterId) ?? []) {
-      if (!replica.counted) continue;
-      counted.set(replica.nodeName, (counted.get(replica.nodeName) ?? 0) + 1);
-      const where = { nodeName: replica.nodeName, deploymentId: replica.deploymentId, reporterId: r.reporterId };
-      if (replica.health !== 'healthy') {
-        result.push({
-          kind: 'replica-unhealthy',
-          reason: replica.health === 'failed' ? 'replica-failed' : 'replica-unhealthy',
-          ...where,
-          detail: `replica '${replica.deploymentId}' on node '${replica.nodeName}' is ${replica.health} (deployment status '${replica.deploymentStatus}')`,
-        });
-      }
-      if (replica.verification !== 'verified') {
-        const reason = replica.mismatchReason ?? 'runtime-attestation-missing';
-        result.push({
-          kind: 'replica-unverified',
-          reason,
-          ...where,
-          detail: replica.verification === 'missing'
-            ? `replica '${replica.deploymentId}' on node '${replica.nodeName}' has no verified runtime evidence yet (${reason})`
-            : `replica '${replica.deploymentId}' on node '${replica.nodeName}' does not run the planned digest: ${reason}`,
-        });
-      }
+    for (const replica of replicasOf(r.reporterId)) {
+      if (replica.counted) counted.set(replica.nodeName, (counted.get(replica.nodeName) ?? 0) + 1);
+      result.push(...replicaBlocking(replica, r.reporterId));
     }
   }
 
@@ -184,9 +202,9 @@ export function blockingReasons (
 function reporterViews (
   plan: IImmutableImageDeploymentPlan | undefined,
   status: IImageRolloutStatus | undefined,
-  evidence: RolloutEvidence | undefined
+  evidence: Evidence
 ): RolloutReporterView[] {
-  const { reporters, replicasOf } = currentOf(plan, status, evidence);
+  const { reporters, replicasOf, evidenceOf } = currentOf(plan, status, evidence);
   return [...reporters]
     .sort((a, b) => compareNames(a.reporterId, b.reporterId))
     .map((r) => ({
@@ -195,6 +213,7 @@ function reporterViews (
       reporterSessionId: r.reporterSessionId,
       lastSequence: r.reportSequence,
       lastReportAt: r.reportedAt,
+      lastReceivedAt: evidenceOf.get(r.reporterId)?.receivedAt,
       observedGeneration: r.rolloutGeneration,
       nodeNames: [...r.reporterNodeNames],
       requiredReplicaCount: r.requiredReplicaCount,
@@ -203,7 +222,7 @@ function reporterViews (
       verifiedReplicaCount: r.verifiedReplicaCount,
       failedReplicaCount: r.failedReplicaCount,
       mismatchReason: r.mismatchReason,
-      replicas: [...(replicasOf.get(r.reporterId) ?? [])]
+      replicas: [...replicasOf(r.reporterId)]
         .sort((x, y) => compareNames(x.nodeName, y.nodeName) || compareNames(x.deploymentId, y.deploymentId))
         .map((x) => ({ ...x })),
     }));

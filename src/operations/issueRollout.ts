@@ -29,7 +29,7 @@ import { refusal, success, type Result } from './result.js';
  */
 
 export interface IssueRolloutDeps {
-  repos: Pick<Repositories, 'services' | 'releases' | 'rollouts' | 'idempotency' | 'clusters'>;
+  repos: Pick<Repositories, 'services' | 'releases' | 'rollouts' | 'idempotency' | 'clusters' | 'reports'>;
   now: Clock;
   leaseMs: number;
   fault: FaultHook;
@@ -97,6 +97,17 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
     }
     fault('after-release-update');
     await repos.rollouts.markApplied(record.rolloutId);
+    await forgetReportsBefore(record);
+  }
+
+  /**
+   * The snapshot reports of the rollout two generations back are no evidence of anything current
+   * (the previous rollout's stay, for whoever compares): remove them. Idempotent.
+   */
+  async function forgetReportsBefore (record: RolloutRecord): Promise<void> {
+    if (record.generation < 3) return;
+    const [old] = await repos.rollouts.list(record.serviceId, 1, record.generation - 1);
+    if (old) await repos.reports.removeRollout(old.rolloutId);
   }
 
   /** Finishes rollouts in generation order (each safe to finish twice). */

@@ -1,24 +1,67 @@
-import type { Repositories, StatusSnapshot } from '../domain/ports.js';
+import { Type, type Static } from '@sinclair/typebox';
+import { ReportedDeployment } from '../contracts/reports.js';
 import { historyItemOf, type RolloutHistoryPage, type RolloutHistoryQuery } from '../domain/history.js';
+import type { Repositories, StatusSnapshot } from '../domain/ports.js';
+import { rolloutRecordId, type ReportRecord } from '../domain/reports.js';
 import { rolloutView, type RolloutView } from '../domain/rolloutView.js';
 import { errors } from '../errors.js';
 import { refusal, success, type Result } from './result.js';
 
-/** Read where a rollout stands: the rollout view, its status changes (SSE) and the rollout history. */
-export function rolloutReads ({ repos }: { repos: Pick<Repositories, 'services' | 'rollouts'> }) {
+/** A service's stored deployments: what each reporter's latest accepted report stated. */
+export const StoredDeployments = Type.Object({
+  rolloutId: Type.Optional(Type.String({ description: 'the rollout the reports were made for (absent: a service without the immutable policy)' })),
+  deployments: Type.Array(Type.Object({
+    clusterId: Type.String(),
+    reporterId: Type.String(),
+    reportedAt: Type.Integer({ description: 'the report\'s reportedAt (reporter\'s clock)' }),
+    receivedAt: Type.Integer({ description: 'when the server accepted the report (server\'s clock)' }),
+    deployment: ReportedDeployment,
+  })),
+});
+export type StoredDeployments = Static<typeof StoredDeployments>;
+
+const deploymentsOf = (records: readonly ReportRecord[]): StoredDeployments['deployments'] => records
+  .flatMap((r) => r.deployments.map((deployment) => {
+    const { clusterId, reporterId, position } = r;
+    return { clusterId, reporterId, reportedAt: position.reportedAt, receivedAt: position.receivedAt, deployment };
+  }))
+  .sort((a, b) => a.clusterId.localeCompare(b.clusterId) || (a.deployment.nodeName ?? '').localeCompare(b.deployment.nodeName ?? '') ||
+    a.deployment.id.localeCompare(b.deployment.id));
+
+/** Read where a rollout stands: the rollout view, its status changes (SSE), the stored deployments and the rollout history. */
+export function rolloutReads ({ repos }: { repos: Pick<Repositories, 'services' | 'rollouts' | 'reports'> }) {
+  /** The current rollout's reports (by `_id`: the reporters its status names). */
+  const rolloutReports = (rolloutId: string, reporterIds: readonly string[]): Promise<ReportRecord[]> =>
+    repos.reports.findRecords(reporterIds.map((reporterId) => rolloutRecordId(rolloutId, reporterId)));
+
   return {
     /** The plan, the status, each reporter's evidence and what blocks success (GET /v1/services/:id/rollout). */
     async readRollout (serviceId: string): Promise<Result<RolloutView>> {
       const state = await repos.services.findRolloutState(serviceId);
       if (!state) return refusal(errors.serviceNotFound(serviceId));
+      const { imageDeployment: plan, imageRolloutStatus: status } = state.service.data;
+      const records = plan && status?.rolloutId === plan.rolloutId ? await rolloutReports(plan.rolloutId, status.reporters.map((r) => r.reporterId)) : [];
       return success(rolloutView({
         serviceId,
-        plan: state.service.data.imageDeployment,
-        status: state.service.data.imageRolloutStatus,
+        plan,
+        status,
         revision: state.statusRevision,
-        evidence: state.rolloutEvidence,
+        evidence: records.map((r) => ({ reporterId: r.reporterId, rolloutId: r.rolloutId ?? '', receivedAt: r.position.receivedAt, replicas: r.replicas })),
         automationHold: state.automationHold,
       }));
+    },
+
+    /**
+     * The stored deployments (GET /v1/services/:id/deployments): for a service with the immutable
+     * policy, what each reporter last stated for the current rollout; without it, for the service.
+     */
+    async readDeployments (serviceId: string): Promise<Result<StoredDeployments>> {
+      const service = await repos.services.findById(serviceId);
+      if (!service) return refusal(errors.serviceNotFound(serviceId));
+      const { imageDeployment: plan, imageRolloutStatus: status, immutableImageRequired } = service.data;
+      if (!immutableImageRequired || !plan) return success({ deployments: deploymentsOf(await repos.reports.listServiceRecords(serviceId)) });
+      const reporters = status?.rolloutId === plan.rolloutId ? status.reporters.map((r) => r.reporterId) : [];
+      return success({ rolloutId: plan.rolloutId, deployments: deploymentsOf(await rolloutReports(plan.rolloutId, reporters)) });
     },
 
     /** The stored status changes after `revision` (what an SSE stream starts from). */

@@ -1,108 +1,235 @@
 import type { IImageRolloutStatus, IImmutableImageDeploymentPlan } from '../contracts/index.js';
 import type { ReportDeploymentSnapshotsInput } from '../contracts/reports.js';
-import type { Clock, Repositories, ServiceRolloutState } from '../domain/ports.js';
+import type { Clock, Repositories, ReportTarget, StatusState } from '../domain/ports.js';
 import {
-  deploymentProblems, envelopeRefusal, foreignNodeRefusal, missingCapabilityRefusal, reportNodeScope, reportedNodes, reporterEntryOf, reporterIdOf,
-  sequenceVerdict, staleReport,
+  claimRefusal, deploymentProblems, envelopeRefusal, foreignNodeRefusal, mergedDeployments, missingCapabilityRefusal, positionVerdict,
+  RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes, reporterEntryOf, reporterIdOf, rolloutRecordId, serviceRecordId, staleReport,
+  type ReportRecord,
 } from '../domain/reports.js';
-import { aggregateKey, aggregateStatus, type RolloutEvidence } from '../domain/rolloutStatus.js';
+import { aggregateKey, aggregateOf, entryDelta, reporterKeyOf, statusEventOf, type RolloutAggregate, type SummaryEntry } from '../domain/rolloutStatus.js';
 import { errors, type AppError } from '../errors.js';
+import type { FaultHook } from '../faults.js';
 import { invalid, refusal, success, type Actor, type Result } from './result.js';
 import type { Telemetry } from './telemetry.js';
 
 /**
- * Report a Coreflow deployment snapshot (DESIGN §5 "Snapshot reports", "Rollout status"):
- * authorize the reporter's nodes, persist its deployments, and for services that require
- * immutable images check the report envelope, re-verify every replica's evidence and fold the
- * report into the rollout status with a compare-and-swap on the status revision (concurrent
- * reporters never lose each other's updates). A refused report changes nothing.
+ * Report a Coreflow deployment snapshot (DESIGN §5 "Snapshot reports", "How reports are stored"):
+ * authorize the reporter's nodes; for a service that requires immutable images check the report
+ * envelope and re-verify every replica's evidence; then ONE fenced write of the reporter's own
+ * record (compare-and-swap on its version: a refused or superseded report writes nothing, two in
+ * flight never interleave), and its delta into the rollout status summary (guarded by the entry's
+ * version: reporters of one rollout never retry against each other). Nodes and sessions of a
+ * rollout are claimed by the first reporter that names them.
+ *
+ * Crash safety: a crash after the claims leaves only claims (the retry finds them its own); after
+ * the record, the status lags it — the retry of the same report is a replay, which applies the
+ * record to the status first; a later report applies its delta from whatever the status holds.
  */
 
 export type ReportOutcome =
   | { kind: 'recorded' }
-  | { kind: 'applied', status: IImageRolloutStatus }
-  | { kind: 'replayed', status: IImageRolloutStatus };
+  | { kind: 'applied', status: Omit<IImageRolloutStatus, 'reporters'> }
+  | { kind: 'replayed', status: Omit<IImageRolloutStatus, 'reporters'> };
 
 export interface ReportSnapshotDeps {
-  repos: Pick<Repositories, 'services' | 'clusters' | 'deployments'>;
+  repos: Pick<Repositories, 'services' | 'clusters' | 'reports'>;
   telemetry: Telemetry;
   now: Clock;
+  fault: FaultHook;
 }
 
-const MAX_CAS_ATTEMPTS = 64;
+/** Rounds of read → decide → write a report may take against its own reporter's concurrent reports. */
+const MAX_ROUNDS = 16;
 
-type ImmutableReport = ReportDeploymentSnapshotsInput & { immutableReport: NonNullable<ReportDeploymentSnapshotsInput['immutableReport']> };
+type ImmutableInput = ReportDeploymentSnapshotsInput & { immutableReport: NonNullable<ReportDeploymentSnapshotsInput['immutableReport']> };
+
+interface Reporter { reporterId: string, clusterId: string }
+
+/** A report on an immutable rollout: the plan it is for, the input, who reports. */
+interface RolloutReport { plan: IImmutableImageDeploymentPlan, input: ImmutableInput, reporter: Reporter }
+
+/** What an admitted report is about. */
+interface Admitted { target: ReportTarget, reporter: Reporter, scope: string[] | undefined }
 
 export function reportSnapshot (deps: ReportSnapshotDeps) {
   const { repos } = deps;
 
-  /** Folds the report into the rollout status: compare-and-swap on the status revision, re-read on a lost race. */
-  async function fold (state: ServiceRolloutState, input: ImmutableReport, reporter: { reporterId: string, clusterId: string }, persist: () => Promise<void>) {
-    const plan = state.service.data.imageDeployment as IImmutableImageDeploymentPlan;
-    const { entry, evidence: evidenceEntry } = reporterEntryOf(plan, input, reporter);
-    let persisted = false;
-    let current = state;
-    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const currentPlan = current.service.data.imageDeployment;
-      if (!currentPlan || currentPlan.rolloutId !== plan.rolloutId) {
-        return refusal<ReportOutcome>(staleReport(`rollout '${plan.rolloutId}' was superseded while the report was processed`, currentPlan));
-      }
-      const status = current.service.data.imageRolloutStatus;
-      const reporters = status?.rolloutId === plan.rolloutId ? status.reporters : [];
-      const verdict = sequenceVerdict(plan, reporters, entry);
-      if (verdict.kind === 'refuse') return refusal<ReportOutcome>(verdict.error);
-      if (verdict.kind === 'replay' && status) return success<ReportOutcome>({ kind: 'replayed', status }, true);
-      if (!persisted) {
-        await persist();
-        persisted = true;
-      }
-      const now = deps.now();
-      const next = aggregateStatus(plan, [...reporters.filter((r) => r.reporterId !== entry.reporterId), entry], now);
-      const kept = current.rolloutEvidence?.rolloutId === plan.rolloutId ? current.rolloutEvidence.reporters : [];
-      const evidence: RolloutEvidence = {
-        rolloutId: plan.rolloutId,
-        reporters: [...kept.filter((r) => r.reporterId !== entry.reporterId), evidenceEntry].sort((a, b) => a.reporterId.localeCompare(b.reporterId)),
-      };
-      const event = !status || status.rolloutId !== next.rolloutId || aggregateKey(status) !== aggregateKey(next);
-      const written = await repos.services.compareAndSetStatus({
-        serviceId: state.service.id, rolloutId: plan.rolloutId, revision: current.statusRevision, status: next, evidence, event, now,
-      });
-      if (written) return success<ReportOutcome>({ kind: 'applied', status: next });
-      deps.telemetry.statusConflict();
-      const reread = await repos.services.findRolloutState(state.service.id);
-      if (!reread) return refusal<ReportOutcome>(errors.serviceNotFound(state.service.id));
-      current = reread;
+  /** Appends the status event of a summary state, unless a later state was published already. */
+  async function publish (serviceId: string, plan: IImmutableImageDeploymentPlan, state: StatusState): Promise<void> {
+    let head: StatusState | null = state;
+    const seq = state.summary.seq;
+    const aggregate = aggregateOf(plan, state.summary);
+    const key = aggregateKey(aggregate);
+    for (let round = 0; head && round < MAX_ROUNDS; round++) {
+      const published = head.published?.rolloutId === plan.rolloutId ? head.published : undefined;
+      if (published && published.seq >= seq) return;
+      const changes = published?.key !== key;
+      const revision = head.statusRevision;
+      const event = changes ? statusEventOf(aggregate, revision + 1, deps.now()) : undefined;
+      if (await repos.services.publishStatus({ serviceId, rolloutId: plan.rolloutId, seq, key, revision, event })) return;
+      head = await repos.services.readStatusState(serviceId, plan.rolloutId);
     }
-    throw new Error('the rollout status kept changing; try again');
   }
 
-  async function report (input: ReportDeploymentSnapshotsInput, actor: Actor): Promise<Result<ReportOutcome>> {
+  /**
+   * The record's entry into the status summary: its delta from what the summary holds for the
+   * reporter (usually the record's previous version; after a crash, an older one), once.
+   */
+  async function applyToStatus (plan: IImmutableImageDeploymentPlan, record: ReportRecord, assumed: SummaryEntry | undefined): Promise<StatusState | AppError> {
+    const entry = record.entry;
+    if (!entry) throw new Error(`report ${record.id} has no status entry`);
+    const key = reporterKeyOf(record.reporterId);
+    let previous = assumed;
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const write = { serviceId: record.serviceId, rolloutId: plan.rolloutId, key, entry, version: record.version };
+      const delta = entryDelta(previous?.entry, entry);
+      const result = await repos.services.applyStatusEntry({ ...write, expectedVersion: previous?.version, delta, now: deps.now() });
+      if (result.kind === 'applied') return result.state;
+      if (result.kind === 'not-current') {
+        const target = await repos.services.findReportTarget(record.serviceId);
+        if (target?.plan?.rolloutId !== plan.rolloutId) return staleReport(`rollout '${plan.rolloutId}' was superseded while being reported on`, target?.plan);
+        // A plan written before status summaries existed: start its summary.
+        await repos.services.initStatusSummary(record.serviceId, plan, deps.now());
+        previous = undefined;
+        continue;
+      }
+      if (result.stored && result.stored.version >= record.version) {
+        // This record (or a later one of the reporter) is in the summary already.
+        return (await repos.services.readStatusState(record.serviceId, plan.rolloutId)) ?? staleReport(`rollout '${plan.rolloutId}' was superseded`, plan);
+      }
+      previous = result.stored;
+    }
+    throw new Error(`the status entry of ${record.id} kept moving`);
+  }
+
+  /** The aggregate after the record is in the status, its event published. */
+  async function settle (plan: IImmutableImageDeploymentPlan, record: ReportRecord, assumed: SummaryEntry | undefined): Promise<Result<RolloutAggregate>> {
+    const state = await applyToStatus(plan, record, assumed);
+    if (state instanceof Error) return refusal(state);
+    deps.fault('after-report-status');
+    await publish(record.serviceId, plan, state);
+    return success(aggregateOf(plan, state.summary));
+  }
+
+  /** A replay: the record is usually in the status already; a crash may have left it behind, or its event unpublished. */
+  async function settleReplay (plan: IImmutableImageDeploymentPlan, record: ReportRecord): Promise<Result<RolloutAggregate>> {
+    const held = await repos.services.readStatusEntry(record.serviceId, plan.rolloutId, reporterKeyOf(record.reporterId));
+    if (held.current && held.stored && held.stored.version >= record.version) {
+      const state = await repos.services.readStatusState(record.serviceId, plan.rolloutId);
+      if (state) {
+        await publish(record.serviceId, plan, state);
+        return success(aggregateOf(plan, state.summary));
+      }
+    }
+    return settle(plan, record, held.stored);
+  }
+
+  /** The nodes and the session this report names that the reporter does not hold yet (from its record). */
+  async function claimNew ({ plan, reporter, input }: RolloutReport, record: ReportRecord | null): Promise<AppError | undefined> {
+    const held = new Set(record?.nodeNames ?? []);
+    const sessions = new Set([record?.position.sessionId, ...(record?.retiredSessions ?? [])]);
+    const claims = [
+      ...[...new Set(input.immutableReport.reporterNodeNames)].filter((n) => !held.has(n)).map((name) => ({ kind: 'node' as const, name })),
+      ...(sessions.has(input.immutableReport.reporterSessionId) ? [] : [{ kind: 'session' as const, name: input.immutableReport.reporterSessionId }]),
+    ];
+    const [refused] = await repos.reports.claim(plan.rolloutId, reporter.reporterId, claims, deps.now());
+    return refused ? claimRefusal(plan, refused) : undefined;
+  }
+
+  /** The record this report writes: the envelope's position, the entry, the verdicts and the deployments. */
+  function nextRecord ({ plan, input, reporter }: RolloutReport, previous: ReportRecord | null, retire: string | undefined): ReportRecord {
+    const envelope = input.immutableReport;
+    const { entry, replicas } = reporterEntryOf(plan, input, reporter);
+    const retired = retire === undefined ? previous?.retiredSessions ?? [] : [...(previous?.retiredSessions ?? []), retire].slice(-RETIRED_SESSIONS_KEPT);
+    return {
+      id: rolloutRecordId(plan.rolloutId, reporter.reporterId),
+      serviceId: input.serviceId,
+      rolloutId: plan.rolloutId,
+      reporterId: reporter.reporterId,
+      clusterId: reporter.clusterId,
+      version: (previous?.version ?? 0) + 1,
+      position: { sessionId: envelope.reporterSessionId, sequence: envelope.reportSequence, reportedAt: input.reportedAt, receivedAt: deps.now() },
+      retiredSessions: retired,
+      nodeNames: entry.reporterNodeNames,
+      entry,
+      replicas,
+      deployments: input.deployments,
+    };
+  }
+
+  /** An immutable rollout's report: decide against the reporter's record, claim, write the record (CAS), then the status. */
+  async function reportOnRollout (report: RolloutReport): Promise<Result<ReportOutcome>> {
+    const { plan, input, reporter } = report;
+    const envelope = input.immutableReport;
+    const recordId = rolloutRecordId(plan.rolloutId, reporter.reporterId);
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const record = await repos.reports.findRecord(recordId);
+      const verdict = positionVerdict(plan, record, { sessionId: envelope.reporterSessionId, sequence: envelope.reportSequence, reportedAt: input.reportedAt });
+      if (verdict.kind === 'refuse') return refusal(verdict.error);
+      if (verdict.kind === 'replay' && record) {
+        const replayed = await settleReplay(plan, record);
+        return replayed.ok ? success({ kind: 'replayed', status: replayed.value }, true) : replayed;
+      }
+      const taken = await claimNew(report, record);
+      if (taken) return refusal(taken);
+      deps.fault('after-report-claims');
+      const next = nextRecord(report, record, verdict.kind === 'apply' ? verdict.retire : undefined);
+      if (!(await repos.reports.writeRecord(next, record?.version ?? 0))) continue;
+      deps.fault('after-report-record');
+      const settled = await settle(plan, next, record?.entry ? { entry: record.entry, version: record.version } : undefined);
+      return settled.ok ? success({ kind: 'applied', status: settled.value }) : settled;
+    }
+    throw new Error(`the report of ${reporter.reporterId} kept being overtaken by its own concurrent reports`);
+  }
+
+  /** A service without the immutable policy: the reporter's stored deployments, replaced (or, with a node scope, merged). */
+  async function recordDeployments (input: ReportDeploymentSnapshotsInput, reporter: Reporter, scope: string[] | undefined): Promise<Result<ReportOutcome>> {
+    const id = serviceRecordId(input.serviceId, reporter.reporterId);
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const previous = await repos.reports.findRecord(id);
+      const record: ReportRecord = {
+        id,
+        serviceId: input.serviceId,
+        reporterId: reporter.reporterId,
+        clusterId: reporter.clusterId,
+        version: (previous?.version ?? 0) + 1,
+        position: { reportedAt: input.reportedAt, receivedAt: deps.now() },
+        retiredSessions: [],
+        nodeNames: scope ? [...scope].sort() : [],
+        replicas: [],
+        deployments: mergedDeployments(previous?.deployments ?? [], input.deployments, scope),
+      };
+      if (await repos.reports.writeRecord(record, previous?.version ?? 0)) return success({ kind: 'recorded' });
+    }
+    throw new Error(`the deployments of ${reporter.reporterId} kept being overtaken by its own concurrent reports`);
+  }
+
+  /** Checks that need no rollout: the reporter is a cluster, the service exists, the nodes are the cluster's. */
+  async function admit (input: ReportDeploymentSnapshotsInput, actor: Actor): Promise<Result<Admitted>> {
     const { principal } = actor;
     if (principal.clusterId === undefined) return refusal(errors.forbidden('only cluster tokens may report deployments'));
-    const clusterId = principal.clusterId;
-    const state = await repos.services.findRolloutState(input.serviceId);
-    if (!state) return refusal(errors.serviceNotFound(input.serviceId));
     const scoped = reportNodeScope(input);
+    const nodes = 'scope' in scoped ? reportedNodes(input, scoped.scope) : [];
+    const [target, owners] = await Promise.all([repos.services.findReportTarget(input.serviceId), repos.clusters.findNodeOwners(nodes)]);
+    if (!target) return refusal(errors.serviceNotFound(input.serviceId));
     if ('problems' in scoped) return invalid(scoped.problems);
     const problems = deploymentProblems(input, scoped.scope);
     if (problems.length > 0) return invalid(problems);
-    const nodes = reportedNodes(input, scoped.scope);
-    const foreign = nodes.length === 0 ? undefined : foreignNodeRefusal(principal, nodes, await repos.clusters.findNodeOwners(nodes));
+    const foreign = foreignNodeRefusal(principal, nodes, owners);
     if (foreign) return refusal(foreign);
+    return success({ target, reporter: { reporterId: reporterIdOf(principal), clusterId: principal.clusterId }, scope: scoped.scope });
+  }
 
-    const reporterId = reporterIdOf(principal);
-    const persist = (): Promise<void> => repos.deployments.replaceSnapshot({
-      serviceId: input.serviceId, clusterId, deployments: input.deployments, nodeScope: scoped.scope, reportedAt: input.reportedAt, reportedBy: reporterId,
-    });
-    if (state.service.data.immutableImageRequired !== true) {
-      await persist();
-      return success({ kind: 'recorded' });
-    }
+  async function report (input: ReportDeploymentSnapshotsInput, actor: Actor): Promise<Result<ReportOutcome>> {
+    const admitted = await admit(input, actor);
+    if (!admitted.ok) return admitted;
+    const { target, reporter, scope } = admitted.value;
+    if (!target.immutableImageRequired) return recordDeployments(input, reporter, scope);
     // Immutable deployment: the envelope is mandatory and everything in it is checked. (The reporter
-    // capability was checked before schema validation, by the adapters.)
-    const unacceptable = envelopeRefusal(state.service, input, clusterId);
-    if (unacceptable) return refusal(unacceptable);
-    return fold(state, input as ImmutableReport, { reporterId, clusterId }, persist);
+    // capability was checked before schema validation, by `precheck`.)
+    const unacceptable = envelopeRefusal(target, input, reporter.clusterId);
+    if (unacceptable || !target.plan) return refusal(unacceptable ?? errors.immutablePlanMissing(target.serviceId));
+    return reportOnRollout({ plan: target.plan, input: input as ImmutableInput, reporter });
   }
 
   const reportSnapshotOf = async (input: ReportDeploymentSnapshotsInput, actor: Actor): Promise<Result<ReportOutcome>> => {

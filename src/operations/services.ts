@@ -1,6 +1,6 @@
-import type { IService, IServiceData, TServiceWritableData } from '../contracts/index.js';
+import type { IService, IServiceData, ServiceListQuery, ServicePage, TServiceWritableData } from '../contracts/index.js';
 import type { Clock, Repositories, ServiceWithHold } from '../domain/ports.js';
-import { decodeNameCursor, encodeNameCursor, newServiceId, type ServiceListQuery, type ServicePage } from '../domain/services.js';
+import { decodeNameCursor, encodeNameCursor, newServiceId } from '../domain/services.js';
 import { errors } from '../errors.js';
 import { invalid, refusal, success, type Result } from './result.js';
 
@@ -24,7 +24,7 @@ export function serviceOperations ({ repos, now }: ServiceDeps) {
 
     /** The service and whether automatic promotion is on hold. */
     async readService (serviceId: string): Promise<Result<ServiceWithHold>> {
-      const found = await repos.services.findWithHold(serviceId);
+      const found = await repos.services.findServiceView(serviceId);
       return found ? success(found) : refusal(errors.serviceNotFound(serviceId));
     },
 

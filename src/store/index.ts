@@ -1,11 +1,11 @@
 import type { DatabaseHealth, Repositories } from '../domain/ports.js';
 import { ClusterStore } from './clusterStore.js';
-import { DeploymentStore } from './deploymentStore.js';
 import { withDomainErrors } from './driverErrors.js';
 import { IdempotencyStore } from './idempotencyStore.js';
 import { Database, type DatabaseOptions } from './mongo.js';
 import { PushEventStore } from './pushEventStore.js';
 import { ReleaseStore } from './releaseStore.js';
+import { ReportStore } from './reportStore.js';
 import { RolloutStore } from './rolloutStore.js';
 import { ServiceStore } from './serviceStore.js';
 
@@ -31,7 +31,7 @@ export function openStore (options: DatabaseOptions): Store {
     clusters: withDomainErrors(new ClusterStore(database)),
     rollouts: withDomainErrors(new RolloutStore(database)),
     idempotency: withDomainErrors(new IdempotencyStore(database)),
-    deployments: withDomainErrors(new DeploymentStore(database)),
+    reports: withDomainErrors(new ReportStore(database)),
   };
   return {
     repositories,

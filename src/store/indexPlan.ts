@@ -23,7 +23,8 @@ export const collections = {
   pushEvents: 'pushEvents',
   rollouts: 'rollouts',
   idempotency: 'idempotency',
-  deployments: 'deployments',
+  reports: 'reports',
+  reportClaims: 'reportClaims',
 } as const;
 
 export const indexPlan: readonly IndexPlanEntry[] = [
@@ -100,9 +101,21 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     serves: 'removes idempotency records 48 h after creation (TTL; the local development database has none, so every process sweeps them periodically)',
   },
   {
-    collection: collections.deployments,
-    name: 'deployments_service_cluster_node',
-    key: { serviceId: 1, clusterId: 1, nodeName: 1 },
-    serves: "snapshot replacement: a cluster's deployments of a service, or those on the reporter's nodes",
+    collection: collections.reports,
+    name: 'reports_service',
+    key: { serviceId: 1, rolloutId: 1 },
+    serves: 'the stored deployments of a service without the immutable policy (its reports have no rolloutId); a rollout\'s reports are read by _id',
+  },
+  {
+    collection: collections.reports,
+    name: 'reports_rollout',
+    key: { rolloutId: 1 },
+    serves: 'removing the reports of a rollout long superseded',
+  },
+  {
+    collection: collections.reportClaims,
+    name: 'reportClaims_rollout',
+    key: { rolloutId: 1 },
+    serves: 'removing the claims of a rollout long superseded; claims themselves are by _id',
   },
 ];

@@ -1,12 +1,16 @@
 import { type Collection } from 'mongodb';
-import type { IImageRolloutStatus, IService, IServiceData, TServiceWritableData } from '../contracts/index.js';
+import type { IImageRolloutStatus, IService, IServiceData, ServiceSummary, TServiceWritableData } from '../contracts/index.js';
 import type {
-  ApplyRolloutResult, InsertServiceResult, ReplaceServiceResult, ServiceRepository, ServiceRolloutState, ServiceWithHold, StatusSnapshot, StatusWrite,
+  ApplyRolloutResult, EntryWrite, EntryWriteResult, InsertServiceResult, ReplaceServiceResult, ReportTarget, ServiceRepository, ServiceRolloutState,
+  ServiceWithHold, StatusPublication, StatusSnapshot, StatusState,
 } from '../domain/ports.js';
 import type { AutomationHold, RolloutRecord } from '../domain/rollouts.js';
 import { pick } from '../domain/objects.js';
-import { replicaCountKeys, STATUS_EVENTS_KEPT, statusEventOf, type RolloutEvidence, type StatusEvent } from '../domain/rolloutStatus.js';
-import { writableServiceDataFields, type ServiceSummary } from '../domain/services.js';
+import {
+  aggregateKey, aggregateOf, composeStatus, emptySummary, replicaCountKeys, STATUS_EVENTS_KEPT, statusEventOf,
+  type StatusEvent, type StatusSummary, type SummaryEntry,
+} from '../domain/rolloutStatus.js';
+import { writableServiceDataFields } from '../domain/services.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
@@ -16,12 +20,18 @@ export interface ServiceDocument {
   data: IServiceData;
   /** Set by a manual rollback; automatic promotion stays off until an explicit promotion clears it. */
   automationHold?: AutomationHold;
-  /** +1 on every change of data.imageRolloutStatus: the compare-and-swap token of status updates. */
+  /**
+   * The current rollout's status summary: sums, mismatch counts and every reporter's entry, each
+   * report changing only its own entry and the sums by its delta (`data.imageRolloutStatus` is
+   * composed from it on read).
+   */
+  rolloutStatus?: StatusSummary;
+  /** +1 on every status event: the compare-and-swap token of the event log (the `id` of SSE events). */
   statusRevision?: number;
   /** The last status changes, oldest first (what the SSE stream replays). */
   statusEvents?: StatusEvent[];
-  /** Per-replica detail of each reporter's latest accepted report for the current rollout. */
-  rolloutEvidence?: RolloutEvidence;
+  /** The summary state the last status event describes. */
+  statusPublished?: { rolloutId: string, seq: number, key: string };
   createdAt: number;
   updatedAt: number;
 }
@@ -36,20 +46,40 @@ const atGeneration = (id: string, generation: number): Record<string, unknown> =
 const atStatusRevision = (revision: number): Record<string, unknown> =>
   revision === 0 ? { statusRevision: { $exists: false } } : { statusRevision: revision };
 
-/** Appends the status event of `revision` to the bounded change log. */
-const pushStatusEvent = (status: IImageRolloutStatus, revision: number, now: number) =>
-  ({ $push: { statusEvents: { $each: [statusEventOf(status, revision, now)], $slice: -STATUS_EVENTS_KEPT } } });
+/** Appends a status event to the bounded change log. */
+const pushEvent = (event: StatusEvent) => ({ $push: { statusEvents: { $each: [event], $slice: -STATUS_EVENTS_KEPT } } });
+
+/** Published states of another rollout, or of this one before `seq`. */
+const publishedBefore = (rolloutId: string, seq: number) =>
+  ({ $or: [{ 'statusPublished.rolloutId': { $ne: rolloutId } }, { 'statusPublished.seq': { $lt: seq } }] });
 
 /**
  * Reads fetch only the fields their caller uses: the status history (`statusEvents`, up to
  * STATUS_EVENTS_KEPT entries, only the SSE stream reads it) and the per-replica evidence can be
  * larger than the rest of the document, and every report, promotion and listing reads a service.
  */
-const serviceOnly = { data: 1 } as const;
+const serviceWithStatus = { data: 1, rolloutStatus: 1 } as const;
 const serviceWithHold = { data: 1, automationHold: 1 } as const;
-const withoutHistory = { statusEvents: 0 } as const;
+const rolloutState = { data: 1, rolloutStatus: 1, statusRevision: 1, automationHold: 1 } as const;
+const summaryHead = ['rolloutId', 'totals', 'mismatched', 'seq', 'updatedAt'].map((field) => [`rolloutStatus.${field}`, 1] as const);
+const statusHead = { ...Object.fromEntries(summaryHead), statusRevision: 1, statusPublished: 1 };
 
-const toService = (doc: ServiceDocument): IService => ({ id: doc._id, data: doc.data });
+/**
+ * The service as the API shows it: `data.imageRolloutStatus` composed from the summary of the
+ * current rollout (a document written before summaries existed keeps the status it stored).
+ */
+function toService (doc: ServiceDocument): IService {
+  const { imageRolloutStatus: stored, ...data } = doc.data;
+  const plan = data.imageDeployment;
+  const summary = doc.rolloutStatus;
+  const imageRolloutStatus = plan && summary?.rolloutId === plan.rolloutId ? composeStatus(plan, summary) : stored;
+  return { id: doc._id, data: imageRolloutStatus ? { ...data, imageRolloutStatus } : data };
+}
+
+const stateOf = (doc: ServiceDocument): StatusState | null => {
+  const summary = doc.rolloutStatus;
+  return summary ? { summary, statusRevision: doc.statusRevision ?? 0, published: doc.statusPublished } : null;
+};
 
 /** The service that holds the name (a lost id can be found again from the `service-already-exists` answer). */
 async function nameTaken (collection: Collection<ServiceDocument>, name: string): Promise<{ kind: 'name-taken', serviceId?: string }> {
@@ -107,7 +137,7 @@ export class ServiceStore implements ServiceRepository {
   }
 
   async findById (id: string): Promise<IService | null> {
-    const doc = await this.collection.findOne({ _id: id }, { projection: serviceOnly });
+    const doc = await this.collection.findOne({ _id: id }, { projection: serviceWithStatus });
     return doc ? toService(doc) : null;
   }
 
@@ -124,29 +154,80 @@ export class ServiceStore implements ServiceRepository {
     return (await this.collection.findOne({ _id: id }, { projection: { _id: 1 } })) !== null;
   }
 
+  /** The service for planning a rollout: its data (without the status, which a new plan resets) and its hold. */
   async findWithHold (id: string): Promise<ServiceWithHold | null> {
     const doc = await this.collection.findOne({ _id: id }, { projection: serviceWithHold });
+    if (!doc) return null;
+    const { imageRolloutStatus: _status, ...data } = doc.data;
+    return { service: { id: doc._id, data }, automationHold: doc.automationHold };
+  }
+
+  async findServiceView (id: string): Promise<ServiceWithHold | null> {
+    const doc = await this.collection.findOne({ _id: id }, { projection: { ...serviceWithStatus, automationHold: 1 } });
     return doc ? { service: toService(doc), automationHold: doc.automationHold } : null;
   }
 
   async findRolloutState (id: string): Promise<ServiceRolloutState | null> {
-    const doc = await this.collection.findOne({ _id: id }, { projection: withoutHistory });
-    if (!doc) return null;
-    return { service: toService(doc), statusRevision: doc.statusRevision ?? 0, rolloutEvidence: doc.rolloutEvidence, automationHold: doc.automationHold };
+    const doc = await this.collection.findOne({ _id: id }, { projection: rolloutState });
+    return doc ? { service: toService(doc), statusRevision: doc.statusRevision ?? 0, automationHold: doc.automationHold } : null;
+  }
+
+  async findReportTarget (id: string): Promise<ReportTarget | null> {
+    const doc = await this.collection.findOne({ _id: id }, { projection: { 'data.immutableImageRequired': 1, 'data.imageDeployment': 1 } });
+    return doc ? { serviceId: doc._id, immutableImageRequired: doc.data?.immutableImageRequired === true, plan: doc.data?.imageDeployment } : null;
   }
 
   /**
-   * Stores a new rollout status if nobody changed it since `revision` and the
-   * rollout is still current (single-document compare-and-swap). False: retry.
+   * One reporter's entry and the sums, in one update guarded by the rollout and by the entry's
+   * version: reporters of one rollout never conflict with each other, only with their own
+   * concurrent reports.
    */
-  async compareAndSetStatus ({ serviceId: id, rolloutId, revision, status, evidence, event, now }: StatusWrite): Promise<boolean> {
-    const result = await this.collection.updateOne(
-      { _id: id, 'data.imageDeployment.rolloutId': rolloutId, ...atStatusRevision(revision) },
-      {
-        $set: { 'data.imageRolloutStatus': status, rolloutEvidence: evidence, statusRevision: revision + 1, updatedAt: now },
-        ...(event ? pushStatusEvent(status, revision + 1, now) : {}),
-      }
+  async applyStatusEntry (write: EntryWrite): Promise<EntryWriteResult> {
+    const path = `rolloutStatus.entries.${write.key}`;
+    const inc: Record<string, number> = { 'rolloutStatus.seq': 1 };
+    for (const [name, value] of Object.entries(write.delta.totals)) if (value !== 0) inc[`rolloutStatus.totals.${name}`] = value;
+    for (const [reason, value] of Object.entries(write.delta.mismatched)) if (value) inc[`rolloutStatus.mismatched.${reason}`] = value;
+    const doc = await this.collection.findOneAndUpdate(
+      { _id: write.serviceId, 'rolloutStatus.rolloutId': write.rolloutId, [`${path}.version`]: write.expectedVersion ?? { $exists: false } },
+      { $set: { [path]: { entry: write.entry, version: write.version }, 'rolloutStatus.updatedAt': write.now }, $inc: inc },
+      { returnDocument: 'after', projection: statusHead }
     );
+    const state = doc ? stateOf(doc) : null;
+    if (state) return { kind: 'applied', state };
+    const now = await this.readStatusEntry(write.serviceId, write.rolloutId, write.key);
+    return now.current ? { kind: 'version-moved', stored: now.stored } : { kind: 'not-current' };
+  }
+
+  async readStatusState (id: string, rolloutId: string): Promise<StatusState | null> {
+    const doc = await this.collection.findOne({ _id: id, 'rolloutStatus.rolloutId': rolloutId }, { projection: statusHead });
+    return doc ? stateOf(doc) : null;
+  }
+
+  async readStatusEntry (id: string, rolloutId: string, key: string): Promise<{ current: boolean, stored?: SummaryEntry }> {
+    const doc = await this.collection.findOne({ _id: id }, { projection: { 'rolloutStatus.rolloutId': 1, [`rolloutStatus.entries.${key}`]: 1 } });
+    const summary = doc?.rolloutStatus;
+    return summary?.rolloutId === rolloutId ? { current: true, stored: summary.entries?.[key] } : { current: false };
+  }
+
+  async initStatusSummary (id: string, plan: NonNullable<IServiceData['imageDeployment']>, now: number): Promise<void> {
+    await this.collection.updateOne(
+      { _id: id, 'data.imageDeployment.rolloutId': plan.rolloutId, 'rolloutStatus.rolloutId': { $ne: plan.rolloutId } },
+      { $set: { rolloutStatus: emptySummary(plan, now) } }
+    );
+  }
+
+  /** A new event at the next revision, or (same aggregate as published) only the published seq moving on. */
+  async publishStatus (p: StatusPublication): Promise<boolean> {
+    const current = { _id: p.serviceId, 'rolloutStatus.rolloutId': p.rolloutId };
+    const result = p.event
+      ? await this.collection.updateOne(
+        { ...current, ...atStatusRevision(p.revision), ...publishedBefore(p.rolloutId, p.seq) },
+        { $set: { statusRevision: p.revision + 1, statusPublished: { rolloutId: p.rolloutId, seq: p.seq, key: p.key } }, ...pushEvent(p.event) }
+      )
+      : await this.collection.updateOne(
+        { ...current, 'statusPublished.rolloutId': p.rolloutId, 'statusPublished.key': p.key, 'statusPublished.seq': { $lt: p.seq } },
+        { $set: { 'statusPublished.seq': p.seq } }
+      );
     return result.matchedCount === 1;
   }
 
@@ -163,18 +244,21 @@ export class ServiceStore implements ServiceRepository {
    * Touches only server-managed fields, so a concurrent updateService survives.
    */
   async applyRollout (record: RolloutRecord, now: number): Promise<ApplyRolloutResult> {
-    const after = record.serviceAfter.data;
+    const plan = record.plan;
+    const summary = emptySummary(plan, record.createdAt);
+    const initial = aggregateOf(plan, summary);
     const set: Record<string, unknown> = {
       'data.immutableImageRequired': true,
-      'data.imageDeployment': after.imageDeployment,
-      'data.imageRolloutStatus': after.imageRolloutStatus,
-      rolloutEvidence: { rolloutId: record.rolloutId, reporters: [] } satisfies RolloutEvidence,
+      'data.imageDeployment': plan,
+      rolloutStatus: summary,
+      statusPublished: { rolloutId: plan.rolloutId, seq: 0, key: aggregateKey(initial) },
       updatedAt: now,
     };
     if (record.hold === 'set') set['automationHold'] = { since: record.createdAt, rolloutId: record.rolloutId, by: record.issuedBy.subject };
-    const status = after.imageRolloutStatus;
+    const unset: Record<string, ''> = { 'data.imageRolloutStatus': '', rolloutEvidence: '' };
+    if (record.hold === 'cleared') unset['automationHold'] = '';
     // Compare-and-swap on the generation (the plan) and on the status revision (so that the
-    // status event gets the next revision number even while reports of the old rollout land).
+    // status event gets the next revision number even while events of the old rollout land).
     for (let attempt = 0; attempt < 50; attempt++) {
       const projection = { statusRevision: 1, 'data.imageDeployment.rolloutGeneration': 1 };
       const current = await this.collection.findOne({ _id: record.serviceId }, { projection });
@@ -183,11 +267,7 @@ export class ServiceStore implements ServiceRepository {
       const revision = current.statusRevision ?? 0;
       const result = await this.collection.updateOne(
         { ...atGeneration(record.serviceId, record.generation - 1), ...atStatusRevision(revision) },
-        {
-          $set: { ...set, statusRevision: revision + 1 },
-          ...(status ? pushStatusEvent(status, revision + 1, now) : {}),
-          ...(record.hold === 'cleared' ? { $unset: { automationHold: '' } } : {}),
-        }
+        { $set: { ...set, statusRevision: revision + 1 }, $unset: unset, ...pushEvent(statusEventOf(initial, revision + 1, now)) }
       );
       if (result.matchedCount === 1) return 'applied';
     }

@@ -7,11 +7,8 @@ import type { Caller } from './fixtures.js';
  *
  * Tests assert what the product promises about persisted deployments (a cluster never replaces
  * another cluster's, a refused report changes nothing, two reports in flight never interleave)
- * through this function only. Today it reads the `deployments` collection, one document per task
- * (`_id: '<serviceId>/<deploymentId>'`, fields serviceId, clusterId, nodeName?, deployment,
- * reportedAt, reportedBy). When the storage changes (e.g. per-reporter records, read back through
- * `GET /v1/services/:serviceId/deployments`), only this file is adapted: the source already carries
- * what an API read needs (a caller and a token) beside the database handle.
+ * through this function only, which reads them the way a user does: `GET /v1/services/:serviceId/deployments`
+ * (what each reporter's latest accepted report stated, for the current rollout).
  */
 
 export interface StoredDeployment {
@@ -36,34 +33,30 @@ export interface DeploymentSource {
   token?: string;
 }
 
-interface DeploymentDocument {
-  _id: string;
-  serviceId: string;
-  clusterId: string;
-  nodeName?: string;
-  deployment: ReportedDeployment;
-  reportedAt: number;
-  reportedBy?: string;
-}
-
 const order = (a: StoredDeployment, b: StoredDeployment): number =>
   a.clusterId.localeCompare(b.clusterId) || a.nodeName.localeCompare(b.nodeName) || a.deploymentId.localeCompare(b.deploymentId);
 
+interface StoredDeploymentsAnswer {
+  deployments: Array<{ clusterId: string, reporterId: string, deployment: ReportedDeployment }>;
+}
+
 /**
- * `storedDeployments(serviceId)`: the service's stored deployments, normalised (no storage ids, no
- * server receipt times) and sorted by cluster, node and deployment id, so two reads compare with
- * `toEqual` and a JSON.stringify of the list is a byte-for-byte fingerprint.
+ * `storedDeployments(serviceId)`: the service's stored deployments as `GET /v1/services/:serviceId/deployments`
+ * answers them, normalised (no server receipt times) and sorted by cluster, node and deployment id, so two
+ * reads compare with `toEqual` and a JSON.stringify of the list is a byte-for-byte fingerprint.
  */
 export function storedDeploymentsOf (source: DeploymentSource): (serviceId: string) => Promise<StoredDeployment[]> {
   return async (serviceId) => {
-    const db = await source.db();
-    const documents = await db.collection<DeploymentDocument>('deployments').find({ serviceId }).toArray();
-    return documents.map((doc): StoredDeployment => ({
-      clusterId: doc.clusterId,
-      nodeName: doc.nodeName ?? doc.deployment.nodeName ?? '',
-      deploymentId: doc.deployment.id,
-      ...(doc.reportedBy === undefined ? {} : { reportedBy: doc.reportedBy }),
-      deployment: doc.deployment,
+    if (!source.caller || !source.token) throw new Error('storedDeployments reads through the API: give it a caller and a token');
+    const res = await source.caller.inject({ method: 'GET', url: `/v1/services/${serviceId}/deployments`, headers: { authorization: `Bearer ${source.token}` } });
+    if (res.statusCode !== 200) throw new Error(`GET /v1/services/${serviceId}/deployments answered ${res.statusCode}: ${res.body.slice(0, 300)}`);
+    const answer = res.json() as StoredDeploymentsAnswer;
+    return answer.deployments.map((d): StoredDeployment => ({
+      clusterId: d.clusterId,
+      nodeName: d.deployment.nodeName ?? '',
+      deploymentId: d.deployment.id,
+      reportedBy: d.reporterId,
+      deployment: d.deployment,
     })).sort(order);
   };
 }
@@ -85,3 +78,7 @@ export function expectedDeployments (clusterId: string, deployments: ReadonlyArr
 /** The list without `reportedBy` (for comparisons with `expectedDeployments`). */
 export const withoutReporter = (list: StoredDeployment[]): StoredDeployment[] =>
   list.map(({ reportedBy: _reportedBy, ...rest }) => rest);
+
+/** JSON with object keys sorted at every level: equal for equal content whatever the key order (an API answer follows its schema's order). */
+export const canonical = (value: unknown): string => JSON.stringify(value, (_key, v: unknown) =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v);

@@ -12,6 +12,8 @@ import { guardWith, replies } from './guard.js';
 export interface ReportRoutesOptions {
   operations: Pick<Operations, 'reportSnapshot'>;
   verifier: TokenVerifier;
+  /** A snapshot report may carry a whole cluster's deployments (REPORT_BODY_LIMIT_BYTES). */
+  bodyLimit: number;
 }
 
 const ReportReply = Type.Object({
@@ -19,16 +21,19 @@ const ReportReply = Type.Object({
     description: 'recorded: deployments stored (service without immutable policy); applied: folded into the rollout status;' +
       ' replayed: the same sequence again, nothing changed',
   }),
-  status: Type.Optional(IImageRolloutStatus),
+  status: Type.Optional(Type.Omit(IImageRolloutStatus, ['reporters'], {
+    description: 'the aggregate after this report, without the reporters list (GET /v1/services/:serviceId/rollout has them)',
+  })),
 });
 
 const reportSummary = 'Report a deployment snapshot with runtime image evidence (cluster tokens)';
 
 /** REST: Coreflow's snapshot report (the TypedRequest request without `identity`). */
-export const reportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> = async (app, { operations, verifier }) => {
+export const reportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> = async (app, { operations, verifier, bodyLimit }) => {
   const { reportSnapshot } = operations;
   const guard = guardWith(verifier);
   app.post('/v1/deployment-snapshots', {
+    bodyLimit,
     ...guard(permissions.reportSnapshots, { tags: ['reports'], summary: reportSummary, body: ReportDeploymentSnapshotsInput, response: replies(ReportReply) }),
     preValidation: async (request) => {
       const refused = reportSnapshot.precheck(request.body);

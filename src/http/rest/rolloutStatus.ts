@@ -5,7 +5,7 @@ import { permissions } from '../../domain/principal.js';
 import { RolloutView } from '../../domain/rolloutView.js';
 import { StatusEvent } from '../../domain/rolloutStatus.js';
 import { errors } from '../../errors.js';
-import type { RolloutReads } from '../../operations/readRollout.js';
+import { StoredDeployments, type RolloutReads } from '../../operations/readRollout.js';
 import { queryAccessToken } from '../accessToken.js';
 import { bearerToken, type TokenVerifier } from '../auth.js';
 import { valueOf } from '../replies.js';
@@ -72,6 +72,11 @@ export const rolloutStatusRoutes: FastifyPluginAsyncTypebox<RolloutStatusRoutesO
   app.get('/v1/services/:serviceId/rollout', guardWith(verifier)(permissions.readRolloutStatus, {
     tags, summary: viewSummary, params: ServiceParams, response: replies(RolloutView),
   }), async (request, reply) => valueOf(await rollouts.readRollout(request.params.serviceId), reply, '/params'));
+
+  const deploymentsSummary = 'The stored deployments: what each reporter\'s latest accepted report stated (for the current rollout)';
+  app.get('/v1/services/:serviceId/deployments', guardWith(verifier)(permissions.readServices, {
+    tags: ['reports'], summary: deploymentsSummary, params: ServiceParams, response: replies(StoredDeployments),
+  }), async (request, reply) => valueOf(await rollouts.readDeployments(request.params.serviceId), reply, '/params'));
 
   app.get('/v1/services/:serviceId/rollout/events', guardWith(verifier, streamToken)(permissions.readRolloutStatus, eventsSchema), async (request, reply) => {
     const { serviceId } = request.params;

@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { IService, TServiceWritableData } from '../../contracts/index.js';
+import { IService, ServiceListQuery, ServicePage, TServiceWritableData } from '../../contracts/index.js';
 import { permissions } from '../../domain/principal.js';
 import { AutomationHold } from '../../domain/rollouts.js';
-import { serverManagedFieldRefusal, ServiceListQuery, ServicePage } from '../../domain/services.js';
+import { serverManagedFieldRefusal } from '../../domain/services.js';
 import type { ServiceOperations } from '../../operations/services.js';
 import type { TokenVerifier } from '../auth.js';
 import { valueOf } from '../replies.js';

@@ -85,7 +85,7 @@ export class SseStream implements StatusListener {
   open (headers: Record<string, string>): void {
     this.res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
+      'cache-control': 'no-store',
       'x-accel-buffering': 'no',
       // The connection ends with the stream (no keep-alive reuse), so a shutdown that ends
       // the streams also frees their sockets at once.

@@ -1,9 +1,11 @@
 import type { Static, TSchema } from '@sinclair/typebox';
-import { clusterContracts, clusterListLimits, releaseTypedRequestContracts, typedRequestContracts } from '../../contracts/index.js';
+import {
+  clusterContracts, clusterListLimits, releaseTypedRequestContracts, serviceTypedRequestContracts, typedRequestContracts,
+} from '../../contracts/index.js';
 import { ReportDeploymentSnapshotsInput } from '../../contracts/reports.js';
 import { duplicateNodeNamesRefusal } from '../../domain/clusters.js';
 import { permissions, type Permission } from '../../domain/principal.js';
-import { serverManagedFieldRefusal, ServiceListQuery, ServicePage } from '../../domain/services.js';
+import { serverManagedFieldRefusal } from '../../domain/services.js';
 import type { AppError } from '../../errors.js';
 import type { Operations } from '../../operations/index.js';
 import { success, type Actor, type Result } from '../../operations/result.js';
@@ -85,10 +87,10 @@ export function typedRequestMethods (operations: Operations): TypedRequestMethod
       run: ({ serviceId, serviceData }) => services.updateService(serviceId, serviceData),
     }),
     define({
-      method: 'listServices',
+      method: serviceTypedRequestContracts.listServices.method,
       permission: permissions.readServices,
-      payload: ServiceListQuery,
-      response: ServicePage,
+      payload: serviceTypedRequestContracts.listServices.payload,
+      response: serviceTypedRequestContracts.listServices.response,
       run: (query) => services.listServices(query),
     }),
     define({

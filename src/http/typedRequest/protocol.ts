@@ -6,7 +6,8 @@ import type { AppError } from '../../errors.js';
  * the envelope, the answer for a failure, and the limits that keep the echo serializable.
  *
  * Extra envelope members the client may add (`localData`, `serverData`, …) are accepted and
- * ignored; the method's `request` payload is validated strictly by the dispatcher.
+ * ignored; the method's `request` payload is validated strictly by the dispatcher. The body parser
+ * (src/http/jsonBody.ts) refuses nesting that the echo could not survive.
  */
 export const TypedRequestEnvelope = Type.Object({
   method: Type.String({ minLength: 1, maxLength: 128 }),
@@ -18,43 +19,20 @@ export const TypedRequestEnvelope = Type.Object({
   }, { additionalProperties: true })),
 }, { additionalProperties: true });
 
-/**
- * The deepest nesting a TypedRequest envelope may have. Anything deeper is refused before it is
- * echoed: serializing the echo (JSON.stringify recurses) overflows the stack at some thousands of
- * levels, which answered 500 for `request: {"a":{"a":…}}` 100 000 levels deep. Real payloads nest
- * less than 10 levels.
- */
-export const MAX_ENVELOPE_DEPTH = 64;
-
-/**
- * The path (keys and indexes) to an array or object nested more than `limit` levels deep
- * inside `value`, or undefined when there is none. Iterative: safe at any depth.
- */
-export function pathNestedDeeperThan (value: unknown, limit: number): string[] | undefined {
-  // Only arrays and objects are visited; a visit knows its parent, so the path is built only
-  // for the one answer (every request body is walked, and most are shallow and fine).
-  interface Visit { node: object, depth: number, key: string, parent: Visit | undefined }
-  const isNode = (v: unknown): v is object => v !== null && typeof v === 'object';
-  if (!isNode(value)) return undefined;
-  const stack: Visit[] = [{ node: value, depth: 0, key: '', parent: undefined }];
-  for (let visit = stack.pop(); visit !== undefined; visit = stack.pop()) {
-    if (visit.depth >= limit) {
-      const path: string[] = [];
-      for (let v: Visit | undefined = visit; v?.parent !== undefined; v = v.parent) path.push(v.key);
-      return path.reverse();
-    }
-    for (const [key, child] of Object.entries(visit.node)) {
-      if (isNode(child)) stack.push({ node: child, depth: visit.depth + 1, key, parent: visit });
-    }
-  }
-  return undefined;
-}
+/** A failure echoes the request only up to this size (never unbounded input in an error answer). */
+const MAX_ECHO_BYTES = 4096;
 
 /** Echoes the request payload back as the protocol expects, minus the caller's token. */
 export function withoutIdentity (payload: unknown): Record<string, unknown> {
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return {};
   const { identity: _identity, ...rest } = payload as Record<string, unknown>;
   return rest;
+}
+
+/** The request as a failure echoes it: without the token, and only when small (bodies nest at most MAX_BODY_DEPTH). */
+function echoOf (request: unknown): Record<string, unknown> {
+  const payload = withoutIdentity(request);
+  return JSON.stringify(payload).length <= MAX_ECHO_BYTES ? payload : {};
 }
 
 /** The TypedRequest error payload: `error.data.code` is the stable code. */
@@ -70,7 +48,7 @@ export function typedRequestFailure (error: AppError, body: unknown, requestId: 
   const envelope = body as { method?: unknown, request?: unknown, correlation?: { id?: unknown } } | undefined;
   const answer: Record<string, unknown> = {
     method: typeof envelope?.method === 'string' ? envelope.method : '',
-    request: pathNestedDeeperThan(envelope?.request, MAX_ENVELOPE_DEPTH) ? {} : withoutIdentity(envelope?.request),
+    request: echoOf(envelope?.request),
     response: null,
     correlation: { id: typeof envelope?.correlation?.id === 'string' ? envelope.correlation.id : requestId, phase: 'response' },
   };

@@ -5,7 +5,7 @@ import { errors } from '../../errors.js';
 import { assertPermitted, type TokenVerifier } from '../auth.js';
 import { relocate } from '../replies.js';
 import type { TypedRequestMethod } from './methods.js';
-import { MAX_ENVELOPE_DEPTH, pathNestedDeeperThan, TypedRequestEnvelope, withoutIdentity } from './protocol.js';
+import { TypedRequestEnvelope, withoutIdentity } from './protocol.js';
 
 interface CompiledMethod {
   method: TypedRequestMethod;
@@ -18,18 +18,8 @@ const identityCheck = TypeCompiler.Compile(Type.Object({ identity: Type.Object({
 export interface TypedRequestRouteOptions {
   methods: readonly TypedRequestMethod[];
   verifier: TokenVerifier;
-}
-
-/** Refuses an envelope nested deeper than its echo could survive, naming where. */
-function depthRefusal (envelope: unknown) {
-  const tooDeep = pathNestedDeeperThan(envelope, MAX_ENVELOPE_DEPTH);
-  if (!tooDeep) return undefined;
-  const [top = '', ...rest] = tooDeep;
-  const where = rest.slice(0, 8).map((key) => key.slice(0, 32)).join('/');
-  return errors.validationFailed([{
-    field: top === 'request' ? '/request' : `/body/${top.slice(0, 64)}`,
-    message: `nested more than ${MAX_ENVELOPE_DEPTH} levels deep (/${where}/…)`,
-  }]);
+  /** The endpoint carries snapshot reports too (REPORT_BODY_LIMIT_BYTES). */
+  bodyLimit: number;
 }
 
 /**
@@ -47,6 +37,7 @@ export const typedRequestRoute: FastifyPluginAsyncTypebox<TypedRequestRouteOptio
 
   app.post('/typedrequest', {
     config: { typedRequest: true },
+    bodyLimit: opts.bodyLimit,
     schema: {
       tags: ['typedrequest'],
       summary: 'TypedRequest endpoint (Cloudly UI, Coreflow)',
@@ -54,9 +45,8 @@ export const typedRequestRoute: FastifyPluginAsyncTypebox<TypedRequestRouteOptio
       body: TypedRequestEnvelope,
     },
   }, async (request) => {
+    // The body parser refused anything nested deeper than MAX_BODY_DEPTH (src/http/jsonBody.ts).
     const envelope = request.body;
-    const tooDeep = depthRefusal(envelope);
-    if (tooDeep) throw tooDeep;
     const compiled = byMethod.get(envelope.method);
     if (!compiled) throw errors.methodNotFound(envelope.method);
     const { method, payloadCheck, responseCheck } = compiled;

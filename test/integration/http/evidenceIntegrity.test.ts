@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImageRolloutStatus, IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
-import { expectedDeployments, storedDeploymentsOf, withoutReporter, type StoredDeployment } from '../../support/deployments.js';
+import { canonical, expectedDeployments, storedDeploymentsOf, withoutReporter, type StoredDeployment } from '../../support/deployments.js';
 import { bearer, createFixtureService, httpCaller, promote, pushRelease, registerCluster, type Caller, type CallerResponse, type FixtureService } from '../../support/fixtures.js';
 import { startFleet, type Fleet } from '../../support/fleet.js';
 import { fullReplicas, reportBody, verifiedReplica } from '../../support/reports.js';
@@ -139,7 +139,7 @@ describe('report evidence and stored deployments keep their promises', () => {
         const status = await serviceStatus(svc.id);
         const reporterIds = status?.reporters.map((r) => r.reporterId) ?? [];
         const expected = expectedDeployments('cP', winner.deployments);
-        if (JSON.stringify(stored) !== JSON.stringify(expected) || JSON.stringify(reporterIds) !== JSON.stringify([winner.reporterId])) {
+        if (canonical(stored) !== canonical(expected) || JSON.stringify(reporterIds) !== JSON.stringify([winner.reporterId])) {
           bad.push(`round ${round}: ${winner.name} got 200, status reporters [${reporterIds.join(', ')}], stored deployments ${describeIds(stored)}`);
         }
       }
@@ -166,7 +166,7 @@ describe('report evidence and stored deployments keep their promises', () => {
         const stored = withoutReporter(await storedDeployments(svc.id));
         const status = await serviceStatus(svc.id);
         const expected = expectedDeployments('cP', next.deployments);
-        if (JSON.stringify(stored) !== JSON.stringify(expected) || status?.reporters[0]?.reportSequence !== next.sequence) {
+        if (canonical(stored) !== canonical(expected) || status?.reporters[0]?.reportSequence !== next.sequence) {
           bad.push(`round ${round}: k answered ${answerK!.statusCode}, status at sequence ${status?.reporters[0]?.reportSequence ?? '-'}, stored deployments ${describeIds(stored)}`);
         }
       }

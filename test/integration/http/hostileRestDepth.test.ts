@@ -23,7 +23,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { BSON } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  clusterContracts, releaseTypedRequestContracts, typedRequestContracts, type IImmutableImageDeploymentPlan,
+  clusterContracts, releaseTypedRequestContracts, serviceTypedRequestContracts, typedRequestContracts, type IImmutableImageDeploymentPlan,
 } from '../../../src/contracts/index.js';
 import { TypedRequestEnvelope } from '../../../src/http/typedRequest/protocol.js';
 import { buildTestApp, serviceData, type TestApp } from '../../support/app.js';
@@ -228,10 +228,11 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     getServiceImageTagHistory: { token: () => admin, payload: () => ({ serviceId: s.svc.id, tag: 'a', limit: 5 }) },
     getCluster: { token: () => admin, payload: () => ({ clusterId: 'c1' }) },
     listClusters: { token: () => admin, payload: () => ({ limit: 10 }) },
+    listServices: { token: () => admin, payload: () => ({ limit: 10 }) },
   };
 
   /** The request schema of every TypedRequest method (identity included), from the contracts. */
-  const typedContracts: Record<string, { request: TSchema }> = { ...typedRequestContracts, ...releaseTypedRequestContracts, ...clusterContracts };
+  const typedContracts: Record<string, { request: TSchema }> = { ...typedRequestContracts, ...releaseTypedRequestContracts, ...clusterContracts, ...serviceTypedRequestContracts };
   const typedEnvelope = (method: string): TSchema => {
     const contract = typedContracts[method];
     if (!contract) throw new Error(`no contract for ${method}`);

@@ -1,0 +1,97 @@
+import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection } from 'mongodb';
+import type { ReportRepository } from '../domain/ports.js';
+import type { ClaimRefusal, ReportRecord } from '../domain/reports.js';
+import { DUPLICATE_KEY, isDuplicateKeyError } from './driverErrors.js';
+import { collections } from './indexPlan.js';
+import type { Database } from './mongo.js';
+
+/** One reporter's latest accepted report: `_id` = record id (`rollout:<rolloutId>:<reporterId>` or `service:<serviceId>:<reporterId>`). */
+export interface ReportDocument extends Omit<ReportRecord, 'id'> {
+  _id: string;
+}
+
+/** A node or session of a rollout, held by the first reporter that claimed it: `_id` = `<rolloutId>/<kind>/<name>`. */
+export interface ClaimDocument {
+  _id: string;
+  rolloutId: string;
+  reporterId: string;
+  createdAt: number;
+}
+
+const claimId = (rolloutId: string, kind: 'node' | 'session', name: string): string => `${rolloutId}/${kind}/${name}`;
+
+const toRecord = ({ _id, ...rest }: ReportDocument): ReportRecord => ({ id: _id, ...rest });
+
+/**
+ * Snapshot reports, one document per (rollout or service, reporter), each written whole with
+ * compare-and-swap on its version: the fence of the report path (a refused or superseded report
+ * writes nothing, two in flight never interleave). Reads are by `_id` (one record, or `$in` over
+ * the reporters a status names), so they use the primary index on every MongoDB-compatible server.
+ */
+export class ReportStore implements ReportRepository {
+  readonly claims: Collection<ClaimDocument>;
+
+  constructor (database: Database, readonly collection: Collection<ReportDocument> = database.db.collection(collections.reports)) {
+    this.claims = database.db.collection(collections.reportClaims);
+  }
+
+  async findRecord (id: string): Promise<ReportRecord | null> {
+    const doc = await this.collection.findOne({ _id: id });
+    return doc ? toRecord(doc) : null;
+  }
+
+  async findRecords (ids: readonly string[]): Promise<ReportRecord[]> {
+    if (ids.length === 0) return [];
+    return (await this.collection.find({ _id: { $in: [...ids] } }).toArray()).map(toRecord);
+  }
+
+  async listServiceRecords (serviceId: string): Promise<ReportRecord[]> {
+    return (await this.collection.find({ serviceId, rolloutId: { $exists: false } }).sort({ _id: 1 }).toArray()).map(toRecord);
+  }
+
+  async writeRecord (record: ReportRecord, expectedVersion: number): Promise<boolean> {
+    const { id, ...rest } = record;
+    if (expectedVersion === 0) {
+      try {
+        await this.collection.insertOne({ _id: id, ...rest });
+        return true;
+      } catch (err) {
+        if (isDuplicateKeyError(err)) return false;
+        throw err;
+      }
+    }
+    const result = await this.collection.replaceOne({ _id: id, version: expectedVersion }, rest);
+    return result.matchedCount === 1;
+  }
+
+  async claim (rolloutId: string, reporterId: string, claims: ReadonlyArray<{ kind: 'node' | 'session', name: string }>, now: number): Promise<ClaimRefusal[]> {
+    if (claims.length === 0) return [];
+    // Filter on `_id` and `reporterId`: another reporter's claim does not match, so the upsert
+    // tries to insert its `_id` and the unique `_id` refuses it (E11000).
+    const operations: Array<AnyBulkWriteOperation<ClaimDocument>> = claims.map(({ kind, name }) => ({
+      updateOne: {
+        filter: { _id: claimId(rolloutId, kind, name), reporterId },
+        update: { $setOnInsert: { rolloutId, createdAt: now } },
+        upsert: true,
+      },
+    }));
+    let refusedIndexes: number[] = [];
+    try {
+      await this.claims.bulkWrite(operations, { ordered: false });
+    } catch (err) {
+      if (!(err instanceof MongoBulkWriteError)) throw err;
+      const writeErrors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+      if (writeErrors.some((writeError) => writeError.code !== DUPLICATE_KEY)) throw err;
+      refusedIndexes = writeErrors.map((writeError) => writeError.index);
+    }
+    const refused = refusedIndexes.flatMap((index) => claims[index] ?? []);
+    if (refused.length === 0) return [];
+    const holders = await this.claims.find({ _id: { $in: refused.map((c) => claimId(rolloutId, c.kind, c.name)) } }).toArray();
+    const ownerOf = new Map(holders.map((h) => [h._id, h.reporterId]));
+    return refused.map((c) => ({ ...c, owner: ownerOf.get(claimId(rolloutId, c.kind, c.name)) ?? 'another reporter' }));
+  }
+
+  async removeRollout (rolloutId: string): Promise<void> {
+    await Promise.all([this.collection.deleteMany({ rolloutId }), this.claims.deleteMany({ rolloutId })]);
+  }
+}

@@ -1,0 +1,85 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { isAppError } from '../../../src/errors.js';
+import { MAX_BODY_DEPTH, parseJsonBody, poisonedKeyIn, tooDeepIn } from '../../../src/http/jsonBody.js';
+
+/** How deep a parsed value nests (arrays and objects count a level). */
+const depthOf = (value: unknown): number =>
+  value !== null && typeof value === 'object' ? 1 + Math.max(0, ...Object.values(value).map(depthOf)) : 0;
+
+/** The value at a path of keys and indexes. */
+const at = (value: unknown, path: readonly string[]): unknown => path.reduce<unknown>((v, key) => (v as Record<string, unknown>)[key], value);
+
+const refusalOf = (text: string) => {
+  try {
+    parseJsonBody(text);
+  } catch (err) {
+    if (isAppError(err)) return { code: err.code, problems: err.details['problems'] as Array<{ field: string, message: string }> };
+    throw err;
+  }
+  throw new Error('expected a refusal');
+};
+
+describe('the JSON body parser: depth', () => {
+  it('names the path to the first container past the limit, in document order', () => {
+    expect(tooDeepIn('{"a":{"b":{"c":1}}}', 2)).toEqual(['a', 'b']);
+    expect(tooDeepIn('[[[1]]]', 2)).toEqual(['0', '0']);
+    expect(tooDeepIn('[1, 2, [3, [4]]]', 2)).toEqual(['2', '1']);
+    expect(tooDeepIn('{"a":{"b":1}}', 2)).toBeUndefined();
+    expect(tooDeepIn('"text"', 0)).toBeUndefined();
+    expect(tooDeepIn('{}', 0)).toEqual([]);
+    expect(tooDeepIn('{"x":1,"y":{"z":{}}}', 2)).toEqual(['y', 'z']);
+    // Brackets inside strings (escaped quotes included) are text, not nesting.
+    expect(tooDeepIn('{"a":"[[[[\\"{{{{","b":[1]}', 2)).toBeUndefined();
+  });
+
+  it('finds a too-deep container exactly when the value nests too deep, and its path leads to one', () => {
+    fc.assert(fc.property(fc.jsonValue({ maxDepth: 7 }), fc.integer({ min: 0, max: 7 }), (value, limit) => {
+      const text = JSON.stringify(value);
+      const path = tooDeepIn(text, limit);
+      expect(path !== undefined, text).toBe(depthOf(value) > limit);
+      if (path) {
+        expect(path).toHaveLength(limit);
+        const found = at(value, path);
+        expect(found !== null && typeof found === 'object').toBe(true);
+      }
+    }), { numRuns: 2000 });
+  });
+
+  it('scans 100 000 levels without recursion, and refuses them naming the field', () => {
+    const text = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000);
+    expect(tooDeepIn(text, MAX_BODY_DEPTH)).toHaveLength(MAX_BODY_DEPTH);
+    const refused = refusalOf(text);
+    expect(refused.code).toBe('validation-failed');
+    expect(refused.problems[0]?.field).toMatch(/^\/body\/a\/a\/.*\/…$/);
+    expect(refused.problems[0]?.message).toBe(`nested more than ${MAX_BODY_DEPTH} levels deep`);
+  });
+
+  it('accepts what JSON.parse accepts at a reasonable depth', () => {
+    fc.assert(fc.property(fc.jsonValue({ maxDepth: 10 }), (value) => {
+      expect(parseJsonBody(JSON.stringify(value))).toEqual(JSON.parse(JSON.stringify(value)));
+    }), { numRuns: 500 });
+  });
+});
+
+describe('the JSON body parser: prototype-poisoning keys', () => {
+  it('names the refused key and where it is', () => {
+    expect(refusalOf('{"__proto__":{"admin":true}}').problems).toEqual([
+      { field: '/body/__proto__', message: "the key '__proto__' is not accepted (prototype poisoning)" },
+    ]);
+    expect(refusalOf('{"a":[{"b":{"__proto__":1}}]}').problems[0]?.field).toBe('/body/a/0/b/__proto__');
+    expect(refusalOf('{"constructor":{"prototype":{"x":1}}}').problems).toEqual([
+      { field: '/body/constructor/prototype', message: "the key 'constructor.prototype' is not accepted (prototype poisoning)" },
+    ]);
+    expect(refusalOf('{"\\u005f_proto__":1}').problems[0]?.field).toBe('/body/__proto__');
+  });
+
+  it('lets harmless look-alikes through', () => {
+    expect(parseJsonBody('{"constructor":"x","proto":{"__proto":1},"note":"__proto__"}')).toEqual({ constructor: 'x', proto: { __proto: 1 }, note: '__proto__' });
+    expect(poisonedKeyIn({ constructor: { notPrototype: 1 } })).toBeUndefined();
+  });
+
+  it('says what is wrong with JSON that does not parse', () => {
+    expect(refusalOf('{"a":').problems[0]).toMatchObject({ field: '/body', message: expect.stringMatching(/^is not valid JSON/) });
+  });
+});
