@@ -3,8 +3,8 @@ import type { IImageRolloutStatus, IImmutableImageDeploymentPlan } from '../../.
 import { blockingReasons } from '../../../src/domain/rolloutView.js';
 import type { ReplicaDetail, RolloutEvidence } from '../../../src/domain/rolloutStatus.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
-import { bearer, createFixtureService, promote, pushRelease, registerCluster, rollback } from '../../support/fixtures.js';
-import { fullReplicas, reportBody, verifiedReplica } from '../../support/reports.js';
+import { bearer, createFixtureService, promote, promotedService, registerCluster, rollback } from '../../support/fixtures.js';
+import { fullReplicas, reportBody, reportsFor, verifiedReplica } from '../../support/reports.js';
 
 describe('GET /v1/services/:serviceId/rollout', () => {
   let t: TestApp;
@@ -27,15 +27,7 @@ describe('GET /v1/services/:serviceId/rollout', () => {
   afterAll(async () => { await t.close(); });
 
   /** A service on c1 (n1, n2) and c2 (m1), 2 replicas per node (6 required), promoted once. */
-  async function promoted () {
-    const svc = await createFixtureService(t.app, admin, { clusterIds: ['c1', 'c2'], replicasPerNode: 2 });
-    const a = await pushRelease(t.app, api, svc, { tag: 'a' });
-    const b = await pushRelease(t.app, api, svc, { tag: 'b' });
-    const res = await promote(t.app, api, svc.id, a.releaseId, { generation: 0 });
-    expect(res.statusCode, res.body).toBe(200);
-    const plan = res.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
-    return { svc, plan, releases: { a: a.releaseId, b: b.releaseId } };
-  }
+  const promoted = async () => await promotedService(t.app, { admin, api });
 
   const send = async (token: string, body: Record<string, unknown>) => {
     const res = await t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: body });
@@ -87,10 +79,18 @@ describe('GET /v1/services/:serviceId/rollout', () => {
       ],
     }));
     const v = await view(svc.id);
-    expect(v.status).toMatchObject({ status: 'mismatched', mismatchReason: 'pulled-digest-mismatch', observedReplicaCount: 3, healthyReplicaCount: 2, verifiedReplicaCount: 1 });
+    expect(v.status).toMatchObject({
+      status: 'mismatched', mismatchReason: 'pulled-digest-mismatch', observedReplicaCount: 3, healthyReplicaCount: 2, verifiedReplicaCount: 1,
+    });
     expect(v.revision).toBe(2);
     expect(v.blocking).toEqual([
-      { kind: 'node-not-reported', reason: 'required-replica-missing', nodeName: 'm1', missingReplicaCount: 2, detail: "no reporter covers node 'm1': 2 required replicas missing" },
+      {
+        kind: 'node-not-reported',
+        reason: 'required-replica-missing',
+        nodeName: 'm1',
+        missingReplicaCount: 2,
+        detail: "no reporter covers node 'm1': 2 required replicas missing",
+      },
       {
         kind: 'replica-unhealthy',
         reason: 'replica-unhealthy',
@@ -143,8 +143,24 @@ describe('GET /v1/services/:serviceId/rollout', () => {
       mismatchReason: 'pulled-digest-mismatch',
       replicas: [
         { nodeName: 'n1', deploymentId: 'n1-task-0', deploymentStatus: 'running', health: 'healthy', verification: 'verified', counted: true },
-        { nodeName: 'n1', deploymentId: 'n1-task-1', deploymentStatus: 'starting', health: 'unhealthy', verification: 'missing', mismatchReason: 'runtime-attestation-missing', counted: true },
-        { nodeName: 'n2', deploymentId: 'n2-task-0', deploymentStatus: 'running', health: 'healthy', verification: 'mismatched', mismatchReason: 'pulled-digest-mismatch', counted: true },
+        {
+          nodeName: 'n1',
+          deploymentId: 'n1-task-1',
+          deploymentStatus: 'starting',
+          health: 'unhealthy',
+          verification: 'missing',
+          mismatchReason: 'runtime-attestation-missing',
+          counted: true,
+        },
+        {
+          nodeName: 'n2',
+          deploymentId: 'n2-task-0',
+          deploymentStatus: 'running',
+          health: 'healthy',
+          verification: 'mismatched',
+          mismatchReason: 'pulled-digest-mismatch',
+          counted: true,
+        },
       ],
     });
 
@@ -193,13 +209,15 @@ describe('GET /v1/services/:serviceId/rollout', () => {
     const { svc, plan } = await promoted();
     const at1 = Date.now() - 2_000;
     const at2 = Date.now() - 1_000;
-    await send(c1, reportBody(plan, svc.id, { sequence: 3, reportedAt: at1, nodeNames: ['n1', 'n2'], deployments: fullReplicas(plan, svc.id, ['n1', 'n2']) }));
-    const status = await send(c2, reportBody(plan, svc.id, { session: 's-m1', sequence: 9, reportedAt: at2, nodeNames: ['m1'], deployments: fullReplicas(plan, svc.id, ['m1']) }));
+    const { report, full } = reportsFor(plan, svc.id);
+    await send(c1, report({ sequence: 3, reportedAt: at1, nodeNames: ['n1', 'n2'], deployments: full(['n1', 'n2']) }));
+    const status = await send(c2, report({ session: 's-m1', sequence: 9, reportedAt: at2, nodeNames: ['m1'], deployments: full(['m1']) }));
     expect(status.status).toBe('succeeded');
     const v = await view(svc.id);
     expect(v.status).toEqual(status);
     expect(v.blocking).toEqual([]);
-    expect(v.reporters.map((r: Record<string, unknown>) => [r['reporterId'], r['reporterSessionId'], r['lastSequence'], r['lastReportAt'], r['observedGeneration'], r['verifiedReplicaCount']])).toEqual([
+    const fields = ['reporterId', 'reporterSessionId', 'lastSequence', 'lastReportAt', 'observedGeneration', 'verifiedReplicaCount'];
+    expect(v.reporters.map((r: Record<string, unknown>) => fields.map((field) => r[field]))).toEqual([
       ['c1/coreflow-c1', 'session-n1', 3, at1, 1, 4],
       ['c2/coreflow-c2', 's-m1', 9, at2, 1, 2],
     ]);
@@ -305,7 +323,8 @@ describe('blockingReasons (pure)', () => {
   const replica = (nodeName: string, deploymentId: string, extra: Partial<ReplicaDetail> = {}): ReplicaDetail => ({
     nodeName, deploymentId, deploymentStatus: 'running', health: 'healthy', verification: 'verified', counted: true, ...extra,
   });
-  const evidence = (replicas: ReplicaDetail[], rolloutId = 'ro_1'): RolloutEvidence => ({ rolloutId, reporters: [{ reporterId: 'c1/r', clusterId: 'c1', reportedAt: 1, replicas }] });
+  const evidence = (replicas: ReplicaDetail[], rolloutId = 'ro_1'): RolloutEvidence =>
+    ({ rolloutId, reporters: [{ reporterId: 'c1/r', clusterId: 'c1', reportedAt: 1, replicas }] });
 
   it('no plan, or a finished rollout: nothing blocks', () => {
     expect(blockingReasons(undefined, undefined, undefined)).toEqual([]);

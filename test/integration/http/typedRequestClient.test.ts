@@ -180,6 +180,9 @@ describe('the real TypedRequest client: list → promote → rollback', () => {
     new TypedRequest<ReportPushEvent>(endpoint, 'reportImmutableRegistryPushEvent').fire({ identity: identity(api), event: event as PushEvent });
   const list = (serviceId: string) =>
     new TypedRequest<IRequest_Any_Cloudly_GetServiceImageReleases>(endpoint, 'getServiceImageReleases').fire({ identity: identity(user), serviceId });
+  /** A promotion request of the client's own service (`svc` of the test). */
+  const promotionOf = (serviceId: string) => (releaseId: string, idempotencyKey: string, expectedRolloutGeneration: number) =>
+    ({ serviceId, releaseId, idempotencyKey, expectedRolloutGeneration, enableImmutableImage: true as const });
   const codeOf = (err: unknown) => {
     expect(err).toBeInstanceOf(TypedResponseError);
     return (err as TypedResponseError).errorData as Record<string, unknown> & { code: string };
@@ -207,7 +210,10 @@ describe('the real TypedRequest client: list → promote → rollback', () => {
     const firstEvent = pushEvent(svc, { tag: 'v1', observedAt: now - 2_000 });
     const secondEvent = pushEvent(svc, { tag: 'v2', observedAt: now - 1_000 });
     const first = await report(firstEvent);
-    expect(first).toMatchObject({ duplicate: false, release: { id: firstEvent['releaseId'], data: { serviceId: svc.id, registryRootDigest: firstEvent['registryRootDigest'] } } });
+    expect(first).toMatchObject({
+      duplicate: false,
+      release: { id: firstEvent['releaseId'], data: { serviceId: svc.id, registryRootDigest: firstEvent['registryRootDigest'] } },
+    });
     const second = await report(secondEvent);
     expect(second.release.id).toBe(secondEvent['releaseId']);
 
@@ -216,7 +222,13 @@ describe('the real TypedRequest client: list → promote → rollback', () => {
     expect(listed.releases.map((r) => r.id)).toEqual([second.release.id, first.release.id]);
     expect(listed.releases.every((r) => r.data.acceptedAt === undefined)).toBe(true);
 
-    const p1 = (await promote({ serviceId: svc.id, releaseId: first.release.id, idempotencyKey: 'flow-1', expectedRolloutGeneration: 0, enableImmutableImage: true })).service.data;
+    const p1 = (await promote({
+      serviceId: svc.id,
+      releaseId: first.release.id,
+      idempotencyKey: 'flow-1',
+      expectedRolloutGeneration: 0,
+      enableImmutableImage: true,
+    })).service.data;
     expect(p1.immutableImageRequired).toBe(true);
     expect(p1.imageDeployment).toMatchObject({
       policy: 'immutable-digest',
@@ -229,13 +241,27 @@ describe('the real TypedRequest client: list → promote → rollback', () => {
     expect(p1.imageRolloutStatus).toMatchObject({ status: 'pending', rolloutId: p1.imageDeployment?.rolloutId });
 
     const p2 = (await promote({
-      serviceId: svc.id, releaseId: second.release.id, idempotencyKey: 'flow-2', expectedRolloutGeneration: 1, expectedCurrentRolloutId: p1.imageDeployment?.rolloutId, enableImmutableImage: true,
+      serviceId: svc.id,
+      releaseId: second.release.id,
+      idempotencyKey: 'flow-2',
+      expectedRolloutGeneration: 1,
+      expectedCurrentRolloutId: p1.imageDeployment?.rolloutId,
+      enableImmutableImage: true,
     })).service.data;
-    expect(p2.imageDeployment).toMatchObject({ rolloutGeneration: 2, mode: 'promotion', releaseId: second.release.id, requestedDigest: secondEvent['registryRootDigest'] });
+    expect(p2.imageDeployment).toMatchObject({
+      rolloutGeneration: 2,
+      mode: 'promotion',
+      releaseId: second.release.id,
+      requestedDigest: secondEvent['registryRootDigest'],
+    });
     const secondRolloutId = p2.imageDeployment?.rolloutId;
 
     const rolledBack = (await rollback({
-      serviceId: svc.id, releaseId: first.release.id, idempotencyKey: 'flow-3', expectedRolloutGeneration: 2, expectedCurrentRolloutId: secondRolloutId as string,
+      serviceId: svc.id,
+      releaseId: first.release.id,
+      idempotencyKey: 'flow-3',
+      expectedRolloutGeneration: 2,
+      expectedCurrentRolloutId: secondRolloutId as string,
     })).service.data;
     expect(rolledBack.imageDeployment).toMatchObject({
       rolloutGeneration: 3,
@@ -248,7 +274,11 @@ describe('the real TypedRequest client: list → promote → rollback', () => {
 
     // The same request again (the client's own retry after a lost reply) is the same answer.
     const again = await rollback({
-      serviceId: svc.id, releaseId: first.release.id, idempotencyKey: 'flow-3', expectedRolloutGeneration: 2, expectedCurrentRolloutId: secondRolloutId as string,
+      serviceId: svc.id,
+      releaseId: first.release.id,
+      idempotencyKey: 'flow-3',
+      expectedRolloutGeneration: 2,
+      expectedCurrentRolloutId: secondRolloutId as string,
     });
     expect(again.service.data).toEqual(rolledBack);
 
@@ -263,14 +293,15 @@ describe('the real TypedRequest client: list → promote → rollback', () => {
     const a = await report(pushEvent(svc, { tag: 'a' }));
     const b = await report(pushEvent(svc, { tag: 'b' }));
     const never = await report(pushEvent(svc, { tag: 'never' }));
-    const g1 = (await promote({ serviceId: svc.id, releaseId: a.release.id, idempotencyKey: 'err-1', expectedRolloutGeneration: 0, enableImmutableImage: true })).service.data.imageDeployment;
-    const g2 = (await promote({ serviceId: svc.id, releaseId: b.release.id, idempotencyKey: 'err-2', expectedRolloutGeneration: 1, enableImmutableImage: true })).service.data.imageDeployment;
+    const promotion = promotionOf(svc.id);
+    const g1 = (await promote(promotion(a.release.id, 'err-1', 0))).service.data.imageDeployment;
+    const g2 = (await promote(promotion(b.release.id, 'err-2', 1))).service.data.imageDeployment;
 
-    const stale = codeOf(await rejection(() => promote({ serviceId: svc.id, releaseId: a.release.id, idempotencyKey: 'err-3', expectedRolloutGeneration: 1, enableImmutableImage: true })));
+    const stale = codeOf(await rejection(() => promote(promotion(a.release.id, 'err-3', 1))));
     expect(stale).toMatchObject({ code: 'rollout-generation-conflict', currentGeneration: 2, currentRolloutId: g2?.rolloutId });
     expect(typeof stale['requestId']).toBe('string');
 
-    const reused = codeOf(await rejection(() => promote({ serviceId: svc.id, releaseId: b.release.id, idempotencyKey: 'err-1', expectedRolloutGeneration: 0, enableImmutableImage: true })));
+    const reused = codeOf(await rejection(() => promote(promotion(b.release.id, 'err-1', 0))));
     expect(reused.code).toBe('idempotency-key-reused');
 
     const notAccepted = codeOf(await rejection(() => rollback({
@@ -298,7 +329,13 @@ describe('the real TypedRequest client: list → promote → rollback', () => {
     const svc = await serviceOnCluster('tc-race', ['tr1', 'tr2']);
     const release = await report(pushEvent(svc, { tag: 'race' }));
     const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
-    const request = { serviceId: svc.id, releaseId: release.release.id, idempotencyKey: 'race-key', expectedRolloutGeneration: 0, enableImmutableImage: true as const };
+    const request = {
+      serviceId: svc.id,
+      releaseId: release.release.id,
+      idempotencyKey: 'race-key',
+      expectedRolloutGeneration: 0,
+      enableImmutableImage: true as const,
+    };
     const results = await Promise.all(Array.from({ length: 10 }, () => promote(request)));
     const rolloutIds = new Set(results.map((r) => r.service.data.imageDeployment?.rolloutId));
     expect(rolloutIds.size).toBe(1);
@@ -340,16 +377,31 @@ describe('the real TypedRequest client waits out idempotency-request-in-progress
   it('every concurrent duplicate is told to retry, the client waits and re-sends, and all get the same success', async () => {
     vi.spyOn(console, 'error').mockImplementation(() => undefined);
     const admin = await t.token('admin');
-    await new TypedRequest<IRequest_Admin_Cloudly_RegisterCluster>(endpoint, 'registerCluster').fire({ identity: identity(admin), clusterId: 'tc-lease', nodeNames: ['tl1'] });
+    await new TypedRequest<IRequest_Admin_Cloudly_RegisterCluster>(endpoint, 'registerCluster').fire({
+      identity: identity(admin),
+      clusterId: 'tc-lease',
+      nodeNames: ['tl1'],
+    });
     const repository = 'team/client-lease';
     const created = await new TypedRequest<IRequest_Any_Cloudly_CreateService>(endpoint, 'createService').fire({
       identity: identity(admin),
-      serviceData: serviceData({ registryTarget: { protocol: 'oci', registryHost, repository }, placement: { clusterIds: ['tc-lease'], replicasPerNode: 1 } }) as ServiceData,
+      serviceData: serviceData({
+        registryTarget: { protocol: 'oci', registryHost, repository },
+        placement: { clusterIds: ['tc-lease'], replicasPerNode: 1 },
+      }) as ServiceData,
     });
     const svc = { id: created.service.id, repository };
-    const release = await new TypedRequest<ReportPushEvent>(endpoint, 'reportImmutableRegistryPushEvent').fire({ identity: identity(admin), event: pushEvent(svc) as PushEvent });
+    const release = await new TypedRequest<ReportPushEvent>(endpoint, 'reportImmutableRegistryPushEvent').fire({
+      identity: identity(admin),
+      event: pushEvent(svc) as PushEvent,
+    });
     const request = {
-      identity: identity(admin), serviceId: svc.id, releaseId: release.release.id, idempotencyKey: 'lease-key', expectedRolloutGeneration: 0, enableImmutableImage: true as const,
+      identity: identity(admin),
+      serviceId: svc.id,
+      releaseId: release.release.id,
+      idempotencyKey: 'lease-key',
+      expectedRolloutGeneration: 0,
+      enableImmutableImage: true as const,
     };
     const fire = () => new TypedRequest<Promote>(endpoint, 'promoteServiceImageRelease').fire(request);
 
