@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImageRolloutStatus, IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
-import { blockingReasons } from '../../../src/domain/rolloutView.js';
-import type { ReplicaDetail, RolloutEvidence } from '../../../src/domain/rolloutStatus.js';
+import { blockingReasons, type ReporterEvidence } from '../../../src/domain/rolloutView.js';
+import type { ReplicaDetail } from '../../../src/domain/rolloutStatus.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { bearer, createFixtureService, promote, promotedService, registerCluster, rollback } from '../../support/fixtures.js';
 import { fullReplicas, reportBody, reportsFor, verifiedReplica } from '../../support/reports.js';
@@ -323,8 +323,8 @@ describe('blockingReasons (pure)', () => {
   const replica = (nodeName: string, deploymentId: string, extra: Partial<ReplicaDetail> = {}): ReplicaDetail => ({
     nodeName, deploymentId, deploymentStatus: 'running', health: 'healthy', verification: 'verified', counted: true, ...extra,
   });
-  const evidence = (replicas: ReplicaDetail[], rolloutId = 'ro_1'): RolloutEvidence =>
-    ({ rolloutId, reporters: [{ reporterId: 'c1/r', clusterId: 'c1', reportedAt: 1, replicas }] });
+  const evidence = (replicas: ReplicaDetail[], rolloutId = 'ro_1'): ReporterEvidence[] =>
+    [{ reporterId: 'c1/r', rolloutId, receivedAt: 1, replicas }];
 
   it('no plan, or a finished rollout: nothing blocks', () => {
     expect(blockingReasons(undefined, undefined, undefined)).toEqual([]);
