@@ -48,7 +48,9 @@ interface StoredDeploymentsAnswer {
 export function storedDeploymentsOf (source: DeploymentSource): (serviceId: string) => Promise<StoredDeployment[]> {
   return async (serviceId) => {
     if (!source.caller || !source.token) throw new Error('storedDeployments reads through the API: give it a caller and a token');
-    const res = await source.caller.inject({ method: 'GET', url: `/v1/services/${serviceId}/deployments`, headers: { authorization: `Bearer ${source.token}` } });
+    const res = await source.caller.inject({
+      method: 'GET', url: `/v1/services/${serviceId}/deployments`, headers: { authorization: `Bearer ${source.token}` },
+    });
     if (res.statusCode !== 200) throw new Error(`GET /v1/services/${serviceId}/deployments answered ${res.statusCode}: ${res.body.slice(0, 300)}`);
     const answer = res.json() as StoredDeploymentsAnswer;
     return answer.deployments.map((d): StoredDeployment => ({

@@ -78,7 +78,8 @@ export function fullReplicas (plan: IImmutableImageDeploymentPlan, serviceId: st
 export function reportsFor (plan: IImmutableImageDeploymentPlan, serviceId: string) {
   return {
     report: (opts: ReportOptions) => reportBody(plan, serviceId, opts),
-    replica: (nodeName: string, index: number, overrides?: Parameters<typeof verifiedReplica>[4]) => verifiedReplica(plan, serviceId, nodeName, index, overrides),
+    replica: (nodeName: string, index: number, overrides?: Parameters<typeof verifiedReplica>[4]) =>
+      verifiedReplica(plan, serviceId, nodeName, index, overrides),
     full: (nodeNames: string[]) => fullReplicas(plan, serviceId, nodeNames),
   };
 }

@@ -72,7 +72,9 @@ function streamBody (url: string, path: string, headers: Record<string, string>,
     const chunk = Buffer.alloc(64 * 1024, 0x20); // spaces: valid JSON whitespace, never a complete document
     let bytesSent = 0;
     const state = { answered: false };
-    const req = httpRequest(new URL(path, url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, agent: false, signal: AbortSignal.timeout(30_000) });
+    const req = httpRequest(new URL(path, url), {
+      method: 'POST', headers: { 'content-type': 'application/json', ...headers }, agent: false, signal: AbortSignal.timeout(30_000),
+    });
     req.on('response', (res) => {
       state.answered = true;
       let body = '';
@@ -99,7 +101,8 @@ function streamBody (url: string, path: string, headers: Record<string, string>,
 describe('slow-client limits are configuration', () => {
   it('REQUEST_TIMEOUT_MS and CONNECTION_TIMEOUT_MS: defaults 30 s / 60 s, overridable, bad values named', () => {
     expect(loadConfig({})).toMatchObject({ REQUEST_TIMEOUT_MS: 30_000, CONNECTION_TIMEOUT_MS: 60_000 });
-    expect(loadConfig({ REQUEST_TIMEOUT_MS: '3000', CONNECTION_TIMEOUT_MS: '4000' })).toMatchObject({ REQUEST_TIMEOUT_MS: 3_000, CONNECTION_TIMEOUT_MS: 4_000 });
+    expect(loadConfig({ REQUEST_TIMEOUT_MS: '3000', CONNECTION_TIMEOUT_MS: '4000' }))
+      .toMatchObject({ REQUEST_TIMEOUT_MS: 3_000, CONNECTION_TIMEOUT_MS: 4_000 });
     expect(() => loadConfig({ REQUEST_TIMEOUT_MS: '10' })).toThrow(/^REQUEST_TIMEOUT_MS: /);
     expect(() => loadConfig({ CONNECTION_TIMEOUT_MS: 'soon' })).toThrow(/^CONNECTION_TIMEOUT_MS: /);
   });
@@ -145,7 +148,10 @@ describe('abuse: one server process, a bystander that must keep being served', (
       ['POST /v1/services, chunked, unbounded', '/v1/services', bearer(admin), counted],
       ['POST /v1/registry/push-events, content-length 64 MiB', '/v1/registry/push-events', { ...bearer(api), 'content-length': String(declared) }, 64 * 1024],
       ['POST /typedrequest, chunked, unbounded', '/typedrequest', {}, counted],
-      ['promote, content-length 64 MiB', `/v1/services/${service.id}/image-releases/rel_x/promote`, { ...bearer(api), 'idempotency-key': 'big', 'content-length': String(declared) }, 64 * 1024],
+      [
+        'promote, content-length 64 MiB', `/v1/services/${service.id}/image-releases/rel_x/promote`,
+        { ...bearer(api), 'idempotency-key': 'big', 'content-length': String(declared) }, 64 * 1024,
+      ],
     ];
     const lines: string[] = [];
     for (const [name, path, headers, sendBytes] of cases) {
@@ -191,13 +197,18 @@ describe('abuse: one server process, a bystander that must keep being served', (
       ['TypedRequest: deep request object', JSON.stringify(typedRequest('getServiceById', {})).replace('"request":{}', `"request":${objects('{}')}`)],
       ['TypedRequest: deep request arrays', JSON.stringify(typedRequest('createService', {})).replace('"request":{}', `"request":${arrays}`)],
       ['TypedRequest: unknown method, deep request', JSON.stringify(typedRequest('noSuchMethod', {})).replace('"request":{}', `"request":${objects('{}')}`)],
-      ['TypedRequest: deep extra envelope member', JSON.stringify({ ...typedRequest('getServiceById', { identity: { jwt: admin }, serviceId: watched.id }), localData: {} }).replace('"localData":{}', `"localData":${objects('{}')}`)],
+      [
+        'TypedRequest: deep extra envelope member',
+        JSON.stringify({ ...typedRequest('getServiceById', { identity: { jwt: admin }, serviceId: watched.id }), localData: {} })
+          .replace('"localData":{}', `"localData":${objects('{}')}`),
+      ],
     ];
     const before = await counts();
     const outcomes: string[] = [];
     // Raw JSON text (the helpers' `request` would JSON-encode a string).
     const sendRaw = async (path: string, body: string): Promise<{ status: number, json: any }> => {
-      const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(tokenFor(path)) }, body, signal: AbortSignal.timeout(20_000) });
+      const headers = { 'content-type': 'application/json', ...bearer(tokenFor(path)) };
+      const res = await fetch(`${url}${path}`, { method: 'POST', headers, body, signal: AbortSignal.timeout(20_000) });
       const text = await res.text();
       let json: any;
       try { json = JSON.parse(text); } catch { json = undefined; }
@@ -239,7 +250,8 @@ describe('abuse: one server process, a bystander that must keep being served', (
     const kinds: Array<{ kind: string, conn: RawConnection }> = [];
     for (let i = 0; i < PER_KIND; i++) {
       const slowBody = await rawConnection(url);
-      slowBody.socket.write(`POST /v1/services HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${admin}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+      slowBody.socket.write('POST /v1/services HTTP/1.1\r\nHost: localhost\r\n' +
+        `Authorization: Bearer ${admin}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
       kinds.push({ kind: 'body at 1 byte/s', conn: slowBody });
       const slowHeaders = await rawConnection(url);
       slowHeaders.socket.write('GET /v1/services HTTP/1.1\r\nHost: localhost\r\nX-Slow: ');
@@ -273,7 +285,8 @@ describe('abuse: one server process, a bystander that must keep being served', (
     for (const { kind, conn } of kinds) {
       if (kind !== 'nothing sent') expect(conn.received(), kind).toMatch(/^HTTP\/1\.1 408 /);
     }
-    console.log(`[abuse] slow clients (${PER_KIND} of each kind, timeouts ${SLOW_TIMEOUT_MS} ms): ${seen.toString()}; bystander meanwhile: ${tally.toString()}`);
+    console.log(`[abuse] slow clients (${PER_KIND} of each kind, timeouts ${SLOW_TIMEOUT_MS} ms): ${seen.toString()}; ` +
+      `bystander meanwhile: ${tally.toString()}`);
   }, 120_000);
 
   it(`${FLOOD_KEYS} distinct Idempotency-Keys from one caller: clear stored 409s, bounded memory, others still served`, async () => {
@@ -308,7 +321,8 @@ describe('abuse: one server process, a bystander that must keep being served', (
 
     // Every key is stored with its outcome, and replays it.
     const db = await fleet.db();
-    const stored = await db.collection('idempotency').countDocuments({ serviceId: service.id, state: 'completed', 'outcome.code': 'rollout-generation-conflict' });
+    const stored = await db.collection('idempotency')
+      .countDocuments({ serviceId: service.id, state: 'completed', 'outcome.code': 'rollout-generation-conflict' });
     expect(stored).toBe(FLOOD_KEYS + 500);
     const replay = await promote(caller, api, service.id, release.releaseId, { generation: 7, key: `flood-${FLOOD_KEYS - 1}` });
     expect(replay.statusCode).toBe(409);
@@ -317,7 +331,9 @@ describe('abuse: one server process, a bystander that must keep being served', (
     const real = await promote(caller, api, service.id, release.releaseId, { generation: 0, key: 'the-real-one' });
     expect(real.statusCode, real.body).toBe(200);
 
-    console.log(`[abuse] idempotency flood: ${FLOOD_KEYS} keys in ${elapsed} ms (${Math.round(FLOOD_KEYS / (elapsed / 1000))}/s, concurrency ${FLOOD_CONCURRENCY}), ` +
-      `RSS ${Math.round(rssBefore / 1024)} → ${Math.round(rssAfter / 1024)} MiB (${Math.round((rssAfter - rssBefore) / 1024)} MiB), stored records ${stored}; bystander: ${sideTally.toString()}`);
+    const mib = (kb: number) => Math.round(kb / 1024);
+    console.log(`[abuse] idempotency flood: ${FLOOD_KEYS} keys in ${elapsed} ms ` +
+      `(${Math.round(FLOOD_KEYS / (elapsed / 1000))}/s, concurrency ${FLOOD_CONCURRENCY}), ` +
+      `RSS ${mib(rssBefore)} → ${mib(rssAfter)} MiB (${mib(rssAfter - rssBefore)} MiB), stored records ${stored}; bystander: ${sideTally.toString()}`);
   }, 300_000);
 });

@@ -188,7 +188,9 @@ describe('database outage under load: 2 server processes, 20 clients, the databa
         const reported = await send('report', server.url, {
           path: '/v1/deployment-snapshots',
           token: cluster,
-          body: reportBody(plan, service.id, { session: `session-${i}`, sequence, nodeNames: [nodeOf(i)], deployments: [verifiedReplica(plan, service.id, nodeOf(i), 0)] }),
+          body: reportBody(plan, service.id, {
+            session: `session-${i}`, sequence, nodeNames: [nodeOf(i)], deployments: [verifiedReplica(plan, service.id, nodeOf(i), 0)],
+          }),
         });
         if (reported?.status === 503) await sleep(1000 * Number(reported.headers['retry-after'] ?? 1));
       }
@@ -244,7 +246,8 @@ describe('database outage under load: 2 server processes, 20 clients, the databa
     await prober;
 
     // Every request ended within its timeout with an allowed answer; the outage was felt and survived.
-    const summary = `outcomes: ${tally.toString()}\nfailures:\n${failures.slice(0, 20).join('\n')}\n${fleet.logs().split('\n').filter((line) => /"level":(50|60)/.test(line)).slice(0, 10).join('\n')}`;
+    const errorLines = fleet.logs().split('\n').filter((line) => /"level":(50|60)/.test(line)).slice(0, 10);
+    const summary = `outcomes: ${tally.toString()}\nfailures:\n${failures.slice(0, 20).join('\n')}\n${errorLines.join('\n')}`;
     expect(failures, summary).toEqual([]);
     expect(tally.total('promote 503 database-unavailable') + tally.total('read 503') + tally.total('report 503'), summary).toBeGreaterThan(0);
     expect(acknowledged.length, summary).toBeGreaterThan(acknowledgedAtRecovery); // promotions succeed again after the outage
@@ -322,7 +325,9 @@ describe('database outage under load: 2 server processes, 20 clients, the databa
       const report = await request<any>(caller, {
         path: '/v1/deployment-snapshots',
         token: cluster,
-        body: reportBody(plan, service.id, { session: 'session-final', sequence: 1, nodeNames: [nodeOf(0)], deployments: [verifiedReplica(plan, service.id, nodeOf(0), 0)] }),
+        body: reportBody(plan, service.id, {
+          session: 'session-final', sequence: 1, nodeNames: [nodeOf(0)], deployments: [verifiedReplica(plan, service.id, nodeOf(0), 0)],
+        }),
       });
       expect(report.status, report.text).toBe(200);
       expect(report.json.outcome).toBe('applied');
@@ -337,9 +342,11 @@ describe('database outage under load: 2 server processes, 20 clients, the databa
       expect(res.json.service.data.imageDeployment.rolloutId).toBe(acknowledged[i]!.rolloutId);
     });
 
-    console.log(`[outage] promotions acknowledged: ${acknowledged.length} (${acknowledgedBefore} before the outage, ${acknowledgedAtRecovery - acknowledgedBefore} while stopping/down/starting); ` +
+    console.log(`[outage] promotions acknowledged: ${acknowledged.length} (${acknowledgedBefore} before the outage, ` +
+      `${acknowledgedAtRecovery - acknowledgedBefore} while stopping/down/starting); ` +
       `unacknowledged retried: ${unacknowledged.length} → ${retryTally.toString() || 'none'}; outcomes: ${tally.toString()}; ` +
-      `both processes ready ${recoveryMs} ms after the database restarted; readyz down: ${readyDown.length} × 503, up: ${readyUp.length} probes; 503 with the database up (slow ping under load): ${readyFlaps}`);
+      `both processes ready ${recoveryMs} ms after the database restarted; readyz down: ${readyDown.length} × 503, up: ${readyUp.length} probes; ` +
+      `503 with the database up (slow ping under load): ${readyFlaps}`);
   }, 180_000);
 });
 
@@ -385,7 +392,8 @@ describe('the driver monitor watchdog (src/store/mongo.ts)', () => {
       // Reproduce what driver 6.22 does when the database closes the monitoring connection at the wrong
       // moment (seen in the suite above): the monitor's next heartbeat command never settles.
       // Driver internals, on purpose; if their shape changes this fails loudly here.
-      const topology = (database.client as unknown as { topology: { s: { servers: Map<string, { monitor: { connection: { command: unknown } | null } }> } } }).topology;
+      type Monitored = { topology: { s: { servers: Map<string, { monitor: { connection: { command: unknown } | null } }> } } };
+      const topology = (database.client as unknown as Monitored).topology;
       const monitor = [...topology.s.servers.values()][0]!.monitor;
       await eventually('the monitor has its connection', async () => monitor.connection !== null, 40, 100);
       monitor.connection!.command = async () => await new Promise(() => undefined);

@@ -127,12 +127,17 @@ describe('SIGTERM under load: one server process with MONGODB_URI', () => {
     const outcomes: Array<{ when: 'before-signal' | 'signal-in-transit' | 'after-ack' | 'after-exit', what: string, label: string }> = [];
     const acknowledgedPromotions: Array<{ service: number, rolloutId: string, generation: number }> = [];
     const stop = { value: false };
-    const label = (result: HttpResult): string => result.kind === 'error' ? result.error : `${result.answer.status}${result.answer.json?.code ? ` ${String(result.answer.json.code)}` : ''}`;
+    const label = (result: HttpResult): string => {
+      if (result.kind === 'error') return result.error;
+      return `${result.answer.status}${result.answer.json?.code ? ` ${String(result.answer.json.code)}` : ''}`;
+    };
     const loopers = looped.map(async (service, i) => {
       let generation = 0;
       for (let n = 0; !stop.value && n < 10_000; n++) {
         const startedAt = Date.now();
-        const when = startedAt >= clock.exitedAt ? 'after-exit' : startedAt >= clock.acknowledgedAt ? 'after-ack' : startedAt >= clock.signalSentAt ? 'signal-in-transit' : 'before-signal';
+        const when = startedAt >= clock.exitedAt
+          ? 'after-exit'
+          : startedAt >= clock.acknowledgedAt ? 'after-ack' : startedAt >= clock.signalSentAt ? 'signal-in-transit' : 'before-signal';
         const promote = n % 2 === 1;
         const result = promote
           ? await rawRequest(url, {
@@ -205,7 +210,8 @@ describe('SIGTERM under load: one server process with MONGODB_URI', () => {
     for (const [i, answer] of [...answers, pooledAnswer].entries()) {
       const history = await rolloutHistory(caller, admin, held[i]!.id);
       expect(history).toHaveLength(1);
-      expect(history[0]).toMatchObject({ rolloutId: answer.kind === 'answer' ? answer.answer.json.service.data.imageDeployment.rolloutId : '', state: 'applied' });
+      const rolloutId = answer.kind === 'answer' ? answer.answer.json.service.data.imageDeployment.rolloutId : '';
+      expect(history[0]).toMatchObject({ rolloutId, state: 'applied' });
     }
     for (let i = 0; i < LOOPERS; i++) {
       const history = await rolloutHistory(caller, admin, looped[i]!.id, { limit: 500 });
@@ -214,7 +220,9 @@ describe('SIGTERM under load: one server process with MONGODB_URI', () => {
       expect(history.every((r) => r.state === 'applied')).toBe(true);
     }
 
-    console.log(`[sigterm] in flight: ${IN_FLIGHT} + 1 keep-alive × 200 (the keep-alive one with Connection: close); signal → acknowledged ${clock.acknowledgedAt - clock.signalSentAt} ms, → exit 0 after ${clock.exitedAt - clock.signalSentAt} ms (SHUTDOWN_TIMEOUT_MS ${SHUTDOWN_TIMEOUT_MS}); loopers: ${tally.toString()}`);
+    console.log(`[sigterm] in flight: ${IN_FLIGHT} + 1 keep-alive × 200 (the keep-alive one with Connection: close); ` +
+      `signal → acknowledged ${clock.acknowledgedAt - clock.signalSentAt} ms, → exit 0 after ${clock.exitedAt - clock.signalSentAt} ms ` +
+      `(SHUTDOWN_TIMEOUT_MS ${SHUTDOWN_TIMEOUT_MS}); loopers: ${tally.toString()}`);
   }, 120_000);
 });
 
@@ -225,7 +233,8 @@ describe('SIGTERM without MONGODB_URI: the local database child is stopped too, 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'cloudly-sigterm-'));
     // An empty MONGODB_URI counts as unset: the process starts the local database (h2) under DATA_DIR.
-    fleet = await startFleet({ processes: 1, env: { MONGODB_URI: '', DATA_DIR: dataDir, SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) }, startTimeoutMs: 90_000 });
+    const env = { MONGODB_URI: '', DATA_DIR: dataDir, SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) };
+    fleet = await startFleet({ processes: 1, env, startTimeoutMs: 90_000 });
   }, 120_000);
   afterAll(async () => {
     await fleet?.close();

@@ -75,7 +75,8 @@ describe('the JSON body parser: prototype-poisoning keys', () => {
   });
 
   it('lets harmless look-alikes through', () => {
-    expect(parseJsonBody('{"constructor":"x","proto":{"__proto":1},"note":"__proto__"}')).toEqual({ constructor: 'x', proto: { __proto: 1 }, note: '__proto__' });
+    expect(parseJsonBody('{"constructor":"x","proto":{"__proto":1},"note":"__proto__"}'))
+      .toEqual({ constructor: 'x', proto: { __proto: 1 }, note: '__proto__' });
     expect(poisonedKeyIn({ constructor: { notPrototype: 1 } })).toBeUndefined();
   });
 
