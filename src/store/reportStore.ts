@@ -64,31 +64,42 @@ export class ReportStore implements ReportRepository {
     return result.matchedCount === 1;
   }
 
+  /**
+   * Another reporter's claims are found first, so a refused report inserts nothing; only a claim
+   * that a concurrent reporter won in between refuses the insert itself (unique `_id`), and then
+   * the claims this call inserted are given back: a refused report holds nothing.
+   */
   async claim (rolloutId: string, reporterId: string, claims: ReadonlyArray<{ kind: 'node' | 'session', name: string }>, now: number): Promise<ClaimRefusal[]> {
     if (claims.length === 0) return [];
+    const ids = claims.map(({ kind, name }) => claimId(rolloutId, kind, name));
+    const held = await this.othersClaims(ids, claims, reporterId);
+    if (held.length > 0) return held;
     // Filter on `_id` and `reporterId`: another reporter's claim does not match, so the upsert
     // tries to insert its `_id` and the unique `_id` refuses it (E11000).
-    const operations: Array<AnyBulkWriteOperation<ClaimDocument>> = claims.map(({ kind, name }) => ({
-      updateOne: {
-        filter: { _id: claimId(rolloutId, kind, name), reporterId },
-        update: { $setOnInsert: { rolloutId, createdAt: now } },
-        upsert: true,
-      },
+    const operations: Array<AnyBulkWriteOperation<ClaimDocument>> = ids.map((_id) => ({
+      updateOne: { filter: { _id, reporterId }, update: { $setOnInsert: { rolloutId, createdAt: now } }, upsert: true },
     }));
-    let refusedIndexes: number[] = [];
     try {
       await this.claims.bulkWrite(operations, { ordered: false });
+      return [];
     } catch (err) {
       if (!(err instanceof MongoBulkWriteError)) throw err;
       const writeErrors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
       if (writeErrors.some((writeError) => writeError.code !== DUPLICATE_KEY)) throw err;
-      refusedIndexes = writeErrors.map((writeError) => writeError.index);
+      const inserted = Object.keys(err.result.upsertedIds).flatMap((index) => ids[Number(index)] ?? []);
+      if (inserted.length > 0) await this.claims.deleteMany({ _id: { $in: inserted }, reporterId, createdAt: now });
+      return this.othersClaims(ids, claims, reporterId);
     }
-    const refused = refusedIndexes.flatMap((index) => claims[index] ?? []);
-    if (refused.length === 0) return [];
-    const holders = await this.claims.find({ _id: { $in: refused.map((c) => claimId(rolloutId, c.kind, c.name)) } }).toArray();
+  }
+
+  /** The claims among `ids` that reporters other than `reporterId` hold. */
+  private async othersClaims (ids: string[], claims: ReadonlyArray<{ kind: 'node' | 'session', name: string }>, reporterId: string): Promise<ClaimRefusal[]> {
+    const holders = await this.claims.find({ _id: { $in: ids } }, { projection: { _id: 1, reporterId: 1 } }).toArray();
     const ownerOf = new Map(holders.map((h) => [h._id, h.reporterId]));
-    return refused.map((c) => ({ ...c, owner: ownerOf.get(claimId(rolloutId, c.kind, c.name)) ?? 'another reporter' }));
+    return claims.flatMap((c, i) => {
+      const owner = ownerOf.get(ids[i] ?? '');
+      return owner !== undefined && owner !== reporterId ? [{ ...c, owner }] : [];
+    });
   }
 
   async removeRollout (rolloutId: string): Promise<void> {

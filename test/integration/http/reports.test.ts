@@ -30,12 +30,14 @@ describe('snapshot reports and rollout status', () => {
 
   const send = (token: string, body: Record<string, unknown>) =>
     t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: body });
-  /** Everything a report may write: the status, its revision and evidence, and the stored deployments. */
+  /** Everything a report may write: the status summary, its events, the reporters' records and the rollout's claims. */
   const stored = async (serviceId: string) => {
     const db = t.db;
-    const doc = await db.collection('services').findOne({ _id: serviceId as never });
-    const deployments = await db.collection('deployments').find({ serviceId }).sort({ _id: 1 }).toArray();
-    return JSON.stringify({ status: doc?.['data']?.imageRolloutStatus, revision: doc?.['statusRevision'], evidence: doc?.['rolloutEvidence'], deployments });
+    const projection = { rolloutStatus: 1, statusRevision: 1, statusPublished: 1, statusEvents: 1 };
+    const doc = await db.collection('services').findOne({ _id: serviceId as never }, { projection });
+    const reports = await db.collection('reports').find({ serviceId }).sort({ _id: 1 }).toArray();
+    const claims = await db.collection('reportClaims').find({ rolloutId: doc?.['rolloutStatus']?.rolloutId }).sort({ _id: 1 }).toArray();
+    return JSON.stringify({ doc, reports, claims });
   };
   const statusOf = async (serviceId: string) =>
     (await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}`, headers: bearer(admin) })).json().service.data.imageRolloutStatus;
@@ -66,8 +68,10 @@ describe('snapshot reports and rollout status', () => {
       expect(r5.json().status).toMatchObject({
         status: 'succeeded', observedReplicaCount: 6, healthyReplicaCount: 6, verifiedReplicaCount: 6, failedReplicaCount: 0,
       });
-      expect(r5.json().status.reporters.map((r: { reporterId: string }) => r.reporterId)).toEqual(['c1/coreflow-c1', 'c2/coreflow-c2']);
-      expect(await statusOf(svc.id)).toEqual(r5.json().status);
+      // The report answers the aggregate; the service's status has it and every reporter's latest report.
+      const { reporters, ...aggregate } = await statusOf(svc.id);
+      expect(reporters.map((r: { reporterId: string }) => r.reporterId)).toEqual(['c1/coreflow-c1', 'c2/coreflow-c2']);
+      expect(aggregate).toEqual(r5.json().status);
       // The plan did not move: reports never change the rollout generation.
       const service = (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}`, headers: bearer(admin) })).json().service;
       expect(service.data.imageDeployment).toEqual(plan);
@@ -237,7 +241,7 @@ describe('snapshot reports and rollout status', () => {
         const deployments = [verifiedReplica(plan, svc.id, 'm1', 0), forged];
         const res = await send(c2, reportBody(plan, svc.id, { sequence: 1, nodeNames: ['m1'], deployments }));
         expect(res.json().status).toMatchObject({ status: 'mismatched', mismatchReason: reason, verifiedReplicaCount: 1 });
-        expect(res.json().status.reporters[0].mismatchReason).toBe(reason);
+        expect((await statusOf(svc.id)).reporters[0].mismatchReason).toBe(reason);
       });
     }
   });
@@ -278,8 +282,8 @@ describe('snapshot reports and rollout status', () => {
       const { report, replica } = reportsFor(plan, svc.id);
       const res = await send(c2, report({ sequence: 1, nodeNames: ['m1'], deployments: [replica('m1', 0), replica('m1', 1, { evidence: null })] }));
       expect(res.json().status).toMatchObject({ status: 'verifying', verifiedReplicaCount: 1 });
-      const doc = await t.db.collection('services').findOne({ _id: svc.id as never });
-      const replicas = doc?.['rolloutEvidence'].reporters[0].replicas as Array<{ verification: string, mismatchReason?: string }>;
+      const view = (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollout`, headers: bearer(admin) })).json();
+      const replicas = view.reporters[0].replicas as Array<{ verification: string, mismatchReason?: string }>;
       expect(replicas.find((r) => r.verification === 'missing')?.mismatchReason).toBe('runtime-attestation-missing');
     });
 
@@ -296,7 +300,8 @@ describe('snapshot reports and rollout status', () => {
     it('persist deployments: node-scoped replacement with reporterNodeNames, the whole cluster without', async () => {
       const svc = await createFixtureService(t.app, admin, { clusterIds: ['c1'] });
       const dep = (id: string, nodeName: string) => ({ id, serviceId: svc.id, nodeName, status: 'running', deploymentLog: [] });
-      const list = async () => (await t.db.collection('deployments').find({ serviceId: svc.id }).sort({ _id: 1 }).toArray()).map((d) => d['deployment'].id);
+      const list = async () => (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/deployments`, headers: bearer(admin) }))
+        .json().deployments.map((d: { deployment: { id: string } }) => d.deployment.id).sort();
       const r1 = await send(c1, { serviceId: svc.id, deployments: [dep('a', 'n1'), dep('b', 'n2')], reportedAt: 1 });
       expect(r1.json()).toEqual({ outcome: 'recorded' });
       expect(await list()).toEqual(['a', 'b']);

@@ -151,7 +151,7 @@ describe('rollout status events across server processes', () => {
       for (const c of clients) {
         expect(c.status).toBe(200);
         expect(c.headers.get('content-type')).toMatch(/^text\/event-stream/);
-        expect(c.headers.get('cache-control')).toBe('no-cache');
+        expect(c.headers.get('cache-control')).toBe('no-store');
         expect(c.headers.get('x-accel-buffering')).toBe('no');
       }
 

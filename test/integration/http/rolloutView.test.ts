@@ -32,7 +32,7 @@ describe('GET /v1/services/:serviceId/rollout', () => {
   const send = async (token: string, body: Record<string, unknown>) => {
     const res = await t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: body });
     expect(res.statusCode, res.body).toBe(200);
-    return res.json().status as IImageRolloutStatus;
+    return res.json().status as Omit<IImageRolloutStatus, 'reporters'>;
   };
   const view = async (serviceId: string, token = admin) => {
     const res = await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/rollout`, headers: bearer(token) });
@@ -133,6 +133,7 @@ describe('GET /v1/services/:serviceId/rollout', () => {
       reporterSessionId: 'coreflow-c1-boot-7',
       lastSequence: 41,
       lastReportAt: reportedAt,
+      lastReceivedAt: expect.any(Number),
       observedGeneration: plan.rolloutGeneration,
       nodeNames: ['n1', 'n2'],
       requiredReplicaCount: 4,
@@ -214,7 +215,10 @@ describe('GET /v1/services/:serviceId/rollout', () => {
     const status = await send(c2, report({ session: 's-m1', sequence: 9, reportedAt: at2, nodeNames: ['m1'], deployments: full(['m1']) }));
     expect(status.status).toBe('succeeded');
     const v = await view(svc.id);
-    expect(v.status).toEqual(status);
+    // The report answers the aggregate; the view's status adds every reporter's entry.
+    const { reporters: entries, ...aggregate } = v.status;
+    expect(aggregate).toEqual(status);
+    expect(entries).toHaveLength(2);
     expect(v.blocking).toEqual([]);
     const fields = ['reporterId', 'reporterSessionId', 'lastSequence', 'lastReportAt', 'observedGeneration', 'verifiedReplicaCount'];
     expect(v.reporters.map((r: Record<string, unknown>) => fields.map((field) => r[field]))).toEqual([

@@ -144,7 +144,7 @@ describe('the real TypedRequest client against the server', () => {
 
   it('an oversized body still arrives as a coded error, not a bare HTTP 413', async () => {
     quiet();
-    const huge = serviceData({ environment: { BIG: 'x'.repeat(t.config.BODY_LIMIT_BYTES) } }) as ServiceData;
+    const huge = serviceData({ environment: { BIG: 'x'.repeat(t.config.REPORT_BODY_LIMIT_BYTES) } }) as ServiceData;
     const err = await rejection(() => new TypedRequest<IRequest_Any_Cloudly_CreateService>(endpoint, 'createService')
       .fire({ identity: identity(admin), serviceData: huge }));
     expect(err).toBeInstanceOf(TypedResponseError);
