@@ -1,5 +1,5 @@
 import { type Collection } from 'mongodb';
-import type { IImageRolloutStatus, IService, IServiceData, ServiceSummary, TServiceWritableData } from '../contracts/index.js';
+import type { IService, IServiceData, ServiceSummary, TServiceWritableData } from '../contracts/index.js';
 import type {
   ApplyRolloutResult, EntryWrite, EntryWriteResult, InsertServiceResult, ReplaceServiceResult, ReportTarget, ServiceRepository, ServiceRolloutState,
   ServiceWithHold, StatusPublication, StatusSnapshot, StatusState,
@@ -8,7 +8,7 @@ import type { AutomationHold, RolloutRecord } from '../domain/rollouts.js';
 import { pick } from '../domain/objects.js';
 import {
   aggregateKey, aggregateOf, composeStatus, emptySummary, replicaCountKeys, STATUS_EVENTS_KEPT, statusEventOf,
-  type StatusEvent, type StatusSummary, type SummaryEntry,
+  type RolloutAggregate, type StatusEvent, type StatusSummary, type SummaryEntry,
 } from '../domain/rolloutStatus.js';
 import { writableServiceDataFields } from '../domain/services.js';
 import { isDuplicateKeyError } from './driverErrors.js';
@@ -58,11 +58,12 @@ const publishedBefore = (rolloutId: string, seq: number) =>
  * STATUS_EVENTS_KEPT entries, only the SSE stream reads it) and the per-replica evidence can be
  * larger than the rest of the document, and every report, promotion and listing reads a service.
  */
+const summaryHead = ['rolloutId', 'totals', 'mismatched', 'seq', 'updatedAt'].map((field) => [`rolloutStatus.${field}`, 1] as const);
+const statusHead = { ...Object.fromEntries(summaryHead), statusRevision: 1, statusPublished: 1 };
 const serviceWithStatus = { data: 1, rolloutStatus: 1 } as const;
 const serviceWithHold = { data: 1, automationHold: 1 } as const;
 const rolloutState = { data: 1, rolloutStatus: 1, statusRevision: 1, automationHold: 1 } as const;
-const summaryHead = ['rolloutId', 'totals', 'mismatched', 'seq', 'updatedAt'].map((field) => [`rolloutStatus.${field}`, 1] as const);
-const statusHead = { ...Object.fromEntries(summaryHead), statusRevision: 1, statusPublished: 1 };
+
 
 /**
  * The service as the API shows it: `data.imageRolloutStatus` composed from the summary of the
@@ -90,30 +91,20 @@ async function nameTaken (collection: Collection<ServiceDocument>, name: string)
 /** What a service listing shows of each service: never the reporters list or the environment. */
 const summaryProjection = {
   'data.name': 1,
-  'data.imageDeployment.rolloutId': 1,
-  'data.imageDeployment.rolloutGeneration': 1,
-  'data.imageDeployment.mode': 1,
-  'data.imageDeployment.releaseId': 1,
-  'data.imageDeployment.requestedDigest': 1,
-  'data.imageRolloutStatus.rolloutId': 1,
-  'data.imageRolloutStatus.status': 1,
-  'data.imageRolloutStatus.requiredReplicaCount': 1,
-  'data.imageRolloutStatus.observedReplicaCount': 1,
-  'data.imageRolloutStatus.healthyReplicaCount': 1,
-  'data.imageRolloutStatus.verifiedReplicaCount': 1,
-  'data.imageRolloutStatus.failedReplicaCount': 1,
-  'data.imageRolloutStatus.mismatchReason': 1,
-  'data.imageRolloutStatus.updatedAt': 1,
+  'data.imageDeployment': 1,
+  ...Object.fromEntries(summaryHead),
   automationHold: 1,
-} as const;
+};
 
+/** A listing row: the plan in brief and the aggregate of its summary (never the reporters list). */
 const toSummary = (doc: ServiceDocument): ServiceSummary => {
   const plan = doc.data.imageDeployment;
-  const status = doc.data.imageRolloutStatus;
+  const summary = doc.rolloutStatus;
+  const aggregate = plan && summary?.rolloutId === plan.rolloutId ? aggregateOf(plan, summary) : undefined;
   return {
     id: doc._id,
     name: doc.data.name,
-    rollout: plan ? { ...rolloutSummaryOf(plan), ...(status?.rolloutId === plan.rolloutId ? statusSummaryOf(status) : {}) } : undefined,
+    rollout: plan ? { ...rolloutSummaryOf(plan), ...(aggregate ? statusSummaryOf(aggregate) : {}) } : undefined,
     automationHold: doc.automationHold,
   };
 };
@@ -121,7 +112,7 @@ const toSummary = (doc: ServiceDocument): ServiceSummary => {
 const rolloutSummaryOf = (plan: NonNullable<IServiceData['imageDeployment']>) =>
   pick(plan, ['rolloutId', 'rolloutGeneration', 'mode', 'releaseId', 'requestedDigest']);
 
-const statusSummaryOf = (status: IImageRolloutStatus) => pick(status, ['status', ...replicaCountKeys, 'updatedAt']);
+const statusSummaryOf = (status: RolloutAggregate) => pick(status, ['status', ...replicaCountKeys, 'updatedAt']);
 
 export class ServiceStore implements ServiceRepository {
   constructor (database: Database, readonly collection: Collection<ServiceDocument> = database.db.collection(collections.services)) {}
