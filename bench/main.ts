@@ -81,7 +81,9 @@ try {
   for (const reporters of SCALING) {
     const warmMs = fleets.length === 0 && promotion === undefined ? plan.firstWarmMs : fleets.length === 0 ? plan.firstWarmMs / 2 : plan.warmMs;
     const levels = only.has('scaling') ? [{ concurrency: 1, perBlock: plan.reportsPerBlock, warmMs }] : [];
-    if (reporters === HEADLINE_REPORTERS && only.has('ingestion')) levels.push({ concurrency: 10, perBlock: plan.headlinePerBlock, warmMs: levels.length === 0 ? warmMs : plan.warmMs });
+    if (reporters === HEADLINE_REPORTERS && only.has('ingestion')) {
+      levels.push({ concurrency: 10, perBlock: plan.headlinePerBlock, warmMs: levels.length === 0 ? warmMs : plan.warmMs });
+    }
     fleets.push(await runIngestion(ctx, `f${reporters}`, shapeFor(reporters), levels, { 1: plan.scalingRounds, 10: plan.rounds }));
   }
   if (only.has('listing')) listing = await runListing(ctx, plan.listing, plan.listingRounds);
@@ -104,13 +106,16 @@ const headline = fleets.find((f) => f.shape.reporters === HEADLINE_REPORTERS);
 const headlineBusy = headline?.measurements.find((m) => m.concurrency === 10);
 if (headline && headlineBusy) {
   const t = headlineBusy.triple;
-  const group = `Report ingestion — ${headline.shape.reporters} reporters × ${headline.shape.nodesPerReporter * headline.shape.replicasPerNode} replicas (${headline.services} services), ${headlineBusy.concurrency} reports in flight`;
+  const replicas = headline.shape.nodesPerReporter * headline.shape.replicasPerNode;
+  const group = `Report ingestion — ${headline.shape.reporters} reporters × ${replicas} replicas (${headline.services} services), ` +
+    `${headlineBusy.concurrency} reports in flight`;
   figures.push({ group, label: 'throughput', unit: 'reports/s', server: t.server.throughput, fastify: t.fastify.throughput, driver: t.driver.throughput });
   figures.push(...latencyFigures(group, 'latency', t));
   const r = ratio(t.server.throughput, t.driver.throughput);
   criteria.push({
     name: 'report ingestion reaches at least 0.6 of its floor',
-    measured: `${t.server.throughput.toFixed(1)} ÷ ${t.driver.throughput.toFixed(1)} reports/s (bare driver) = ${r.toFixed(2)}${roundSpread(t, (x) => x.throughput)} ≥ 0.6`,
+    measured: `${t.server.throughput.toFixed(1)} ÷ ${t.driver.throughput.toFixed(1)} reports/s (bare driver) = ` +
+      `${r.toFixed(2)}${roundSpread(t, (x) => x.throughput)} ≥ 0.6`,
     holds: r >= 0.6,
   });
 }
@@ -119,11 +124,13 @@ if (promotion) {
   figures.push(...latencyFigures('Promotion — one writer', 'latency', p.uncontended));
   const group = `Promotion — ${p.writers} contending writers on one service`;
   figures.push(...latencyFigures(group, 'latency (winners and 409 losers)', p.contended));
-  figures.push({ group, label: 'successful promotions', unit: 'promotions/s', server: p.contendedPromotionsPerSecond.server, fastify: Number.NaN, driver: p.contendedPromotionsPerSecond.driver });
+  const perSecond = p.contendedPromotionsPerSecond;
+  figures.push({ group, label: 'successful promotions', unit: 'promotions/s', server: perSecond.server, fastify: Number.NaN, driver: perSecond.driver });
   const r = ratio(p.uncontended.server.p99, p.uncontended.driver.p99);
   criteria.push({
     name: 'promotion p99, uncontended, is at most 3× its floor',
-    measured: `${p.uncontended.server.p99.toFixed(1)} ms ÷ ${p.uncontended.driver.p99.toFixed(1)} ms (bare driver) = ${r.toFixed(2)}${roundSpread(p.uncontended, (x) => x.p99)} ≤ 3`,
+    measured: `${p.uncontended.server.p99.toFixed(1)} ms ÷ ${p.uncontended.driver.p99.toFixed(1)} ms (bare driver) = ` +
+      `${r.toFixed(2)}${roundSpread(p.uncontended, (x) => x.p99)} ≤ 3`,
     holds: r <= 3,
   });
 }
@@ -147,11 +154,18 @@ if (listing.length > 0) {
       const dbIsScan = gDriver > LOG_BOUND;
       criteria.push({
         name: `listing (${kind} page) grows no more than logarithmically from 1k to 100k releases`,
-        measured: `p50 ${small[kind].server.p50.toFixed(1)} → ${large[kind].server.p50.toFixed(1)} ms = ×${gServer.toFixed(2)} (log bound ln 100000 ÷ ln 1000 = ×${LOG_BOUND.toFixed(2)}); the bare-driver floor doing the same query: ×${gDriver.toFixed(2)}`,
+        measured: `p50 ${small[kind].server.p50.toFixed(1)} → ${large[kind].server.p50.toFixed(1)} ms = ×${gServer.toFixed(2)} ` +
+          `(log bound ln 100000 ÷ ln 1000 = ×${LOG_BOUND.toFixed(2)}); the bare-driver floor doing the same query: ×${gDriver.toFixed(2)}`,
         holds: absolute,
         ...(!absolute && dbIsScan
           ? {
-              note: `The database itself grows ×${gDriver.toFixed(2)} (${ctx.databaseKind === 'MONGODB_URI' ? 'see the floor' : 'mongo-java-server has no ordered index scans: it reads and sorts every release of the service'}). Judged on the ratio to the floor instead: server ÷ floor ${rSmall.toFixed(2)} at 1k → ${rLarge.toFixed(2)} at 100k = ×${(rLarge / rSmall).toFixed(2)} — ${rLarge / rSmall <= LOG_BOUND ? 'holds' : 'does not hold'} (server − floor: ${overhead(small[kind].server.p50 - small[kind].driver.p50)} at 1k, ${overhead(large[kind].server.p50 - large[kind].driver.p50)} at 100k)`,
+              note: `The database itself grows ×${gDriver.toFixed(2)} (${ctx.databaseKind === 'MONGODB_URI'
+                ? 'see the floor'
+                : 'mongo-java-server has no ordered index scans: it reads and sorts every release of the service'}). ` +
+                `Judged on the ratio to the floor instead: server ÷ floor ${rSmall.toFixed(2)} at 1k → ${rLarge.toFixed(2)} at 100k = ` +
+                `×${(rLarge / rSmall).toFixed(2)} — ${rLarge / rSmall <= LOG_BOUND ? 'holds' : 'does not hold'} ` +
+                `(server − floor: ${overhead(small[kind].server.p50 - small[kind].driver.p50)} at 1k, ` +
+                `${overhead(large[kind].server.p50 - large[kind].driver.p50)} at 100k)`,
             }
           : {}),
       });
@@ -160,8 +174,11 @@ if (listing.length > 0) {
         const work = (c: typeof planSmall & { available: true }): number => c.keysExamined + c.docsExamined;
         const gWork = work(planLarge) / Math.max(1, work(planSmall));
         criteria.push({
-          name: `listing (${kind} page): the database's work (explain: index keys + documents examined) grows no more than logarithmically from 1k to 100k releases`,
-          measured: `keys ${planSmall.keysExamined} → ${planLarge.keysExamined}, documents ${planSmall.docsExamined} → ${planLarge.docsExamined} (×${gWork.toFixed(2)}), returned ${planLarge.returned}; index ${planLarge.indexes.join(', ') || 'none'}; sorted in memory: ${planLarge.sortedInMemory ? 'yes' : 'no'}`,
+          name: `listing (${kind} page): the database's work (explain: index keys + documents examined) ` +
+            'grows no more than logarithmically from 1k to 100k releases',
+          measured: `keys ${planSmall.keysExamined} → ${planLarge.keysExamined}, documents ${planSmall.docsExamined} → ${planLarge.docsExamined} ` +
+            `(×${gWork.toFixed(2)}), returned ${planLarge.returned}; index ${planLarge.indexes.join(', ') || 'none'}; ` +
+            `sorted in memory: ${planLarge.sortedInMemory ? 'yes' : 'no'}`,
           holds: gWork <= LOG_BOUND && !planLarge.sortedInMemory,
         });
       }
@@ -172,7 +189,10 @@ for (const f of fleets) {
   const m = f.measurements.find((x) => x.concurrency === 1);
   if (!m) continue;
   const group = 'Scaling — cost per report (mean latency, one report in flight) by fleet size';
-  figures.push({ group, label: `${f.shape.reporters} reporter${f.shape.reporters === 1 ? '' : 's'} (${f.services} service${f.services === 1 ? '' : 's'}, ${f.deploymentDocuments.toLocaleString('en-US')} deployment docs)`, unit: 'ms', server: m.triple.server.mean, fastify: m.triple.fastify.mean, driver: m.triple.driver.mean });
+  const plural = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
+  const label = `${plural(f.shape.reporters, 'reporter')} (${plural(f.services, 'service')}, ` +
+    `${f.deploymentDocuments.toLocaleString('en-US')} deployment docs)`;
+  figures.push({ group, label, unit: 'ms', server: m.triple.server.mean, fastify: m.triple.fastify.mean, driver: m.triple.driver.mean });
 }
 
 // Output ----------------------------------------------------------------------------------------
@@ -187,7 +207,8 @@ const environment = {
   /** Share of the machine's CPU that other processes used while the bench measured (0–1). */
   otherLoad,
 };
-const heading = `Benchmarks ${new Date().toISOString()} — ${environment.mode} run, ${environment.cpus} × ${environment.cpuModel}, Node ${environment.node}, database: ${environment.database}`;
+const heading = `Benchmarks ${new Date().toISOString()} — ${environment.mode} run, ${environment.cpus} × ${environment.cpuModel}, ` +
+  `Node ${environment.node}, database: ${environment.database}`;
 const table = markdownTable(figures);
 
 /** CPU per operation by process, for the main scenarios (from /proc; the database only when it is the local one). */
@@ -203,7 +224,11 @@ const cpuTable = [
   '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
   ...cpuRows.filter(([, t]) => t !== undefined).map(([name, t]) => {
     const x = t as Triple;
-    return `| ${name} | ${cpuMs(x.server.cpuPerOpMs['service'])} | ${cpuMs(x.server.cpuPerOpMs['db'])} | ${cpuMs(x.driver.cpuPerOpMs['service'])} | ${cpuMs(x.driver.cpuPerOpMs['db'])} | ${cpuMs(x.fastify.cpuPerOpMs['service'])} | ${cpuMs(x.server.cpuPerOpMs['client'])} |`;
+    const cells = [
+      x.server.cpuPerOpMs['service'], x.server.cpuPerOpMs['db'], x.driver.cpuPerOpMs['service'], x.driver.cpuPerOpMs['db'],
+      x.fastify.cpuPerOpMs['service'], x.server.cpuPerOpMs['client'],
+    ];
+    return `| ${name} | ${cells.map(cpuMs).join(' | ')} |`;
   }),
 ].join('\n');
 const checks = criteriaList(criteria);
@@ -242,11 +267,16 @@ if (!profiling && (fleets.length > 0 || listing.length > 0)) {
         { name: 'bare-driver floor, first page', style: 'driver', points: listing.map((s) => [s.releases, s.first.driver.p50]) },
         { name: 'bare-driver floor, deep page', style: 'driver-alt', points: listing.map((s) => [s.releases, s.deep.driver.p50]) },
         { name: 'plain Fastify floor', style: 'fastify', points: listing.map((s) => [s.releases, s.first.fastify.p50]) },
-        { name: 'log growth from server at 1k', style: 'reference', points: listing.map((s) => [s.releases, first.first.server.p50 * Math.log(s.releases) / Math.log(first.releases)]) },
+        {
+          name: 'log growth from server at 1k',
+          style: 'reference',
+          points: listing.map((s) => [s.releases, first.first.server.p50 * Math.log(s.releases) / Math.log(first.releases)]),
+        },
       ],
     });
   }
-  writeFileSync(path.join(resultsDir, 'latest.svg'), chartSvg('Cloudly image-release control plane — scaling', `${environment.cpus} × ${environment.cpuModel}, ${environment.database}, ${new Date().toISOString().slice(0, 16)}Z`, panels));
+  const subtitle = `${environment.cpus} × ${environment.cpuModel}, ${environment.database}, ${new Date().toISOString().slice(0, 16)}Z`;
+  writeFileSync(path.join(resultsDir, 'latest.svg'), chartSvg('Cloudly image-release control plane — scaling', subtitle, panels));
 }
 
 const output = [
@@ -255,7 +285,9 @@ const output = [
   'Every figure of the server next to the same figure of both floors, measured in this run, and the ratio server ÷ floor',
   '(throughput: the closer to 1 from below the better; latency: the closer to 1 from above the better).',
   ...(Number.isFinite(otherLoad)
-    ? [`Other processes used ${(100 * otherLoad).toFixed(0)} % of the machine's CPU while this ran${otherLoad > 0.1 ? ' — absolute figures are depressed and noisier than on an idle machine; the ratios (floors measured in the same rounds) much less so' : ''}.`]
+    ? [`Other processes used ${(100 * otherLoad).toFixed(0)} % of the machine's CPU while this ran${otherLoad > 0.1
+      ? ' — absolute figures are depressed and noisier than on an idle machine; the ratios (floors measured in the same rounds) much less so'
+      : ''}.`]
     : []),
   '',
   table,
@@ -269,7 +301,8 @@ const output = [
   cpuTable,
   '',
   ...(profiling ? ['### CPU profile of the server (ingestion and promotion)', '', profileText] : []),
-  `Run time ${elapsed()}. JSON: ${path.relative(projectDir, jsonFile)}${profiling ? `; profiles: ${path.relative(projectDir, profileDir)}` : '; chart: bench/results/latest.svg'}`,
+  `Run time ${elapsed()}. JSON: ${path.relative(projectDir, jsonFile)}` +
+    (profiling ? `; profiles: ${path.relative(projectDir, profileDir)}` : '; chart: bench/results/latest.svg'),
   '',
 ].join('\n');
 process.stdout.write(output);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { MongoClient, type Db } from 'mongodb';
 import { startLocalMongo } from '../../tools/dev-database/localMongo.js';
 import { mintToken, type MintOptions } from '../../src/http/auth.js';
-import { HttpClient } from './load.js';
+import { HttpClient, closedLoop } from './load.js';
 import { distDir, findLocalMongoPid, procCpuProbe, selfCpuProbe, startNode, type Child, type CpuProbe } from './processes.js';
 import { emptySamples, merge, summarize, type Samples, type Summary } from './stats.js';
 
@@ -68,7 +68,10 @@ export async function createContext (opts: BenchOptions): Promise<BenchContext> 
     name: 'server',
     entry: path.join(distDir, 'src', 'server.js'),
     env: { MONGODB_URI: mongoUri, MONGODB_DB: dbName, AUTH_JWT_SECRET: secret, LOG_LEVEL: 'warn', NODE_ENV: 'production' },
-    nodeArgs: [...(opts.profileDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.profileDir]), ...(process.env['BENCH_SERVER_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? [])],
+    nodeArgs: [
+      ...(opts.profileDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.profileDir]),
+      ...(process.env['BENCH_SERVER_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? []),
+    ],
     readyPath: '/readyz',
     log,
   });
@@ -121,6 +124,31 @@ export function probesFor (ctx: BenchContext, subject: Subject): CpuProbe[] {
   return list;
 }
 
+/**
+ * A closed loop of HTTP requests to `url` — the server or the plain-Fastify floor — over an HTTP
+ * client of its own (closed afterwards), with that subject's CPU probes.
+ */
+export async function httpLoop (
+  ctx: BenchContext,
+  subject: 'server' | 'fastify',
+  url: string,
+  loop: { concurrency: number, total: number, maxMs?: number | undefined },
+  op: (client: HttpClient, worker: number, index: number) => Promise<string>,
+): Promise<Samples> {
+  const client = new HttpClient(url, loop.concurrency);
+  try {
+    return await closedLoop({
+      concurrency: loop.concurrency,
+      total: loop.total,
+      ...(loop.maxMs === undefined ? {} : { maxMs: loop.maxMs }),
+      cpu: probesFor(ctx, subject),
+      op: async (worker, index) => await op(client, worker, index),
+    });
+  } finally {
+    client.close();
+  }
+}
+
 /** The three subjects' merged figures, and each round's (to show how much they moved). */
 export type Triple = Record<Subject, Summary> & { rounds: Array<Record<Subject, Summary>> };
 
@@ -142,7 +170,8 @@ export async function measureTriple (ctx: BenchContext, label: string, rounds: n
     }
     const r = these as Record<Subject, Summary>;
     perRound.push(r);
-    ctx.opts.log(`  ${label}: round ${round}/${rounds}: server ${r.server.throughput.toFixed(0)}/s p50 ${r.server.p50.toFixed(1)} ms, bare driver ${r.driver.throughput.toFixed(0)}/s p50 ${r.driver.p50.toFixed(1)} ms, plain Fastify ${r.fastify.throughput.toFixed(0)}/s`);
+    ctx.opts.log(`  ${label}: round ${round}/${rounds}: server ${r.server.throughput.toFixed(0)}/s p50 ${r.server.p50.toFixed(1)} ms, ` +
+      `bare driver ${r.driver.throughput.toFixed(0)}/s p50 ${r.driver.p50.toFixed(1)} ms, plain Fastify ${r.fastify.throughput.toFixed(0)}/s`);
   }
   return { server: summarize(merged.server), fastify: summarize(merged.fastify), driver: summarize(merged.driver), rounds: perRound };
 }

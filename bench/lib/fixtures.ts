@@ -65,10 +65,13 @@ export interface SeededService {
 }
 
 /** A service through the API, with `releases` releases pushed through the API. */
-export async function createServiceWithReleases (ctx: BenchContext, name: string, releases: number, placement?: { clusterIds: string[], replicasPerNode: number }): Promise<SeededService> {
+export async function createServiceWithReleases (
+  ctx: BenchContext, name: string, releases: number, placement?: { clusterIds: string[], replicasPerNode: number },
+): Promise<SeededService> {
   const admin = await ctx.token({ subject: 'bench-admin', role: 'admin' });
   const repository = `bench/${name}`;
-  const created = await expectStatus<{ service: IService }>([201], ctx.server.url, 'POST', '/v1/services', bearer(admin), serviceData(`${name}-${randomBytes(3).toString('hex')}`, repository, placement));
+  const data = serviceData(`${name}-${randomBytes(3).toString('hex')}`, repository, placement);
+  const created = await expectStatus<{ service: IService }>([201], ctx.server.url, 'POST', '/v1/services', bearer(admin), data);
   const serviceId = created.service.id;
   const releaseIds: string[] = [];
   for (let i = 0; i < releases; i++) {
@@ -79,5 +82,5 @@ export async function createServiceWithReleases (ctx: BenchContext, name: string
   return { serviceId, repository, releaseIds };
 }
 
-/** A verified replica for the plan: the same fixture the tests use. */
-export { verifiedReplica } from '../../test/support/reports.js';
+/** Verified replicas and report bodies for a plan: the same fixtures the tests use (an honest Coreflow's). */
+export { fullReplicas, reportBody, verifiedReplica } from '../../test/support/reports.js';

@@ -108,8 +108,12 @@ export async function once (baseUrl: string, method: string, path: string, heade
 }
 
 /** Like `once`, but any status other than `expected` is an error naming the answer. */
-export async function expectStatus<T> (expected: number[], baseUrl: string, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<T> {
+export async function expectStatus<T> (
+  expected: number[], baseUrl: string, method: string, path: string, headers: Record<string, string>, body?: unknown,
+): Promise<T> {
   const answer = await once(baseUrl, method, path, headers, body);
-  if (!expected.includes(answer.status)) throw new Error(`${method} ${path}: expected ${expected.join('/')}, got ${answer.status} ${answer.body.slice(0, 500)}`);
+  if (!expected.includes(answer.status)) {
+    throw new Error(`${method} ${path}: expected ${expected.join('/')}, got ${answer.status} ${answer.body.slice(0, 500)}`);
+  }
   return JSON.parse(answer.body) as T;
 }

@@ -54,7 +54,8 @@ export function markdownTable (figures: Figure[]): string {
       lines.push(`| **${group}** | | | | | |`);
     }
     const cell = (v: number): string => (Number.isFinite(v) ? `${fmt(v, f.unit)} ${f.unit}` : 'n/a');
-    lines.push(`| ${f.label}${f.note ? ` (${f.note})` : ''} | ${cell(f.server)} | ${cell(f.fastify)} | ${fmtRatio(ratio(f.server, f.fastify))} | ${cell(f.driver)} | ${fmtRatio(ratio(f.server, f.driver))} |`);
+    const cells = [cell(f.server), cell(f.fastify), fmtRatio(ratio(f.server, f.fastify)), cell(f.driver), fmtRatio(ratio(f.server, f.driver))];
+    lines.push(`| ${f.label}${f.note ? ` (${f.note})` : ''} | ${cells.join(' | ')} |`);
   }
   return lines.join('\n');
 }
@@ -115,20 +116,22 @@ function panel (p: ChartPanel, x0: number, y0: number, w: number, h: number): st
     out.push(`<line x1="${px(x).toFixed(1)}" y1="${top}" x2="${px(x).toFixed(1)}" y2="${bottom}" stroke="#f0f0f0"/>`);
     out.push(`<text x="${px(x).toFixed(1)}" y="${bottom + 16}" text-anchor="middle" font-size="11">${x >= 1000 ? `${x / 1000}k` : x}</text>`);
   }
-  out.push(`<line x1="${left}" y1="${bottom}" x2="${right}" y2="${bottom}" stroke="#333"/><line x1="${left}" y1="${top}" x2="${left}" y2="${bottom}" stroke="#333"/>`);
+  out.push(`<line x1="${left}" y1="${bottom}" x2="${right}" y2="${bottom}" stroke="#333"/>` +
+    `<line x1="${left}" y1="${top}" x2="${left}" y2="${bottom}" stroke="#333"/>`);
   out.push(`<text x="${(left + right) / 2}" y="${bottom + 34}" text-anchor="middle" font-size="12">${esc(p.xLabel)}</text>`);
   out.push(`<text transform="translate(${x0 + 16} ${(top + bottom) / 2}) rotate(-90)" text-anchor="middle" font-size="12">${esc(p.yLabel)}</text>`);
   p.series.forEach((s, i) => {
     const st = STYLES[s.style];
     const pts = s.points.filter(([, y]) => Number.isFinite(y)).map(([x, y]) => `${px(x).toFixed(1)},${py(y).toFixed(1)}`);
-    out.push(`<polyline fill="none" stroke="${st.stroke}" stroke-width="${st.width}" ${st.dash ? `stroke-dasharray="${st.dash}"` : ''} points="${pts.join(' ')}"/>`);
+    const dash = st.dash ? `stroke-dasharray="${st.dash}"` : '';
+    out.push(`<polyline fill="none" stroke="${st.stroke}" stroke-width="${st.width}" ${dash} points="${pts.join(' ')}"/>`);
     for (const pt of pts) {
       const [cx, cy] = pt.split(',');
       out.push(`<circle cx="${cx}" cy="${cy}" r="3" fill="${st.stroke}"/>`);
     }
     const ly = bottom + 52 + Math.floor(i / 2) * 16;
     const lx0 = left + (i % 2) * ((right - left) / 2);
-    out.push(`<line x1="${lx0}" y1="${ly - 4}" x2="${lx0 + 28}" y2="${ly - 4}" stroke="${st.stroke}" stroke-width="${st.width}" ${st.dash ? `stroke-dasharray="${st.dash}"` : ''}/>`);
+    out.push(`<line x1="${lx0}" y1="${ly - 4}" x2="${lx0 + 28}" y2="${ly - 4}" stroke="${st.stroke}" stroke-width="${st.width}" ${dash}/>`);
     out.push(`<text x="${lx0 + 34}" y="${ly}" font-size="11">${esc(s.name)}</text>`);
   });
   return out.join('\n');

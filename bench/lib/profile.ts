@@ -77,7 +77,8 @@ export const profilesIn = (dir: string): string[] =>
 
 export function formatProfile (summary: ProfileSummary, busyMs?: number): string {
   const lines = [
-    `CPU profile ${path.basename(summary.file)}: ${(summary.totalMs / 1000).toFixed(1)} s recorded${busyMs === undefined ? '' : `, ${(busyMs / 1000).toFixed(1)} s not idle`}`,
+    `CPU profile ${path.basename(summary.file)}: ${(summary.totalMs / 1000).toFixed(1)} s recorded` +
+      (busyMs === undefined ? '' : `, ${(busyMs / 1000).toFixed(1)} s not idle`),
     '',
     '| self ms | % | function | location |',
     '| ---: | ---: | --- | --- |',

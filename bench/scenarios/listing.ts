@@ -1,9 +1,9 @@
 import type { Collection, Document } from 'mongodb';
 import { encodeCursor } from '../../src/domain/releases.js';
 import { newestFirst, releasePageFilter } from '../../src/store/releaseStore.js';
-import { measureTriple, probesFor, setCanned, type BenchContext, type Triple } from '../lib/context.js';
+import { httpLoop, measureTriple, probesFor, setCanned, type BenchContext, type Triple } from '../lib/context.js';
 import { bearer, createServiceWithReleases, digestOf, registryHost } from '../lib/fixtures.js';
-import { HttpClient, closedLoop, expectStatus } from '../lib/load.js';
+import { closedLoop, expectStatus } from '../lib/load.js';
 
 /**
  * Listing: GET /v1/services/:serviceId/image-releases (default page of 50, newest observation
@@ -147,22 +147,11 @@ export async function runListing (ctx: BenchContext, stages: Array<{ releases: n
     await setCanned(ctx, 'listing', 200, JSON.stringify(firstAnswer));
 
     const measure = async (kind: 'first' | 'deep'): Promise<Triple> => {
-      const httpBlock = async (url: string, subject: 'server' | 'fastify', total: number) => {
-        const client = new HttpClient(url, 1);
-        try {
-          return await closedLoop({
-            concurrency: 1,
-            total,
-            cpu: probesFor(ctx, subject),
-            op: async () => {
-              const res = await client.request('GET', paths[kind], bearer(reader));
-              return String(res.status);
-            },
-          });
-        } finally {
-          client.close();
-        }
-      };
+      const httpBlock = async (url: string, subject: 'server' | 'fastify', total: number) =>
+        await httpLoop(ctx, subject, url, { concurrency: 1, total }, async (client) => {
+          const res = await client.request('GET', paths[kind], bearer(reader));
+          return String(res.status);
+        });
       const driverBlock = (total: number) => closedLoop({
         concurrency: 1,
         total,

@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Collection, Db, Document } from 'mongodb';
 import type { IService } from '../../src/contracts/index.js';
-import { measureTriple, probesFor, setCanned, type BenchContext, type Triple } from '../lib/context.js';
+import { httpLoop, measureTriple, probesFor, setCanned, type BenchContext, type Triple } from '../lib/context.js';
 import { bearer, createServiceWithReleases, seedClusters } from '../lib/fixtures.js';
-import { HttpClient, closedLoop } from '../lib/load.js';
+import { closedLoop } from '../lib/load.js';
 import { STATUS_EVENTS_KEPT } from '../../src/domain/rolloutStatus.js';
 import { isDuplicateKeyError } from '../../src/store/driverErrors.js';
 
@@ -75,7 +75,16 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
   const nodes = db.collection('nodes') as Collection<Document>;
   const conflict = async (recordId: string, current: number): Promise<Answer> => {
     await idempotency.updateOne({ _id: recordId as never, state: 'in-progress' }, {
-      $set: { state: 'completed', completedAt: Date.now(), outcome: { kind: 'error', code: 'rollout-generation-conflict', message: `expected rollout generation … but the service is at ${current}`, details: { currentGeneration: current, currentRolloutId: 'ro_x' } } },
+      $set: {
+        state: 'completed',
+        completedAt: Date.now(),
+        outcome: {
+          kind: 'error',
+          code: 'rollout-generation-conflict',
+          message: `expected rollout generation … but the service is at ${current}`,
+          details: { currentGeneration: current, currentRolloutId: 'ro_x' },
+        },
+      },
     });
     return { status: 409, generation: current };
   };
@@ -102,7 +111,23 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
           updatedAt: at,
           statusRevision: revision + 1,
         },
-        $push: { statusEvents: { $each: [{ revision: revision + 1, rolloutId: rollout['_id'], rolloutGeneration: generation, status: status['status'], requiredReplicaCount: status['requiredReplicaCount'], observedReplicaCount: 0, healthyReplicaCount: 0, verifiedReplicaCount: 0, failedReplicaCount: 0, at }], $slice: -STATUS_EVENTS_KEPT } },
+        $push: {
+          statusEvents: {
+            $each: [{
+              revision: revision + 1,
+              rolloutId: rollout['_id'],
+              rolloutGeneration: generation,
+              status: status['status'],
+              requiredReplicaCount: status['requiredReplicaCount'],
+              observedReplicaCount: 0,
+              healthyReplicaCount: 0,
+              verifiedReplicaCount: 0,
+              failedReplicaCount: 0,
+              at,
+            }],
+            $slice: -STATUS_EVENTS_KEPT,
+          },
+        },
       };
       const applied = await services.updateOne(
         {
@@ -116,7 +141,10 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
     }
     const releaseId = rollout['releaseId'] as string;
     const count = await rollouts.countDocuments({ releaseId, mode: { $in: ['promotion', 'automatic'] } });
-    await releases.updateOne({ _id: releaseId as never }, { $min: { 'data.acceptedAt': at }, $max: { 'data.lastPromotedAt': at, 'data.promotionCount': count } });
+    await releases.updateOne(
+      { _id: releaseId as never },
+      { $min: { 'data.acceptedAt': at }, $max: { 'data.lastPromotedAt': at, 'data.promotionCount': count } },
+    );
     await rollouts.updateOne({ _id: rollout['_id'], state: 'pending' }, { $set: { state: 'applied' } });
   };
 
@@ -159,7 +187,16 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
     const status: Document = { ...(afterData['imageRolloutStatus'] as Document), rolloutId, rolloutGeneration: generation, updatedAt: now };
     const serviceAfter = { id: s.serviceId, data: { ...afterData, imageDeployment: plan, imageRolloutStatus: status } };
     const rollout: Document = {
-      ...template, _id: rolloutId, serviceId: s.serviceId, generation, releaseId, plan, idempotencyRecordId: recordId, serviceAfter, state: 'pending', createdAt: now,
+      ...template,
+      _id: rolloutId,
+      serviceId: s.serviceId,
+      generation,
+      releaseId,
+      plan,
+      idempotencyRecordId: recordId,
+      serviceAfter,
+      state: 'pending',
+      createdAt: now,
     };
     try {
       await rollouts.insertOne(rollout);
@@ -171,7 +208,10 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
       return conflict(recordId, headOf(await readService()));
     }
     await finish(rollout);
-    await idempotency.updateOne({ _id: recordId as never, state: 'in-progress' }, { $set: { state: 'completed', outcome: { kind: 'success', body: { service: serviceAfter } }, completedAt: Date.now() } });
+    await idempotency.updateOne(
+      { _id: recordId as never, state: 'in-progress' },
+      { $set: { state: 'completed', outcome: { kind: 'success', body: { service: serviceAfter } }, completedAt: Date.now() } },
+    );
     return { status: 200, generation };
   };
 }
@@ -184,7 +224,9 @@ export interface PromotionResult {
   contendedPromotionsPerSecond: Record<'server' | 'driver', number>;
 }
 
-export async function runPromotion (ctx: BenchContext, perBlock: { uncontended: number, contended: number }, rounds: number, warmMs: number): Promise<PromotionResult> {
+export async function runPromotion (
+  ctx: BenchContext, perBlock: { uncontended: number, contended: number }, rounds: number, warmMs: number,
+): Promise<PromotionResult> {
   const { log } = ctx.opts;
   log('promotion: setting up (a service on one cluster of 3 nodes, 2 releases; a twin for the floor)');
   const clusterIds = ['promo-c1'];
@@ -200,27 +242,17 @@ export async function runPromotion (ctx: BenchContext, perBlock: { uncontended: 
   const seen = { server: new Array<number>(writers).fill(0), fastify: new Array<number>(writers).fill(0), driver: new Array<number>(writers).fill(0) };
   let lastAnswer = '';
   const httpBlock = async (subject: 'server' | 'fastify', concurrency: number, total: number, maxMs?: number) => {
-    const client = new HttpClient(subject === 'server' ? ctx.server.url : ctx.fastify.url, concurrency);
     const view = seen[subject];
-    try {
-      return await closedLoop({
-        concurrency,
-        total,
-        ...(maxMs === undefined ? {} : { maxMs }),
-        cpu: probesFor(ctx, subject),
-        op: async (w, i) => {
-          const body = JSON.stringify({ expectedRolloutGeneration: view[w] ?? 0, enableImmutableImage: true, reason: 'benchmark promotion' });
-          const res = await client.request('POST', promotePath(setup, releaseFor(i)), headers(), body);
-          if (res.status === 200 || res.status === 409) {
-            view[w] = generationOf(res.status, res.body);
-            if (subject === 'server' && res.status === 200) lastAnswer = res.body;
-          }
-          return String(res.status);
-        },
-      });
-    } finally {
-      client.close();
-    }
+    const url = subject === 'server' ? ctx.server.url : ctx.fastify.url;
+    return await httpLoop(ctx, subject, url, { concurrency, total, maxMs }, async (client, w, i) => {
+      const body = JSON.stringify({ expectedRolloutGeneration: view[w] ?? 0, enableImmutableImage: true, reason: 'benchmark promotion' });
+      const res = await client.request('POST', promotePath(setup, releaseFor(i)), headers(), body);
+      if (res.status === 200 || res.status === 409) {
+        view[w] = generationOf(res.status, res.body);
+        if (subject === 'server' && res.status === 200) lastAnswer = res.body;
+      }
+      return String(res.status);
+    });
   };
   const driverBlock = async (concurrency: number, total: number, maxMs?: number) => closedLoop({
     concurrency,
@@ -261,7 +293,9 @@ export async function runPromotion (ctx: BenchContext, perBlock: { uncontended: 
   for (const [kind, triple, expected] of [['one writer', uncontended, ['200']], ['contended', contended, ['200', '409']]] as const) {
     for (const subject of ['server', 'fastify', 'driver'] as const) {
       const outcomes = triple[subject].outcomes;
-      if (Object.keys(outcomes).some((k) => !(expected as readonly string[]).includes(k))) log(`  WARNING promotion ${kind} (${subject}): unexpected outcomes ${JSON.stringify(outcomes)}`);
+      if (Object.keys(outcomes).some((k) => !(expected as readonly string[]).includes(k))) {
+        log(`  WARNING promotion ${kind} (${subject}): unexpected outcomes ${JSON.stringify(outcomes)}`);
+      }
     }
   }
   return { uncontended, contended, writers, contendedPromotionsPerSecond: { server: wins(contended.server), driver: wins(contended.driver) } };

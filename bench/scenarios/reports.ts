@@ -1,7 +1,7 @@
 import type { Collection, Document } from 'mongodb';
 import type { IImmutableImageDeploymentPlan, IService } from '../../src/contracts/index.js';
-import { measureTriple, probesFor, serverCounter, setCanned, type BenchContext, type Triple } from '../lib/context.js';
-import { bearer, createServiceWithReleases, seedClusters, verifiedReplica } from '../lib/fixtures.js';
+import { httpLoop, measureTriple, probesFor, serverCounter, setCanned, type BenchContext, type Triple } from '../lib/context.js';
+import { bearer, createServiceWithReleases, fullReplicas, reportBody, seedClusters } from '../lib/fixtures.js';
 import { HttpClient, closedLoop, expectStatus } from '../lib/load.js';
 import { STATUS_EVENTS_KEPT } from '../../src/domain/rolloutStatus.js';
 
@@ -54,7 +54,8 @@ async function setupFleet (ctx: BenchContext, name: string, shape: FleetShape): 
   const serviceIds: string[] = [];
   for (let first = 0; first < clusters.length; first += shape.reportersPerService) {
     const mine = clusters.slice(first, first + shape.reportersPerService);
-    const service = await createServiceWithReleases(ctx, `${name}-s${first / shape.reportersPerService}`, 1, { clusterIds: mine.map((c) => c.id), replicasPerNode: shape.replicasPerNode });
+    const placement = { clusterIds: mine.map((c) => c.id), replicasPerNode: shape.replicasPerNode };
+    const service = await createServiceWithReleases(ctx, `${name}-s${first / shape.reportersPerService}`, 1, placement);
     const promoted = await expectStatus<{ service: IService }>([200], ctx.server.url, 'POST',
       `/v1/services/${service.serviceId}/image-releases/${service.releaseIds[0] ?? ''}/promote`,
       { ...bearer(api), 'idempotency-key': `${name}-first` }, { expectedRolloutGeneration: 0, enableImmutableImage: true, reason: 'benchmark fleet' });
@@ -71,7 +72,8 @@ async function setupFleet (ctx: BenchContext, name: string, shape: FleetShape): 
         nodes: cluster.nodeNames,
         sequence: 0,
         inFlight: false,
-        deployments: cluster.nodeNames.flatMap((node) => Array.from({ length: shape.replicasPerNode }, (_, i) => verifiedReplica(plan, service.serviceId, node, i))),
+        // The plan's replicasPerNode is the placement's: every replica of the reporter's nodes, verified.
+        deployments: fullReplicas(plan, service.serviceId, cluster.nodeNames),
       });
     }
   }
@@ -90,7 +92,8 @@ async function seedStatusHistory (ctx: BenchContext, serviceIds: string[]): Prom
     const own = (doc?.['statusEvents'] as Document[] | undefined) ?? [];
     const last = own[own.length - 1];
     if (!last) continue;
-    const history = Array.from({ length: STATUS_EVENTS_KEPT }, (_, i) => ({ ...last, revision: 0, rolloutId: `ro_history-${i}`, at: (last['at'] as number) - (STATUS_EVENTS_KEPT - i) * 60_000 }));
+    const history = Array.from({ length: STATUS_EVENTS_KEPT }, (_, i) =>
+      ({ ...last, revision: 0, rolloutId: `ro_history-${i}`, at: (last['at'] as number) - (STATUS_EVENTS_KEPT - i) * 60_000 }));
     await services.updateOne({ _id: serviceId as never }, { $set: { statusEvents: [...history, ...own].slice(-STATUS_EVENTS_KEPT) } });
   }
 }
@@ -109,24 +112,10 @@ function takeReporter (fleet: Fleet): Reporter {
   throw new Error('every reporter is in flight');
 }
 
-/** The reporter's next snapshot (sequence + 1, reported now). */
+/** The reporter's next snapshot (sequence + 1, reported now): the tests' report body (test/support/reports.ts). */
 function nextReport (r: Reporter): Record<string, unknown> {
   r.sequence++;
-  return {
-    serviceId: r.serviceId,
-    deployments: r.deployments,
-    reporterNodeNames: r.nodes,
-    immutableReport: {
-      rolloutId: r.plan.rolloutId,
-      rolloutGeneration: r.plan.rolloutGeneration,
-      reporterSessionId: `session-${r.clusterId}`,
-      reportSequence: r.sequence,
-      reporterCapabilities: { immutableImageDeploymentVersion: 1 },
-      reporterNodeIds: r.nodes.map((n) => `id-${n}`),
-      reporterNodeNames: r.nodes,
-    },
-    reportedAt: Date.now(),
-  };
+  return reportBody(r.plan, r.serviceId, { session: `session-${r.clusterId}`, sequence: r.sequence, nodeNames: r.nodes, deployments: r.deployments });
 }
 
 /**
@@ -170,7 +159,11 @@ function driverReport (ctx: BenchContext, conflicts: { n: number }) {
       const now = Date.now();
       const { status, evidence } = withThisReport(doc, reporterId, r.sequence, reportedAt, now);
       const result = await services.updateOne(
-        { _id: serviceId as never, 'data.imageDeployment.rolloutId': r.plan.rolloutId, ...(revision === 0 ? { statusRevision: { $exists: false } } : { statusRevision: revision }) },
+        {
+          _id: serviceId as never,
+          'data.imageDeployment.rolloutId': r.plan.rolloutId,
+          ...(revision === 0 ? { statusRevision: { $exists: false } } : { statusRevision: revision }),
+        },
         { $set: { 'data.imageRolloutStatus': status, rolloutEvidence: evidence, statusRevision: revision + 1, updatedAt: now } }
       );
       if (result.matchedCount === 1) return '200';
@@ -236,9 +229,12 @@ export interface IngestionLevel {
 }
 
 /** `rounds`: interleaved rounds per concurrency (default 3). */
-export async function runIngestion (ctx: BenchContext, name: string, shape: FleetShape, levels: IngestionLevel[], rounds: Record<number, number>): Promise<IngestionResult> {
+export async function runIngestion (
+  ctx: BenchContext, name: string, shape: FleetShape, levels: IngestionLevel[], rounds: Record<number, number>,
+): Promise<IngestionResult> {
   const { log } = ctx.opts;
-  log(`ingestion ${name}: ${shape.reporters} reporters × ${shape.nodesPerReporter} nodes × ${shape.replicasPerNode} replicas, ${shape.reportersPerService} reporters per service: setting up`);
+  log(`ingestion ${name}: ${shape.reporters} reporters × ${shape.nodesPerReporter} nodes × ${shape.replicasPerNode} replicas, ` +
+    `${shape.reportersPerService} reporters per service: setting up`);
   const fleet = await setupFleet(ctx, name, shape);
 
   const withReporter = async (op: (r: Reporter) => Promise<string>): Promise<string> => {
@@ -249,23 +245,11 @@ export async function runIngestion (ctx: BenchContext, name: string, shape: Flee
       r.inFlight = false;
     }
   };
-  const httpBlock = async (url: string, subject: 'server' | 'fastify', concurrency: number, total: number, maxMs?: number) => {
-    const client = new HttpClient(url, concurrency);
-    try {
-      return await closedLoop({
-        concurrency,
-        total,
-        ...(maxMs === undefined ? {} : { maxMs }),
-        cpu: probesFor(ctx, subject),
-        op: () => withReporter(async (r) => {
-          const res = await client.request('POST', '/v1/deployment-snapshots', bearer(r.token), JSON.stringify(nextReport(r)));
-          return String(res.status);
-        }),
-      });
-    } finally {
-      client.close();
-    }
-  };
+  const httpBlock = async (url: string, subject: 'server' | 'fastify', concurrency: number, total: number, maxMs?: number) =>
+    await httpLoop(ctx, subject, url, { concurrency, total, maxMs }, async (client) => await withReporter(async (r) => {
+      const res = await client.request('POST', '/v1/deployment-snapshots', bearer(r.token), JSON.stringify(nextReport(r)));
+      return String(res.status);
+    }));
   const floorConflicts = { n: 0 };
   const floorOp = driverReport(ctx, floorConflicts);
   const driverBlock = (concurrency: number, total: number, maxMs?: number) =>
