@@ -104,30 +104,25 @@ export async function pushRelease (app: Caller, token: string, service: FixtureS
 
 export interface RolloutCall { generation: number, currentRolloutId?: string, key?: string, reason?: string }
 
+/** POST …/promote or …/rollback with the call's Idempotency-Key (a fresh one unless given). */
+function rolloutRequest (app: Caller, token: string, path: string, key: string | undefined, payload: Record<string, unknown>) {
+  return app.inject({ method: 'POST', url: path, headers: { ...bearer(token), 'idempotency-key': key ?? randomBytes(12).toString('hex') }, payload });
+}
+
 export function promote (app: Caller, token: string, serviceId: string, releaseId: string, call: RolloutCall) {
-  return app.inject({
-    method: 'POST',
-    url: `/v1/services/${serviceId}/image-releases/${releaseId}/promote`,
-    headers: { ...bearer(token), 'idempotency-key': call.key ?? randomBytes(12).toString('hex') },
-    payload: {
-      expectedRolloutGeneration: call.generation,
-      ...(call.currentRolloutId ? { expectedCurrentRolloutId: call.currentRolloutId } : {}),
-      enableImmutableImage: true,
-      ...(call.reason ? { reason: call.reason } : {}),
-    },
+  return rolloutRequest(app, token, `/v1/services/${serviceId}/image-releases/${releaseId}/promote`, call.key, {
+    expectedRolloutGeneration: call.generation,
+    ...(call.currentRolloutId ? { expectedCurrentRolloutId: call.currentRolloutId } : {}),
+    enableImmutableImage: true,
+    ...(call.reason ? { reason: call.reason } : {}),
   });
 }
 
 export function rollback (app: Caller, token: string, serviceId: string, releaseId: string, call: RolloutCall & { currentRolloutId: string }) {
-  return app.inject({
-    method: 'POST',
-    url: `/v1/services/${serviceId}/image-releases/${releaseId}/rollback`,
-    headers: { ...bearer(token), 'idempotency-key': call.key ?? randomBytes(12).toString('hex') },
-    payload: {
-      expectedRolloutGeneration: call.generation,
-      expectedCurrentRolloutId: call.currentRolloutId,
-      ...(call.reason ? { reason: call.reason } : {}),
-    },
+  return rolloutRequest(app, token, `/v1/services/${serviceId}/image-releases/${releaseId}/rollback`, call.key, {
+    expectedRolloutGeneration: call.generation,
+    expectedCurrentRolloutId: call.currentRolloutId,
+    ...(call.reason ? { reason: call.reason } : {}),
   });
 }
 
