@@ -1,7 +1,7 @@
 import { findRollout, servicePath, type BlockingReason, type RolloutSnapshot, type RolloutView, type StatusEvent } from './api.js';
 import type { FollowSettings } from './args.js';
 import { CliError, ExitCode } from './errors.js';
-import { ApiClient, DeadlineError, describeNetworkError, sleep } from './http.js';
+import { ApiClient, DeadlineError, describeNetworkError, safeFetch, sleep } from './http.js';
 import type { Progress } from './output.js';
 
 /**
@@ -156,7 +156,7 @@ export async function followRollout (client: ApiClient, opts: FollowOptions): Pr
       arm(Math.max(settings.pollIntervalMs, 10_000), 'no answer');
       let res: Response;
       try {
-        res = await fetch(client.url(`${viewPath}/events`), {
+        res = await safeFetch(client.url(`${viewPath}/events`), {
           headers: { ...client.authHeaders(), accept: 'text/event-stream', 'last-event-id': String(revision) },
           signal,
           redirect: 'manual',

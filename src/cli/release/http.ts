@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ApiError, CliError, ExitCode } from './errors.js';
 
 /**
@@ -98,6 +100,50 @@ export function describeNetworkError (err: unknown): string {
   return parts.length > 0 ? parts.join(' ← ') : String(err);
 }
 
+/**
+ * Works around a hang of the fetch that Node 20 and 22 bundle (undici 6): the first HTTP connection
+ * of a process waits for undici's HTTP parser (WebAssembly) to compile AFTER its socket connected,
+ * and only then listens for the socket's 'error' and 'close'. When the peer resets or closes the
+ * connection in that window (a proxy or load balancer refusing work, a server restarting), those
+ * events have already fired: the request never settles and hangs until its per-attempt timeout
+ * (`--request-timeout`, 30 s) instead of failing at once and being retried. Fixed in undici 7
+ * (nodejs/undici#3859, "fix: missing error handler"); not in its 6.x line.
+ *
+ * One request to a loopback server of this process compiles the parser before any real connection
+ * is made. Best effort: if it cannot be done, the per-attempt timeout still bounds the hang.
+ */
+let parserReady: Promise<void> | undefined;
+const PRIME_TIMEOUT_MS = 5_000;
+
+export function primeFetch (): Promise<void> {
+  const major = Number((process.versions['undici'] ?? '0').split('.')[0]);
+  if (major >= 7) return Promise.resolve();
+  parserReady ??= (async () => {
+    // node:http answers only after it has read the request, i.e. after undici attached its listeners.
+    const server: Server = createServer((_req, res) => { res.writeHead(204, { connection: 'close' }).end(); });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', resolve);
+      });
+      const { port } = server.address() as AddressInfo;
+      const res = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(PRIME_TIMEOUT_MS) });
+      await res.body?.cancel();
+    } catch {
+      // nothing to do: see above
+    } finally {
+      server.close();
+    }
+  })();
+  return parserReady;
+}
+
+/** Global fetch, once the parser is ready (see primeFetch). */
+export async function safeFetch (url: string, init: RequestInit): Promise<Response> {
+  await primeFetch();
+  return await fetch(url, init);
+}
+
 const RETRYABLE_STATUS = new Set([408, 429]);
 
 const parseBody = (text: string): unknown => {
@@ -146,7 +192,7 @@ export class ApiClient {
       let waitAtLeast = 0;
       try {
         const signals = [AbortSignal.timeout(this.opts.requestTimeoutMs), ...(opts.signal ? [opts.signal] : [])];
-        const res = await fetch(this.url(path), {
+        const res = await safeFetch(this.url(path), {
           method,
           headers,
           ...(payload === undefined ? {} : { body: payload }),
