@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiError, CliError, ExitCode } from './errors.js';
+import type { ApiRequest } from './requests.js';
 
 /**
  * The control plane's REST API over global fetch, with the retry policy CI needs:
@@ -27,8 +28,6 @@ export interface ClientOptions {
 }
 
 export interface RequestOptions {
-  body?: unknown;
-  headers?: Record<string, string>;
   /** Ends every attempt and the backoff sleeps (the `--timeout` of wait). */
   signal?: AbortSignal;
   /** Overrides the client's retry count (0: one attempt). */
@@ -172,20 +171,18 @@ export class ApiClient {
     return { authorization: `Bearer ${this.opts.token}` };
   }
 
+  /** GET of a path (the rollout view, while following). */
   async get<T> (path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
-    return await this.request<T>('GET', path, opts);
-  }
-
-  async post<T> (path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
-    return await this.request<T>('POST', path, opts);
+    return await this.send<T>({ method: 'GET', path }, opts);
   }
 
   /** One logical request: attempts until an answer that is not retryable, or the retries run out. */
-  async request<T> (method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
+  async send<T> (req: ApiRequest, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
+    const { method, path } = req;
     const retries = opts.retries ?? this.opts.retries;
-    const headers: Record<string, string> = { accept: 'application/json', ...this.authHeaders(), ...opts.headers };
-    if (opts.body !== undefined) headers['content-type'] = 'application/json';
-    const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    const headers: Record<string, string> = { accept: 'application/json', ...this.authHeaders(), ...req.headers };
+    if (req.body !== undefined) headers['content-type'] = 'application/json';
+    const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
     let lastFailure = '';
     for (let attempt = 0; ; attempt++) {
       if (opts.signal?.aborted) throw new DeadlineError();
@@ -203,7 +200,10 @@ export class ApiClient {
         const text = await res.text();
         const body = parseBody(text);
         if (res.ok) {
-          if (body === undefined) throw new CliError(ExitCode.unreachable, 'bad-response', `${method} ${path}: ${res.status} with a body that is not JSON`);
+          if (body === undefined) {
+            const message = `${method} ${path}: ${res.status} with a body that is not JSON`;
+            throw new CliError({ exitCode: ExitCode.unreachable, code: 'bad-response', message });
+          }
           return { status: res.status, headers: res.headers, body: body as T };
         }
         const problem = isObject(body) ? body : {};
@@ -213,7 +213,7 @@ export class ApiClient {
           ? problem['detail']
           : location !== null ? `redirected to ${location}: set CLOUDLY_URL to the final address` : (text.slice(0, 200) || res.statusText);
         const retryable = res.status >= 500 || RETRYABLE_STATUS.has(res.status) || code === 'idempotency-request-in-progress';
-        if (!retryable) throw new ApiError(res.status, code, `${code}: ${detail}`, problem);
+        if (!retryable) throw new ApiError({ status: res.status, code, message: `${code}: ${detail}`, problem });
         lastFailure = `${res.status} ${code}: ${detail}`;
         waitAtLeast = retryAfterMs(res.headers.get('retry-after')) ?? 0;
       } catch (err) {
@@ -222,9 +222,12 @@ export class ApiClient {
         lastFailure = describeNetworkError(err);
       }
       if (attempt >= retries) {
-        throw new CliError(ExitCode.unreachable, 'unreachable',
-          `${method} ${this.url(path)} failed after ${attempt + 1} ${attempt === 0 ? 'attempt' : 'attempts'}: ${lastFailure}`,
-          { lastFailure, attempts: attempt + 1 });
+        throw new CliError({
+          exitCode: ExitCode.unreachable,
+          code: 'unreachable',
+          message: `${method} ${this.url(path)} failed after ${attempt + 1} ${attempt === 0 ? 'attempt' : 'attempts'}: ${lastFailure}`,
+          details: { lastFailure, attempts: attempt + 1 },
+        });
       }
       const delay = Math.max(waitAtLeast, backoffMs(attempt, this.random));
       this.opts.log(`${method} ${path}: ${lastFailure}; retry ${attempt + 1}/${retries} in ${(delay / 1000).toFixed(1)} s`);
