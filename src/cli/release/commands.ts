@@ -101,6 +101,7 @@ async function watchStatus (ctx: CommandContext, args: { serviceId: string, watc
         ...(deadline ? { deadline } : {}),
         sink: ctx.sink,
         log: ctx.log,
+        finalView: true,
       });
     } catch (err) {
       // Nothing was ever promoted: nothing to follow, the status says so.

@@ -47,6 +47,8 @@ export interface FollowOptions {
   deadline?: AbortSignal;
   sink: FollowSink;
   log: (line: string) => void;
+  /** Read the view once more at the end, whatever the outcome (status --watch shows it). */
+  finalView?: boolean;
 }
 
 /** The result, and the last rollout view read (for a final drawing). */
@@ -314,7 +316,7 @@ class RolloutFollower {
     const t = this.t;
     const succeeded = verdict.kind === 'terminal' && (verdict.snapshot.status === 'succeeded' || verdict.snapshot.status === 'rolled-back');
     const explain = !succeeded && verdict.kind !== 'superseded';
-    if (explain || this.opts.sink.wantsViews) {
+    if (explain || this.opts.sink.wantsViews || this.opts.finalView === true) {
       // One quick read (not bounded by the deadline, which may be what ended the wait).
       try {
         const { body } = await this.client.get<RolloutView>(this.viewPath, { retries: 0 });

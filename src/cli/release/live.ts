@@ -103,6 +103,8 @@ function slotSpans (slots: SlotState[]): Line {
   return [...counts].flatMap(([s, n], i) => [...(i > 0 ? [{ text: ' ' }] : []), { text: `${n}${SLOT[s].glyph}`, style: SLOT[s].style }]);
 }
 
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+
 const spanWidth = (line: Line): number => line.reduce((n, s) => n + [...s.text].length, 0);
 
 const STATUS_STYLE: Record<string, Style> = {
@@ -121,7 +123,7 @@ export function renderLive (input: LiveInput): string[] {
     lines.push([
       { text: `service ${view.serviceId}`, style: 'bold' },
       { text: ` · release ${plan.releaseId} ${shortDigest(plan.requestedDigest)} · ${plan.mode}` },
-      { text: ` · ${scope.targetNodeNames.length} nodes × ${scope.replicasPerNode} replicas`, style: 'dim' },
+      { text: ` · ${plural(scope.targetNodeNames.length, 'node')} × ${plural(scope.replicasPerNode, 'replica')}`, style: 'dim' },
     ]);
     const rows = nodeRows(view);
     const footerLines = input.footer?.length ?? 1;
@@ -154,8 +156,6 @@ export function renderLive (input: LiveInput): string[] {
       { text: progressLine(status), style: STATUS_STYLE[status.status] ?? 'bold' },
       ...(updated !== undefined ? [{ text: `  (updated ${isoTime(updated)})`, style: 'dim' as const }] : []),
     ]);
-  } else if (!view) {
-    lines.push([{ text: 'reading the rollout…', style: 'dim' }]);
   }
   return lines.map((line) => paint(line, Math.max(10, width - 1), input.color));
 }
@@ -233,7 +233,8 @@ export class LiveView implements FollowSink {
   }
 
   private draw (footer?: string[]): void {
-    if (this.finished) return;
+    // Nothing to show yet (a log line before the first read): draw nothing rather than a placeholder.
+    if (this.finished || (!this.current.view && !this.current.snapshot && !footer)) return;
     const lines = renderLive({
       ...this.current,
       footer,

@@ -1,244 +1,33 @@
 import { createHash } from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
-import {
-  createFixtureService, httpCaller, promote, pushRelease, registerCluster, type Caller, type FixtureService, bearer,
-} from '../../support/fixtures.js';
-import { startFleet, type Fleet } from '../../support/fleet.js';
-import { fullReplicas, reportBody, verifiedReplica } from '../../support/reports.js';
+import { promote, type Caller } from '../../support/fixtures.js';
+import type { Fleet } from '../../support/fleet.js';
+import { verifiedReplica } from '../../support/reports.js';
+import { startCliFleet, type CliFleet } from './cliFleet.js';
+import { github, killCliChildren, runCli, startCli, startProxy, type Proxy, type ProxyOptions } from './harness.js';
 
 /**
  * The CLI as a CI job runs it: a child process (`node dist/src/cli/release.js`), no TTY,
  * configured by environment variables only, against real server processes. Network
- * failures are injected by a TCP proxy between the CLI and a server. TEST_LOG=1 prints
- * every CLI run's exit code, stdout and stderr.
+ * failures are injected by a TCP proxy between the CLI and a server (harness.ts).
+ * TEST_LOG=1 prints every CLI run's exit code, stdout and stderr.
  */
 
-const cliEntry = join(import.meta.dirname, '..', '..', '..', 'dist', 'src', 'cli', 'release.js');
-
-// ---------------------------------------------------------------------------------------
-// Running the CLI: every child is bounded (killed on timeout) and killed when the file ends.
-// ---------------------------------------------------------------------------------------
-
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed as the one JSON document `--json` promises. */
-  json: () => any; // the test reads fields freely
-}
-
-interface CliChild {
-  done: Promise<CliRun>;
-  /** Resolves when stderr has a line matching `re` (the CLI is following). */
-  waitForStderr(re: RegExp, timeoutMs?: number): Promise<void>;
-}
-
-const liveChildren = new Set<ChildProcess>();
-process.on('exit', () => { for (const c of liveChildren) c.kill('SIGKILL'); });
-
-let baseEnv: Record<string, string> = {};
-
-/** `env` values of `undefined` remove a variable of the base environment. */
-function startCli (args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 30_000): CliChild {
-  const merged: Record<string, string> = { PATH: process.env['PATH'] ?? '' };
-  for (const [k, v] of Object.entries({ ...baseEnv, ...env })) if (v !== undefined) merged[k] = v;
-  const child = spawn(process.execPath, [cliEntry, ...args], { env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
-  liveChildren.add(child);
-  let stdout = '';
-  let stderr = '';
-  const watchers = new Set<() => void>();
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-    stderr += d;
-    for (const w of [...watchers]) w();
-  });
-  const done = new Promise<CliRun>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`cloudly-release ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, timeoutMs);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      liveChildren.delete(child);
-      if (process.env['TEST_LOG']) console.log(`$ cloudly-release ${args.join(' ')}\n--- exit ${code}\n--- stdout\n${stdout}--- stderr\n${stderr}`);
-      for (const w of [...watchers]) w();
-      resolve({
-        code,
-        stdout,
-        stderr,
-        json: () => {
-          try {
-            return JSON.parse(stdout);
-          } catch {
-            throw new Error(`stdout is not one JSON document:\n${stdout}\nstderr: ${stderr}`);
-          }
-        },
-      });
-    });
-  });
-  return {
-    done,
-    waitForStderr: (re, ms = 15_000) => new Promise<void>((resolve, reject) => {
-      const check = (): void => {
-        if (re.test(stderr)) {
-          watchers.delete(check);
-          clearTimeout(timer);
-          resolve();
-        } else if (child.exitCode !== null || child.signalCode !== null) {
-          watchers.delete(check);
-          clearTimeout(timer);
-          reject(new Error(`the CLI exited before printing ${re}\nstdout: ${stdout}\nstderr: ${stderr}`));
-        }
-      };
-      const timer = setTimeout(() => {
-        watchers.delete(check);
-        reject(new Error(`no ${re} on stderr within ${ms} ms\nstderr: ${stderr}`));
-      }, ms);
-      watchers.add(check);
-      check();
-    }),
-  };
-}
-
-const runCli = async (args: string[], env: Record<string, string | undefined> = {}, timeoutMs?: number): Promise<CliRun> =>
-  await startCli(args, env, timeoutMs).done;
-
-// ---------------------------------------------------------------------------------------
-// A TCP proxy that injects failures between the CLI and one server process.
-// ---------------------------------------------------------------------------------------
-
-/** What the proxy does with one HTTP request (seen by its request line). */
-type Action =
-  | 'pass'
-  /** Forward the request, then destroy the client socket when the response starts: applied, never heard. */
-  | 'drop-response'
-  /** Forward the request, pass the first chunk of the response, then cut the connection (an SSE stream dropping). */
-  | 'cut-after-first-chunk'
-  /** Answer 404 itself (a gateway without the route). */
-  | 'not-found';
-
-interface ProxyOptions {
-  /** Reset this many connections at once (RST), before any byte is read. */
-  resetFirstConnections?: number;
-  /** Reset every connection. */
-  resetAll?: boolean;
-  /** Accept every connection, read what comes, never answer (a server or proxy that went silent). */
-  silent?: boolean;
-  policy?: (req: { method: string, path: string }) => Action;
-}
-
-interface Proxy {
-  url: string;
-  requests: Array<{ method: string, path: string, action: Action }>;
-  connections: number;
-  close(): Promise<void>;
-}
-
-/** `target`: the server's URL, or a function choosing it for each new connection. */
-async function startProxy (target: string | (() => string), opts: ProxyOptions = {}): Promise<Proxy> {
-  const sockets = new Set<Socket>();
-  const proxy: Proxy = { url: '', requests: [], connections: 0, close: async () => undefined };
-  const server: Server = createServer((client) => {
-    proxy.connections++;
-    sockets.add(client);
-    client.on('close', () => sockets.delete(client));
-    client.on('error', () => undefined);
-    if (opts.resetAll || proxy.connections <= (opts.resetFirstConnections ?? 0)) {
-      client.resetAndDestroy();
-      return;
-    }
-    if (opts.silent) {
-      client.resume();
-      return;
-    }
-    const { hostname, port } = new URL(typeof target === 'string' ? target : target());
-    const upstream = connect(Number(port), hostname);
-    sockets.add(upstream);
-    upstream.on('close', () => { sockets.delete(upstream); client.destroy(); });
-    upstream.on('error', () => undefined);
-    client.on('close', () => upstream.destroy());
-    let action: Action = 'pass';
-    let passed = 0;
-    client.on('data', (chunk: Buffer) => {
-      for (const m of chunk.toString('latin1').matchAll(/^([A-Z]+) (\S+) HTTP\/1\.1\r$/gm)) {
-        const req = { method: m[1]!, path: m[2]! };
-        action = opts.policy?.(req) ?? 'pass';
-        proxy.requests.push({ ...req, action });
-        passed = 0;
-      }
-      if (action === 'not-found') {
-        const body = JSON.stringify({ code: 'not-found', detail: 'no such route here' });
-        client.end(`HTTP/1.1 404 Not Found\r\ncontent-type: application/problem+json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
-        upstream.destroy();
-        return;
-      }
-      upstream.write(chunk);
-    });
-    client.on('end', () => upstream.end());
-    upstream.on('data', (chunk: Buffer) => {
-      if (action === 'drop-response') {
-        client.destroy();
-        upstream.destroy();
-        return;
-      }
-      if (action === 'cut-after-first-chunk') {
-        if (passed++ > 0) return;
-        client.write(chunk);
-        setTimeout(() => { client.destroy(); upstream.destroy(); }, 50);
-        return;
-      }
-      client.write(chunk);
-    });
-    upstream.on('end', () => client.end());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  proxy.close = async () => {
-    for (const s of sockets) s.destroy();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  };
-  return proxy;
-}
-
-// ---------------------------------------------------------------------------------------
-
-/** The variables of one GitHub Actions job attempt. */
-const github = (runId: string, attempt = '1'): Record<string, string> => ({
-  GITHUB_ACTIONS: 'true',
-  GITHUB_REPOSITORY: 'acme/shop',
-  GITHUB_RUN_ID: runId,
-  GITHUB_RUN_ATTEMPT: attempt,
-  GITHUB_JOB: 'deploy',
-});
-
 describe('cloudly-release (the CLI, as CI runs it)', () => {
+  let cf: CliFleet;
   let fleet: Fleet;
   let callers: Caller[];
-  let admin: string;
   let api: string;
-  let coreflow: string;
   const proxies: Proxy[] = [];
   let runSeq = 0;
-  const sequences = new Map<string, number>();
 
   beforeAll(async () => {
-    if (!existsSync(cliEntry)) throw new Error(`${cliEntry} does not exist: run \`npm run build\` first`);
-    fleet = await startFleet({ processes: 2 });
-    callers = fleet.servers.map((s) => httpCaller(s.url));
-    admin = await fleet.token('admin');
-    api = await fleet.token('api', { subject: 'ci-bot' });
-    coreflow = await fleet.token('cluster', { clusterId: 'c1', subject: 'coreflow-c1' });
-    await registerCluster(callers[0]!, admin, 'c1', ['n1', 'n2']);
-    baseEnv = { CLOUDLY_URL: fleet.servers[0]!.url, CLOUDLY_TOKEN: api };
+    cf = await startCliFleet({ processes: 2 });
+    ({ fleet, callers, api } = cf);
   }, 120_000);
 
   afterAll(async () => {
-    for (const c of liveChildren) c.kill('SIGKILL');
+    killCliChildren();
     await Promise.all(proxies.map(async (p) => await p.close()));
     await fleet?.close();
   });
@@ -249,35 +38,11 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
     return p;
   };
 
-  /** A fresh service on c1 (2 nodes × 1 replica) with two releases. */
-  async function service (): Promise<{ svc: FixtureService, a: string, b: string }> {
-    const svc = await createFixtureService(callers[0]!, admin, { clusterIds: ['c1'], replicasPerNode: 1 });
-    const a = await pushRelease(callers[0]!, api, svc, { tag: 'v1', observedAt: Date.now() - 60_000 });
-    const b = await pushRelease(callers[1]!, api, svc, { tag: 'v2' });
-    return { svc, a: a.releaseId, b: b.releaseId };
-  }
-
-  const history = async (serviceId: string) =>
-    (await callers[1]!.inject({ method: 'GET', url: `/v1/services/${serviceId}/rollouts`, headers: bearer(admin) })).json().rollouts as Array<{ rolloutId: string, generation: number, reason: string, idempotencyKeyHash: string }>;
-
-  const planOf = async (serviceId: string): Promise<IImmutableImageDeploymentPlan> =>
-    (await callers[1]!.inject({ method: 'GET', url: `/v1/services/${serviceId}`, headers: bearer(admin) })).json().service.data.imageDeployment;
-
+  const service = async () => await cf.service();
+  const history = async (serviceId: string) => await cf.history(serviceId);
   /** A Coreflow snapshot report through the OTHER server process. */
-  async function report (serviceId: string, deployments: (plan: IImmutableImageDeploymentPlan) => Record<string, unknown>[]): Promise<string> {
-    const plan = await planOf(serviceId);
-    const sequence = (sequences.get(serviceId) ?? 0) + 1;
-    sequences.set(serviceId, sequence);
-    const res = await callers[1]!.inject({
-      method: 'POST',
-      url: '/v1/deployment-snapshots',
-      headers: bearer(coreflow),
-      payload: reportBody(plan, serviceId, { sequence, nodeNames: ['n1', 'n2'], deployments: deployments(plan) }),
-    });
-    expect(res.statusCode, res.body).toBe(200);
-    return res.json().status.status;
-  }
-  const allVerified = (serviceId: string) => report(serviceId, (plan) => fullReplicas(plan, serviceId, ['n1', 'n2']));
+  const report: CliFleet['report'] = async (serviceId, deployments) => await cf.report(serviceId, deployments);
+  const allVerified = async (serviceId: string) => await cf.allVerified(serviceId);
 
   describe('promote: idempotency keys, replays and retries', () => {
     it('derives the key from the GitHub Actions job attempt; the same command again replays (same rollout, one history entry); a re-run attempt promotes anew', async () => {
@@ -415,7 +180,7 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
     it('follows the rollout (SSE, changes reported through the other process) and exits 0 when the fleet verified it', async () => {
       const { svc, a } = await service();
       expect((await promote(callers[0]!, api, svc.id, a, { generation: 0 })).statusCode).toBe(200);
-      const rolloutId = (await planOf(svc.id)).rolloutId;
+      const rolloutId = (await cf.planOf(svc.id)).rolloutId;
       const waiting = startCli(['wait', '--service', svc.id, '--json', '--timeout', '30s']);
       await waiting.waitForStderr(/rollout \S+ \(generation 1\) pending: observed 0\/2/);
 
@@ -580,6 +345,10 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       ['missing CLOUDLY_URL', ['status', '--service', 's'], { CLOUDLY_URL: undefined }, /CLOUDLY_URL is not set/],
       ['bad CLOUDLY_URL', ['status', '--service', 's'], { CLOUDLY_URL: 'ftp://x' }, /must be http or https/],
       ['missing CLOUDLY_TOKEN', ['status', '--service', 's'], { CLOUDLY_TOKEN: '' }, /CLOUDLY_TOKEN is not set/],
+      ['malformed CLOUDLY_TOKEN (not a JWT)', ['status', '--service', 's'], { CLOUDLY_TOKEN: 'not-a-jwt' }, /CLOUDLY_TOKEN \/ --token is not a JWT/],
+      ['CLOUDLY_TOKEN with "Bearer "', ['status', '--service', 's'], { CLOUDLY_TOKEN: 'Bearer a.b.c' }, /contains whitespace/],
+      ['unknown output format', ['list', '--service', 's', '-o', 'xml'], {}, /-o \/ --output must be one of table, json, yaml/],
+      ['completion for an unknown shell', ['completion', 'fish'], {}, /unknown shell 'fish'/],
     ];
     it.each(cases)('%s', async (_name, args, env, message) => {
       const run = await runCli(args, env);
@@ -589,6 +358,14 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(/^cloudly-release: /);
       expect(lines[0]).toMatch(message);
+    });
+
+    it('a malformed token is refused before anything is sent', async () => {
+      const proxy = await proxyTo({});
+      const run = await runCli(['promote', '--service', 's', '--release', 'r', '-o', 'json'], { CLOUDLY_URL: proxy.url, CLOUDLY_TOKEN: 'abc.def' });
+      expect(run.code, run.stderr).toBe(3);
+      expect(run.json()).toMatchObject({ ok: false, exitCode: 3, error: { code: 'config' } });
+      expect(proxy.connections).toBe(0);
     });
 
     it('--json usage errors are a JSON document too; --help is exit 0', async () => {
