@@ -2,10 +2,11 @@ import type { HistoryPage, ImageReleasePage, RolloutView, ServicesPage } from '.
 import type { CommandArgs, FollowSettings } from './args.js';
 import type { CommandContext, CommandResult } from './context.js';
 import { CliError, ExitCode } from './errors.js';
-import { followRollout, waitExitCode, type FollowOutcome } from './follow.js';
+import { followRollout, type FollowOutcome } from './follow.js';
 import { issue } from './issue.js';
 import { historyTable, releaseRow, releaseTable, servicesTable, statusText, waitText } from './output.js';
 import { historyRequest, releasesRequest, rolloutViewRequest, servicesRequest } from './requests.js';
+import { waitExitCode } from './waitResult.js';
 
 export type { CommandContext, CommandResult };
 

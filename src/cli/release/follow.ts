@@ -9,8 +9,6 @@ import { rolloutViewRequest } from './requests.js';
 import { readEventStream, type SseMessage, type StreamEnd } from './sse.js';
 import { formatMs, waitResultOf, type Via, type WaitResult } from './waitResult.js';
 
-export { waitExitCode, type WaitOutcome, type WaitResult } from './waitResult.js';
-
 /**
  * `wait`: follows ONE rollout (the expected one) until it reaches a terminal state.
  *

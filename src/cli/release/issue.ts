@@ -2,7 +2,7 @@ import type { IImmutableImageDeploymentPlan, RolloutHistoryEntry, ServiceReply }
 import type { FollowSettings, IssueArgs } from './args.js';
 import type { CommandContext, CommandResult } from './context.js';
 import { ApiError, CliError, ExitCode } from './errors.js';
-import { followRollout, waitExitCode } from './follow.js';
+import { followRollout } from './follow.js';
 import { findRollout } from './history.js';
 import type { ApiResponse } from './http.js';
 import { idempotencyKeyFor, idempotencyKeyHash, reasonFor, type IdempotencyKey, type KeyInput } from './idempotency.js';
@@ -10,6 +10,7 @@ import { shortDigest, waitText } from './output.js';
 import {
   abortRequest, promoteRequest, rollbackRequest, serviceRequest, type ApiRequest, type IssueInput,
 } from './requests.js';
+import { waitExitCode } from './waitResult.js';
 
 /**
  * promote, rollback and abort: the writes. Each is the same five steps —

@@ -2,16 +2,22 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { cliEntry } from './harness.js';
 
+const commands = ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'completion'];
+
 /**
  * `cloudly-release completion bash|zsh`, as a user installs it: the built CLI prints the script,
  * bash parses it, sources it, and its function completes real command lines.
  */
 
-const script = (shell: string): string => execFileSync(process.execPath, [cliEntry, 'completion', shell], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '' } });
+const script = (shell: string): string =>
+  execFileSync(process.execPath, [cliEntry, 'completion', shell], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '' } });
+
+/** `source <(cloudly-release completion bash)` in a bash program. */
+const sourceIt = `source <(${JSON.stringify(process.execPath)} ${JSON.stringify(cliEntry)} completion bash)`;
 
 /** What the completion function offers for `words` (the last one is being completed). */
 function complete (words: string[]): string[] {
-  const program = `source <(${JSON.stringify(process.execPath)} ${JSON.stringify(cliEntry)} completion bash)
+  const program = `${sourceIt}
 COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')})
 COMP_CWORD=${words.length - 1}
 _cloudly_release
@@ -26,13 +32,13 @@ describe('cloudly-release completion', () => {
     const bash = script('bash');
     const syntax = spawnSync('bash', ['-n'], { input: bash, encoding: 'utf8' });
     expect(syntax.status, syntax.stderr).toBe(0);
-    const registered = spawnSync('bash', ['-c', `source <(${JSON.stringify(process.execPath)} ${JSON.stringify(cliEntry)} completion bash) && complete -p cloudly-release`], { encoding: 'utf8' });
+    const registered = spawnSync('bash', ['-c', `${sourceIt} && complete -p cloudly-release`], { encoding: 'utf8' });
     expect(registered.status, registered.stderr).toBe(0);
     expect(registered.stdout.trim()).toBe('complete -F _cloudly_release cloudly-release');
   });
 
   it('completes commands, the options of the command being typed, and fixed values', () => {
-    expect(complete(['cloudly-release', ''])).toEqual(['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'completion', 'help', '--help', '--version']);
+    expect(complete(['cloudly-release', ''])).toEqual([...commands, 'help', '--help', '--version']);
     expect(complete(['cloudly-release', 'pro'])).toEqual(['promote']);
     expect(complete(['cloudly-release', 'promote', '--ex'])).toEqual(['--expect-generation', '--expect-rollout-id']);
     expect(complete(['cloudly-release', 'abort', '--re'])).toEqual(['--retries', '--request-timeout', '--reason']);
@@ -47,7 +53,7 @@ describe('cloudly-release completion', () => {
   it('zsh: a #compdef script naming every command (zsh itself is not needed to print it)', () => {
     const zsh = script('zsh');
     expect(zsh.startsWith('#compdef cloudly-release\n')).toBe(true);
-    for (const command of ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'completion']) expect(zsh).toContain(`    ${command})`);
+    for (const command of commands) expect(zsh).toContain(`    ${command})`);
     expect(zsh).toContain("'(--output -o)'{--output,-o}'[table (default), json or yaml]:format:(table json yaml)'");
     expect(zsh).toContain('compdef _cloudly_release cloudly-release');
   });

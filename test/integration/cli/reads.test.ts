@@ -102,7 +102,8 @@ describe('cloudly-release reads', () => {
     ]);
     // Then the status text, once: the final state is in it exactly one time.
     expect(lines[2]).toBe(`service   ${svc.id}`);
-    expect(lines.filter((l) => /succeeded/.test(l))).toEqual([expect.stringMatching(/^status {4}succeeded: observed 2\/2, healthy 2\/2, verified 2\/2 \(updated /)]);
+    expect(lines.filter((l) => /succeeded/.test(l)))
+      .toEqual([expect.stringMatching(/^status {4}succeeded: observed 2\/2, healthy 2\/2, verified 2\/2 \(updated /)]);
   });
 
   it('status --watch follows a newer rollout that replaces the watched one; -o json is one document at the end', async () => {

@@ -45,13 +45,16 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
   const allVerified = async (serviceId: string) => await cf.allVerified(serviceId);
 
   describe('promote: idempotency keys, replays and retries', () => {
-    it('derives the key from the GitHub Actions job attempt; the same command again replays (same rollout, one history entry); a re-run attempt promotes anew', async () => {
+    it('derives the key from the GitHub Actions job attempt; the same command again replays (same rollout, one history entry); ' +
+      'a re-run attempt promotes anew', async () => {
       const { svc, a } = await service();
       const ci = github(`run-${++runSeq}`);
       const first = await runCli(['promote', '--service', svc.id, '--release', a, '--json'], ci);
       expect(first.code, first.stderr).toBe(0);
       const out = first.json();
-      expect(out).toMatchObject({ ok: true, command: 'promote', exitCode: 0, serviceId: svc.id, releaseId: a, generation: 1, replayed: false, idempotencyKeySource: 'github-actions' });
+      expect(out).toMatchObject({
+        ok: true, command: 'promote', exitCode: 0, serviceId: svc.id, releaseId: a, generation: 1, replayed: false, idempotencyKeySource: 'github-actions',
+      });
       expect(out.rolloutId).toMatch(/\S/);
       expect(out.idempotencyKey).toMatch(/^cr1-gha-promote-[0-9a-f]{32}$/);
       // stdout is exactly one JSON document; the logs went to stderr.
@@ -98,7 +101,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
     it('retries through refused/reset connections; gives up with exit 4 when the server never answers, having changed nothing', async () => {
       const { svc, a } = await service();
       const flaky = await proxyTo({ resetFirstConnections: 2 });
-      const run = await runCli(['promote', '--service', svc.id, '--release', a, '--json', '--request-timeout', '5s'], { ...github(`run-${++runSeq}`), CLOUDLY_URL: flaky.url });
+      const run = await runCli(['promote', '--service', svc.id, '--release', a, '--json', '--request-timeout', '5s'],
+        { ...github(`run-${++runSeq}`), CLOUDLY_URL: flaky.url });
       expect(run.code, run.stderr).toBe(0);
       expect(run.json()).toMatchObject({ generation: 1 });
       expect(flaky.connections).toBeGreaterThanOrEqual(3);
@@ -108,7 +112,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
 
       const { svc: other, a: release } = await service();
       const dead = await proxyTo({ resetAll: true });
-      const gaveUp = await runCli(['promote', '--service', other.id, '--release', release, '--json', '--retries', '2', '--request-timeout', '5s'], { CLOUDLY_URL: dead.url });
+      const gaveUp = await runCli(['promote', '--service', other.id, '--release', release, '--json', '--retries', '2', '--request-timeout', '5s'],
+        { CLOUDLY_URL: dead.url });
       expect(gaveUp.code, gaveUp.stderr).toBe(4);
       expect(gaveUp.json()).toMatchObject({ ok: false, exitCode: 4, error: { code: 'unreachable', attempts: 3 } });
       expect(gaveUp.stderr.trim().split('\n').at(-1)).toMatch(/failed after 3 attempts/);
@@ -127,7 +132,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       }
       for (const run of runs) {
         expect(run.code, run.stderr).toBe(4);
-        expect(run.json().error).toMatchObject({ code: 'unreachable', attempts: 1, lastFailure: expect.stringMatching(/ECONNRESET|other side closed|socket hang up/) });
+        expect(run.json().error)
+          .toMatchObject({ code: 'unreachable', attempts: 1, lastFailure: expect.stringMatching(/ECONNRESET|other side closed|socket hang up/) });
       }
       expect(dead.connections).toBe(runs.length);
     });
@@ -141,7 +147,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       expect(silent.connections).toBeGreaterThanOrEqual(1);
     });
 
-    it('a server that crashes holding the key: the retry meets idempotency-request-in-progress, waits (Retry-After) and completes it exactly once', async () => {
+    it('a server that crashes holding the key: the retry meets idempotency-request-in-progress, waits (Retry-After) ' +
+      'and completes it exactly once', async () => {
       const { svc, a } = await service();
       // This process claims the key, then dies (SIGKILL); its claim is leased for 2 s.
       const victim = await fleet.add({ FAULT_INJECTION: 'after-idempotency-record', IDEMPOTENCY_LEASE_MS: '2000' });
@@ -189,7 +196,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       const run = await waiting.done;
       expect(run.code, run.stderr).toBe(0);
       expect(run.json()).toMatchObject({ ok: true, command: 'wait', outcome: 'succeeded', status: 'succeeded', rolloutId, generation: 1 });
-      expect(run.json()).toMatchObject({ requiredReplicaCount: 2, observedReplicaCount: 2, healthyReplicaCount: 2, verifiedReplicaCount: 2, blocking: [], via: 'sse' });
+      expect(run.json())
+        .toMatchObject({ requiredReplicaCount: 2, observedReplicaCount: 2, healthyReplicaCount: 2, verifiedReplicaCount: 2, blocking: [], via: 'sse' });
       // No TTY: plain progress lines on stderr, one per change, never rewritten with \r.
       const progress = run.stderr.split('\n').filter((l) => l.startsWith('rollout '));
       expect(progress).toEqual([
@@ -222,7 +230,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       const run = await runCli(['wait', '--service', svc.id, '--timeout', '2s', '--json'], {}, 20_000);
       expect(run.code, run.stderr).toBe(2);
       expect(run.json()).toMatchObject({ ok: false, exitCode: 2, outcome: 'timeout', status: 'pending' });
-      expect(run.json().blocking.map((b: { kind: string, nodeName: string }) => `${b.kind}:${b.nodeName}`)).toEqual(['node-not-reported:n1', 'node-not-reported:n2']);
+      expect(run.json().blocking.map((b: { kind: string, nodeName: string }) => `${b.kind}:${b.nodeName}`))
+        .toEqual(['node-not-reported:n1', 'node-not-reported:n2']);
       expect(run.stderr).toMatch(/timed out after 2s waiting for rollout/);
     });
 
@@ -243,7 +252,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
 
       const old = await runCli(['wait', '--service', svc.id, '--rollout-id', firstRollout, '--timeout', '10s', '--json']);
       expect(old.code, old.stderr).toBe(1);
-      expect(old.json()).toMatchObject({ outcome: 'superseded', rolloutId: firstRollout, generation: 1, supersededBy: { rolloutId: out.rolloutId, generation: 2 } });
+      expect(old.json())
+        .toMatchObject({ outcome: 'superseded', rolloutId: firstRollout, generation: 1, supersededBy: { rolloutId: out.rolloutId, generation: 2 } });
     });
 
     it('rollback --wait follows the rollback to rolled-back', async () => {
@@ -303,7 +313,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
 
       const json = await runCli(['list', '--service', svc.id, '--json', '--limit', '1']);
       expect(json.code, json.stderr).toBe(0);
-      expect(json.json()).toMatchObject({ ok: true, command: 'list', serviceId: svc.id, releases: [{ id: b, tags: ['v2'], accepted: false, promotionCount: 0 }] });
+      expect(json.json())
+        .toMatchObject({ ok: true, command: 'list', serviceId: svc.id, releases: [{ id: b, tags: ['v2'], accepted: false, promotionCount: 0 }] });
       expect(json.json().nextCursor).toEqual(expect.any(String));
       const next = await runCli(['list', '--service', svc.id, '--json', '--limit', '1', '--cursor', json.json().nextCursor]);
       expect(next.json().releases).toMatchObject([{ id: a, accepted: true, promotionCount: 1 }]);
@@ -341,7 +352,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       ['missing --release', ['promote', '--service', 's'], {}, /'promote' needs --release/],
       ['bad --timeout', ['wait', '--service', 's', '--timeout', 'soon'], {}, /--timeout must be a duration/],
       ['--timeout without --wait', ['promote', '--service', 's', '--release', 'r', '--timeout', '1m'], {}, /go with --wait/],
-      ['bad --expect-generation', ['promote', '--service', 's', '--release', 'r', '--expect-generation', '-1'], {}, /--expect-generation|argument missing|ambiguous/i],
+      ['bad --expect-generation', ['promote', '--service', 's', '--release', 'r', '--expect-generation', '-1'], {},
+        /--expect-generation|argument missing|ambiguous/i],
       ['missing CLOUDLY_URL', ['status', '--service', 's'], { CLOUDLY_URL: undefined }, /CLOUDLY_URL is not set/],
       ['bad CLOUDLY_URL', ['status', '--service', 's'], { CLOUDLY_URL: 'ftp://x' }, /must be http or https/],
       ['missing CLOUDLY_TOKEN', ['status', '--service', 's'], { CLOUDLY_TOKEN: '' }, /CLOUDLY_TOKEN is not set/],

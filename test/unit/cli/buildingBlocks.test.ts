@@ -95,7 +95,10 @@ describe('cloudly-release building blocks (in process)', () => {
       progress.update(snap('pending', 0));
       progress.update(snap('deploying', 2));
       progress.break();
-      const lines = ['rollout ro_1 (generation 3) pending: observed 0/4, healthy 0/4, verified 0/4', 'rollout ro_1 (generation 3) deploying: observed 2/4, healthy 2/4, verified 0/4'];
+      const lines = [
+        'rollout ro_1 (generation 3) pending: observed 0/4, healthy 0/4, verified 0/4',
+        'rollout ro_1 (generation 3) deploying: observed 2/4, healthy 2/4, verified 0/4',
+      ];
       expect(out.chunks).toEqual(tty ? [`\r\x1b[2K${lines[0]}`, `\r\x1b[2K${lines[1]}`, '\n'] : lines.map((l) => `${l}\n`));
     }
   });

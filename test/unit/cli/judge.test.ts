@@ -19,7 +19,8 @@ const expected = { rolloutId: 'ro_2', generation: 2 };
 describe('following a rollout: what an observation means', () => {
   it('older generations are ignored; another rollout at the same or a newer generation supersedes; terminal states end the wait', () => {
     expect(judgeSnapshot(snap({ rolloutId: 'ro_1', rolloutGeneration: 1, status: 'succeeded' }), expected)).toEqual({ kind: 'ignore' });
-    expect(judgeSnapshot(snap({ rolloutId: 'ro_x', rolloutGeneration: 2 }), expected)).toEqual({ kind: 'superseded', by: { rolloutId: 'ro_x', generation: 2 } });
+    expect(judgeSnapshot(snap({ rolloutId: 'ro_x', rolloutGeneration: 2 }), expected))
+      .toEqual({ kind: 'superseded', by: { rolloutId: 'ro_x', generation: 2 } });
     expect(judgeSnapshot(snap(), expected)).toEqual({ kind: 'progress', snapshot: snap() });
     for (const status of ['succeeded', 'rolled-back', 'failed', 'mismatched']) expect(judgeSnapshot(snap({ status }), expected).kind).toBe('terminal');
     for (const status of ['pending', 'deploying', 'verifying', 'rolling-back']) expect(judgeSnapshot(snap({ status }), expected).kind).toBe('progress');
@@ -33,9 +34,12 @@ describe('following a rollout: what an observation means', () => {
 
   it('the result line for each outcome, and its exit code', () => {
     const base = { serviceId: 's', expected, blocking: [], via: 'sse' as const, elapsedMs: 1234 };
-    const done = waitResultOf({ ...base, verdict: { kind: 'terminal', snapshot: snap({ status: 'succeeded', observedReplicaCount: 2 }) }, last: snap({ status: 'succeeded' }) });
-    expect(done).toMatchObject({ outcome: 'succeeded', status: 'succeeded', message: 'rollout ro_2 (generation 2) succeeded: observed 1/2, healthy 1/2, verified 1/2' });
-    const failed = waitResultOf({ ...base, verdict: { kind: 'terminal', snapshot: snap({ status: 'failed' }) }, last: snap({ status: 'failed', mismatchReason: 'replica-failed' }) });
+    const terminal = (status: string) => ({ kind: 'terminal' as const, snapshot: snap({ status }) });
+    const done = waitResultOf({ ...base, verdict: terminal('succeeded'), last: snap({ status: 'succeeded' }) });
+    expect(done).toMatchObject({
+      outcome: 'succeeded', status: 'succeeded', message: 'rollout ro_2 (generation 2) succeeded: observed 1/2, healthy 1/2, verified 1/2',
+    });
+    const failed = waitResultOf({ ...base, verdict: terminal('failed'), last: snap({ status: 'failed', mismatchReason: 'replica-failed' }) });
     expect(failed.message).toBe('rollout ro_2 (generation 2) failed: replica-failed (observed 1/2, healthy 1/2, verified 1/2)');
     expect(waitResultOf({ ...base, verdict: { kind: 'superseded', by: { rolloutId: 'ro_3', generation: 3 } } })).toMatchObject({
       outcome: 'superseded',

@@ -126,7 +126,8 @@ describe('the live view of a rollout', () => {
     };
     expect(renderLive({ view: fixture(), snapshot, width: 160, height: 40, color: false }).at(-1))
       .toBe('rollout ro_9 (generation 3) verifying: observed 6/6, healthy 6/6, verified 5/6  (updated 2023-11-14T22:14:20Z)');
-    const final = renderLive({ view: fixture(), footer: ['rollout ro_9 (generation 3) failed: replica-failed (…)', 'blocking'], width: 160, height: 40, color: false });
+    const footer = ['rollout ro_9 (generation 3) failed: replica-failed (…)', 'blocking'];
+    const final = renderLive({ view: fixture(), footer, width: 160, height: 40, color: false });
     expect(final.slice(-2)).toEqual(['rollout ro_9 (generation 3) failed: replica-failed (…)', 'blocking']);
     expect(final.filter((l) => l.startsWith('rollout '))).toHaveLength(1);
   });

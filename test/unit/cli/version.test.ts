@@ -17,7 +17,8 @@ describe('cloudly-release --version', () => {
     mkdirSync(code, { recursive: true });
     writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'deploy-job', version: '9.9.9' }));
     expect(packageVersion(code)).toBeUndefined();
-    writeFileSync(join(root, 'node_modules', 'cloudly-release-control-plane', 'package.json'), JSON.stringify({ name: 'cloudly-release-control-plane', version: '1.2.3' }));
+    const installed = join(root, 'node_modules', 'cloudly-release-control-plane', 'package.json');
+    writeFileSync(installed, JSON.stringify({ name: 'cloudly-release-control-plane', version: '1.2.3' }));
     expect(packageVersion(code)).toBe('1.2.3');
   });
 });
