@@ -136,9 +136,9 @@ describe('cloudly-release reads', () => {
     expect(idle.code, idle.stderr).toBe(0);
     expect(idle.stdout).toContain('rollout   none yet');
     expect((await promote(caller, cf.api, svc.id, a, { generation: 0 })).statusCode).toBe(200);
-    const run = await runCli(['status', '--service', svc.id, '--watch', '--timeout', '1s', '--json']);
+    const run = await runCli(['status', '--service', svc.id, '--watch', '--timeout', '3s', '--json']);
     expect(run.code, run.stderr).toBe(2);
     expect(run.json()).toMatchObject({ ok: false, exitCode: 2, status: { status: 'pending' }, watch: { outcome: 'timeout' } });
-    expect(run.stderr).toMatch(/timed out after 1s waiting for rollout \S+ \(generation 1\): pending/);
+    expect(run.stderr).toMatch(/timed out after 3s waiting for rollout \S+ \(generation 1\): pending/);
   });
 });
