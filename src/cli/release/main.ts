@@ -5,7 +5,7 @@ import { CliError, ExitCode } from './errors.js';
 import { ApiClient } from './http.js';
 import { LiveView } from './live.js';
 import type { Command } from './options.js';
-import { Progress, renderDocument, type FollowSink, type Io } from './output.js';
+import { documentRenderer, Progress, type FollowSink, type Io } from './output.js';
 import { packageVersion } from './version.js';
 
 const PREFIX = 'cloudly-release';
@@ -36,7 +36,7 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, io: Io): Pro
     io.stderr.write(`${PREFIX}: ${oneLine(line)}\n`);
     live.sink?.resume();
   };
-  const fail = (err: unknown, command: Command | null, format: OutputSettings['format']): number => {
+  const fail = async (err: unknown, command: Command | null, format: OutputSettings['format']): Promise<number> => {
     live.sink?.close();
     const error = err instanceof CliError
       ? err
@@ -49,7 +49,7 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, io: Io): Pro
     io.stderr.write(`${PREFIX}: ${oneLine(error.message)}${hint}\n`);
     if (format !== 'table') {
       const doc = { ok: false, command, exitCode: error.exitCode, error: { ...error.details, code: error.code, message: oneLine(error.message) } };
-      io.stdout.write(`${renderDocument(doc, format)}\n`);
+      io.stdout.write(`${(await documentRenderer(format))(doc)}\n`);
     }
     return error.exitCode;
   };
@@ -58,7 +58,7 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, io: Io): Pro
   try {
     invocation = parseInvocation(argv, env);
   } catch (err) {
-    return fail(err, null, requestedFormat(argv));
+    return await fail(err, null, requestedFormat(argv));
   }
   switch (invocation.kind) {
     case 'help':
@@ -81,7 +81,7 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, io: Io): Pro
     const result = await runCommand({ client, env, io, output, log, sink }, args);
     if (output.format !== 'table') {
       const doc = { ok: result.exitCode === ExitCode.ok, command, exitCode: result.exitCode, ...result.json };
-      io.stdout.write(`${renderDocument(doc, output.format)}\n`);
+      io.stdout.write(`${(await documentRenderer(output.format))(doc)}\n`);
       // The CI log should say why without parsing the document (unless the sink already said it on stderr).
       if (result.exitCode !== ExitCode.ok && !result.shown) for (const line of result.text.split('\n')) io.stderr.write(`${PREFIX}: ${line}\n`);
     } else if (!result.shown) {
@@ -89,6 +89,6 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, io: Io): Pro
     }
     return result.exitCode;
   } catch (err) {
-    return fail(err, command, output.format);
+    return await fail(err, command, output.format);
   }
 }

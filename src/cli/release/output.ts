@@ -1,4 +1,3 @@
-import { stringify as yamlStringify } from 'yaml';
 import type {
   BlockingReason, IImageRelease, RolloutHistoryEntry, RolloutSnapshot, RolloutView, ServiceSummary,
 } from './api.js';
@@ -9,9 +8,15 @@ export interface Io {
   stderr: NodeJS.WritableStream & { isTTY?: boolean, columns?: number, rows?: number };
 }
 
-/** The one document of `-o json` (one line) or `-o yaml`. */
-export const renderDocument = (doc: Record<string, unknown>, format: 'json' | 'yaml'): string =>
-  (format === 'json' ? JSON.stringify(doc) : yamlStringify(doc, { lineWidth: 0 }).trimEnd());
+/**
+ * How the one document of `-o json` (one line) or `-o yaml` is written. The yaml package is
+ * loaded only when YAML is asked for: every other run of the CLI starts without it.
+ */
+export async function documentRenderer (format: 'json' | 'yaml'): Promise<(doc: Record<string, unknown>) => string> {
+  if (format === 'json') return (doc) => JSON.stringify(doc);
+  const { stringify } = await import('yaml');
+  return (doc) => stringify(doc, { lineWidth: 0 }).trimEnd();
+}
 
 export const shortDigest = (digest: string): string => {
   const [algo, hex] = digest.split(':');
