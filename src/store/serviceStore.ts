@@ -64,7 +64,6 @@ const serviceWithStatus = { data: 1, rolloutStatus: 1 } as const;
 const serviceWithHold = { data: 1, automationHold: 1 } as const;
 const rolloutState = { data: 1, rolloutStatus: 1, statusRevision: 1, automationHold: 1 } as const;
 
-
 /**
  * The service as the API shows it: `data.imageRolloutStatus` composed from the summary of the
  * current rollout (a document written before summaries existed keeps the status it stored).

@@ -1,20 +1,128 @@
 /**
- * The REST shapes the CLI reads, as types only (erased at build time: the CLI loads none
- * of the server's code). They come from the server's own schemas, so a change there that
- * the CLI does not follow fails `npm run typecheck`.
+ * The REST shapes the CLI reads, as a client sees them.
+ *
+ * The CLI is an HTTP client of the control plane and loads none of its code (not even types
+ * from src/domain or src/http, which move as the server evolves): it declares here what it
+ * reads. The shapes are tolerant — reasons, kinds and states are plain strings, and fields may
+ * be added — so a newer server does not break an older CLI. Upstream contract types
+ * (src/contracts, published as `./contracts`) are used where the answer embeds them.
+ * test/unit/cli/wireShapes.typecheck.ts checks that every server answer fits these types.
  */
-import type { IImageRelease, IImmutableImageDeploymentPlan, IService, ImageReleasePage } from '../../contracts/index.js';
-import type { StatusEvent } from '../../domain/rolloutStatus.js';
-import type { BlockingReason, RolloutView } from '../../domain/rolloutView.js';
-import type { AutomationHold } from '../../domain/rollouts.js';
-import type { RolloutHistoryItem as RolloutHistoryEntry } from '../../domain/history.js';
-import type { ApiClient } from './http.js';
+import type {
+  IImageRelease, IImageRolloutStatus, IImmutableImageDeploymentPlan, IImmutableImageTargetScope, IService, ImageReleasePage,
+} from '../../contracts/index.js';
 
-export type { BlockingReason, IImageRelease, IImmutableImageDeploymentPlan, ImageReleasePage, RolloutHistoryEntry, RolloutView, StatusEvent };
+export type { IImageRelease, IImmutableImageDeploymentPlan, ImageReleasePage };
+
+export interface AutomationHold {
+  since: number;
+  rolloutId: string;
+  by: string;
+}
 
 export interface ServiceReply {
   service: IService;
   automationHold?: AutomationHold;
+}
+
+/** Counters of a rollout (or of one reporter's share of it). */
+export interface ReplicaCounts {
+  requiredReplicaCount: number;
+  observedReplicaCount: number;
+  healthyReplicaCount: number;
+  verifiedReplicaCount: number;
+  failedReplicaCount: number;
+  mismatchReason?: string;
+}
+
+/** One `status` event of GET /v1/services/:id/rollout/events. */
+export interface StatusEvent extends ReplicaCounts {
+  revision: number;
+  rolloutId: string;
+  rolloutGeneration: number;
+  status: string;
+  at: number;
+}
+
+/** What the rollout counters look like, whether from the rollout view's status or an SSE event. */
+export interface RolloutSnapshot extends ReplicaCounts {
+  rolloutId: string;
+  rolloutGeneration: number;
+  status: string;
+}
+
+export interface BlockingReason {
+  /** node-not-reported | replicas-missing | replica-unhealthy | replica-unverified (more may come). */
+  kind: string;
+  reason: string;
+  nodeName?: string;
+  deploymentId?: string;
+  reporterId?: string;
+  missingReplicaCount?: number;
+  detail: string;
+}
+
+/** A replica must stay running and verified for `windowMs` before it counts. */
+export interface ReplicaStability {
+  state: string; // stable | not-yet-stable | waiting-for-report
+  windowMs: number;
+  runningVerifiedSince?: number;
+}
+
+export interface ReplicaDetail {
+  nodeName: string;
+  deploymentId: string;
+  deploymentStatus: string;
+  /** healthy | unhealthy | failed */
+  health: string;
+  /** verified | mismatched | missing | other-rollout */
+  verification: string;
+  mismatchReason?: string;
+  counted: boolean;
+  stability?: ReplicaStability;
+}
+
+export interface RolloutReporterView extends ReplicaCounts {
+  reporterId: string;
+  clusterId: string;
+  reporterSessionId: string;
+  lastSequence: number;
+  lastReportAt: number;
+  observedGeneration: number;
+  nodeNames: string[];
+  replicas: ReplicaDetail[];
+}
+
+/** GET /v1/services/:id/rollout */
+export interface RolloutView {
+  serviceId: string;
+  plan?: IImmutableImageDeploymentPlan;
+  status?: IImageRolloutStatus;
+  /** The status revision (`id` of the SSE events): +1 on every status change. */
+  revision: number;
+  reporters: RolloutReporterView[];
+  blocking: BlockingReason[];
+  automationHold?: AutomationHold;
+}
+
+/** One entry of GET /v1/services/:id/rollouts; more fields (outcome, succeededAt, …) may come. */
+export interface RolloutHistoryEntry {
+  rolloutId: string;
+  generation: number;
+  mode: string;
+  releaseId: string;
+  requestedDigest: string;
+  digestPinnedImageReference: string;
+  rollbackOfRolloutId?: string;
+  previous?: { rolloutId: string, releaseId: string, requestedDigest: string };
+  targetScope: IImmutableImageTargetScope;
+  issuedBy: { subject: string, role: string, type: string };
+  reason: string;
+  automationHold: string;
+  state: string;
+  idempotencyKeyHash: string;
+  createdAt: number;
+  [field: string]: unknown;
 }
 
 export interface HistoryPage {
@@ -22,35 +130,24 @@ export interface HistoryPage {
   nextCursor?: string;
 }
 
-/** What the rollout counters look like, whether from the rollout view's status or an SSE event. */
-export type RolloutSnapshot = Pick<StatusEvent,
-  'rolloutId' | 'rolloutGeneration' | 'status' | 'requiredReplicaCount' | 'observedReplicaCount' |
-  'healthyReplicaCount' | 'verifiedReplicaCount' | 'failedReplicaCount' | 'mismatchReason'>;
+/** One service of GET /v1/services (the route is new: the CLI reads it tolerantly). */
+export interface ServiceSummary {
+  id: string;
+  name: string;
+  rollout?: ReplicaCounts & {
+    rolloutId: string;
+    rolloutGeneration: number;
+    mode: string;
+    releaseId: string;
+    requestedDigest: string;
+    status: string;
+    updatedAt: number;
+  };
+  automationHold?: AutomationHold;
+  [field: string]: unknown;
+}
 
-export const servicePath = (serviceId: string): string => `/v1/services/${encodeURIComponent(serviceId)}`;
-
-/** Idempotency records are kept at least 48 h: an older history entry cannot be replayed anyway. */
-const HISTORY_HORIZON_MS = 49 * 3_600_000;
-const HISTORY_PAGES = 5;
-
-/** The newest rollout history entry matching `predicate` (a few pages back, at most 49 h), or undefined. */
-export async function findRollout (
-  client: ApiClient,
-  serviceId: string,
-  predicate: (entry: RolloutHistoryEntry) => boolean,
-  signal?: AbortSignal
-): Promise<RolloutHistoryEntry | undefined> {
-  const horizon = Date.now() - HISTORY_HORIZON_MS;
-  let cursor: string | undefined;
-  for (let page = 0; page < HISTORY_PAGES; page++) {
-    const query = `?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-    const { body } = await client.get<HistoryPage>(`${servicePath(serviceId)}/rollouts${query}`, signal ? { signal } : {});
-    for (const entry of body.rollouts) {
-      if (predicate(entry)) return entry;
-      if (entry.createdAt < horizon) return undefined;
-    }
-    if (!body.nextCursor) return undefined;
-    cursor = body.nextCursor;
-  }
-  return undefined;
+export interface ServicesPage {
+  services: ServiceSummary[];
+  nextCursor?: string;
 }

@@ -1,47 +1,13 @@
 import { parseArgs } from 'node:util';
 import { configError, usageError } from './errors.js';
+import {
+  commands, defaults, isCommand, options, optionsOf, outputFormats, shells,
+  type Command, type OptionName, type OutputFormat, type Shell,
+} from './options.js';
+import { usageText } from './usage.js';
 
-export const commands = ['list', 'promote', 'rollback', 'status', 'wait'] as const;
-export type Command = typeof commands[number];
-
-const isCommand = (s: string): s is Command => (commands as readonly string[]).includes(s);
-
-/** Every option of every command; `commandsOf` says which command takes which. */
-const options = {
-  url: { type: 'string' },
-  token: { type: 'string' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  retries: { type: 'string' },
-  'request-timeout': { type: 'string' },
-  service: { type: 'string', short: 's' },
-  release: { type: 'string', short: 'r' },
-  limit: { type: 'string' },
-  cursor: { type: 'string' },
-  'expect-generation': { type: 'string' },
-  'expect-rollout-id': { type: 'string' },
-  'idempotency-key': { type: 'string' },
-  reason: { type: 'string' },
-  wait: { type: 'boolean' },
-  'rollout-id': { type: 'string' },
-  timeout: { type: 'string' },
-  'poll-interval': { type: 'string' },
-  'no-sse': { type: 'boolean' },
-} as const;
-
-type OptionName = keyof typeof options;
-
-const common: OptionName[] = ['url', 'token', 'json', 'help', 'retries', 'request-timeout', 'service'];
-const following: OptionName[] = ['timeout', 'poll-interval', 'no-sse'];
-const issuing: OptionName[] = ['release', 'expect-generation', 'expect-rollout-id', 'idempotency-key', 'reason', 'wait', ...following];
-
-const commandsOf: Record<Command, ReadonlySet<OptionName>> = {
-  list: new Set([...common, 'limit', 'cursor']),
-  promote: new Set([...common, ...issuing]),
-  rollback: new Set([...common, ...issuing]),
-  status: new Set(common),
-  wait: new Set([...common, 'rollout-id', ...following]),
-};
+export { defaults };
+export type { Command };
 
 export interface Connection {
   /** Base URL without a trailing slash (may carry a path prefix). */
@@ -52,37 +18,44 @@ export interface Connection {
 }
 
 export interface FollowSettings {
-  timeoutMs: number;
+  /** Undefined: no limit (status --watch without --timeout). */
+  timeoutMs?: number;
   pollIntervalMs: number;
   sse: boolean;
 }
 
-export type Invocation =
-  | { kind: 'help', text: string }
-  | { kind: 'run', command: Command, json: boolean, connection: Connection, args: CommandArgs };
+export interface OutputSettings {
+  format: OutputFormat;
+  /** False with --no-color or NO_COLOR; colours are only ever used on a terminal anyway. */
+  color: boolean;
+}
+
+interface Page { limit: number, cursor?: string }
+
+interface Expectations {
+  expectGeneration?: number;
+  expectRolloutId?: string;
+  idempotencyKey?: string;
+  reason?: string;
+  wait?: FollowSettings;
+}
 
 export type CommandArgs =
-  | { command: 'list', serviceId: string, limit: number, cursor?: string }
-  | { command: 'status', serviceId: string }
+  | { command: 'list', serviceId: string } & Page
+  | { command: 'history', serviceId: string } & Page
+  | { command: 'services', name?: string } & Page
+  | { command: 'status', serviceId: string, watch?: FollowSettings }
   | { command: 'wait', serviceId: string, rolloutId?: string, follow: FollowSettings }
-  | {
-    command: 'promote' | 'rollback',
-    serviceId: string,
-    releaseId: string,
-    expectGeneration?: number,
-    expectRolloutId?: string,
-    idempotencyKey?: string,
-    reason?: string,
-    wait?: FollowSettings,
-  };
+  | { command: 'promote' | 'rollback', serviceId: string, releaseId: string } & Expectations
+  | { command: 'abort', serviceId: string } & Expectations;
 
-export const defaults = {
-  retries: 6,
-  requestTimeoutMs: 30_000,
-  timeoutMs: 10 * 60_000,
-  pollIntervalMs: 2_000,
-  listLimit: 20,
-} as const;
+export type IssueArgs = Extract<CommandArgs, { command: 'promote' | 'rollback' | 'abort' }>;
+
+export type Invocation =
+  | { kind: 'help', text: string }
+  | { kind: 'version' }
+  | { kind: 'completion', shell: Shell }
+  | { kind: 'run', command: Exclude<Command, 'completion'>, output: OutputSettings, connection: Connection, args: CommandArgs };
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 
@@ -102,41 +75,7 @@ export function parseDuration (text: string): number | undefined {
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 /** The server keeps at most 1024 characters of reason. */
 export const MAX_REASON_LENGTH = 1024;
-
-export const usageText = `usage: cloudly-release <command> [options]
-
-Promote, roll back and follow immutable-digest rollouts of the Cloudly control plane.
-
-commands
-  list      --service ID [--limit N] [--cursor C]   releases, newest observation first
-  status    --service ID                           current plan, status, reporters, what blocks success
-  promote   --service ID --release ID [--wait]     issue a promotion (compare-and-swap, idempotent, retried)
-  rollback  --service ID --release ID [--wait]     roll back to a previously accepted release
-  wait      --service ID [--rollout-id ID]         follow a rollout until it succeeds, fails or times out
-
-promote / rollback
-  --expect-generation N      compare-and-swap on this generation (default: read the current one)
-  --expect-rollout-id ID     ... and on this current rollout (rollback default: read the current one)
-  --idempotency-key KEY      default: derived from the CI job attempt (see docs), else random
-  --reason TEXT              kept in the rollout history
-  --wait                     then follow the rollout this command created (exit codes as for wait)
-
-wait (and --wait)
-  --rollout-id ID            the rollout to wait for (default: the current one when wait starts)
-  --timeout DURATION         give up after this long, exit 2 (default 10m; e.g. 90s, 10m, 1h)
-  --poll-interval DURATION   polling period when the event stream is unavailable (default 2s)
-  --no-sse                   poll only, never open the event stream
-
-every command
-  --url URL                  control plane base URL (default: $CLOUDLY_URL)
-  --token TOKEN              bearer token (default: $CLOUDLY_TOKEN)
-  --json                     one JSON document on stdout; logs and progress go to stderr
-  --retries N                retries on network errors, 5xx and in-progress answers (default ${defaults.retries})
-  --request-timeout DURATION per-request timeout (default 30s)
-  -h, --help                 this text
-
-exit codes: 0 ok · 1 rollout failed/mismatched/superseded or request refused (4xx) · 2 timeout
-            3 usage or configuration error · 4 unreachable after retries`;
+const MAX_PAGE = 500;
 
 /** The first sentence of a parseArgs error, so a usage error stays one line. */
 const firstSentence = (message: string): string => (message.split(/\.\s/)[0] ?? message).replace(/\s+/g, ' ').trim();
@@ -147,10 +86,10 @@ function nonEmpty (value: string | undefined, name: string): string | undefined 
   return value;
 }
 
-function intOption (value: string | undefined, name: string, min: number, max: number): number | undefined {
+function intOption (value: string | undefined, name: string, range: { min: number, max: number }): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-    throw usageError(`--${name} must be an integer from ${min} to ${max}, got '${value}'`);
+  if (!/^\d+$/.test(value) || Number(value) < range.min || Number(value) > range.max) {
+    throw usageError(`--${name} must be an integer from ${range.min} to ${range.max}, got '${value}'`);
   }
   return Number(value);
 }
@@ -183,17 +122,154 @@ function baseUrlOf (value: string | undefined): string {
   return url.href.replace(/\/+$/, '');
 }
 
-/** Parses argv (without node and the script) and the environment. Throws CliError (exit 3) on bad input. */
-export function parseInvocation (argv: string[], env: NodeJS.ProcessEnv): Invocation {
-  let parsed;
+const isJsonObject = (segment: string): boolean => {
   try {
-    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    const value: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Why `token` cannot be a JWT (undefined when it has the shape): three base64url segments, the
+ * first two JSON objects. Only the shape is checked here — the signature and expiry are the
+ * server's to judge (401, exit 1).
+ */
+export function jwtShapeProblem (token: string): string | undefined {
+  if (/\s/.test(token)) return 'contains whitespace: give the bare JWT, without "Bearer "';
+  const segments = token.split('.');
+  if (segments.length !== 3 || !segments.every((s) => /^[A-Za-z0-9_-]*$/.test(s)) || segments[0] === '' || segments[1] === '') {
+    return 'is not a JWT (three base64url segments separated by dots)';
+  }
+  if (!isJsonObject(segments[0] ?? '') || !isJsonObject(segments[1] ?? '')) return 'is not a JWT (its header and payload are not JSON)';
+  return undefined;
+}
+
+function connectionOf (values: ParsedValues, env: NodeJS.ProcessEnv): Connection {
+  const baseUrl = baseUrlOf(values.url ?? env['CLOUDLY_URL']);
+  const retries = intOption(values.retries, 'retries', { min: 0, max: 50 }) ?? defaults.retries;
+  const requestTimeoutMs = durationOption(values['request-timeout'], 'request-timeout', 100) ?? defaults.requestTimeoutMs;
+  const token = values.token ?? env['CLOUDLY_TOKEN'];
+  if (token === undefined || token === '') throw configError('CLOUDLY_TOKEN is not set: export CLOUDLY_TOKEN=<a JWT with role api or admin> (or pass --token)');
+  const problem = jwtShapeProblem(token);
+  if (problem !== undefined) throw configError(`CLOUDLY_TOKEN / --token ${problem}`);
+  return { baseUrl, token, retries, requestTimeoutMs };
+}
+
+/** `-o` / `--output`, with `--json` as its alias. */
+function outputOf (values: ParsedValues, env: NodeJS.ProcessEnv): OutputSettings {
+  const given = values.output;
+  if (given !== undefined && !(outputFormats as readonly string[]).includes(given)) {
+    throw usageError(`-o / --output must be one of ${outputFormats.join(', ')}, got '${given}'`);
+  }
+  if (values.json === true && given !== undefined && given !== 'json') throw usageError(`--json is -o json: it cannot go with -o ${given}`);
+  const format = values.json === true ? 'json' : (given as OutputFormat | undefined) ?? 'table';
+  const noColor = env['NO_COLOR'] !== undefined && env['NO_COLOR'] !== '';
+  return { format, color: values['no-color'] !== true && !noColor };
+}
+
+/** The follow settings of wait, --wait and status --watch. */
+function followOf (values: ParsedValues, defaultTimeoutMs: number | undefined): FollowSettings {
+  const timeoutMs = durationOption(values.timeout, 'timeout', 1) ?? defaultTimeoutMs;
+  return {
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    pollIntervalMs: durationOption(values['poll-interval'], 'poll-interval', 100) ?? defaults.pollIntervalMs,
+    sse: values['no-sse'] !== true,
+  };
+}
+
+function pageOf (values: ParsedValues): Page {
+  const cursor = nonEmpty(values.cursor, 'cursor');
+  return { limit: intOption(values.limit, 'limit', { min: 1, max: MAX_PAGE }) ?? defaults.pageLimit, ...(cursor ? { cursor } : {}) };
+}
+
+/** The follow options go with --wait (promote, rollback, abort) and --watch (status). */
+function requireFollowSwitch (values: ParsedValues, switchName: 'wait' | 'watch'): void {
+  if (values[switchName] !== true && (values.timeout !== undefined || values['poll-interval'] !== undefined || values['no-sse'] !== undefined)) {
+    throw usageError(`--timeout, --poll-interval and --no-sse go with --${switchName}`);
+  }
+}
+
+function expectationsOf (values: ParsedValues): Expectations {
+  requireFollowSwitch(values, 'wait');
+  const key = values['idempotency-key'];
+  if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) throw usageError('--idempotency-key must be 1-255 visible ASCII characters (no spaces)');
+  const reason = nonEmpty(values.reason, 'reason');
+  if (reason !== undefined && reason.length > MAX_REASON_LENGTH) throw usageError(`--reason must be at most ${MAX_REASON_LENGTH} characters`);
+  const expectGeneration = intOption(values['expect-generation'], 'expect-generation', { min: 0, max: Number.MAX_SAFE_INTEGER });
+  const expectRolloutId = idOption(values['expect-rollout-id'], 'expect-rollout-id');
+  return {
+    ...(expectGeneration !== undefined ? { expectGeneration } : {}),
+    ...(expectRolloutId ? { expectRolloutId } : {}),
+    ...(key ? { idempotencyKey: key } : {}),
+    ...(reason ? { reason } : {}),
+    ...(values.wait ? { wait: followOf(values, defaults.timeoutMs) } : {}),
+  };
+}
+
+const requireService = (values: ParsedValues, command: Command): string => {
+  const serviceId = idOption(values.service, 'service');
+  if (serviceId === undefined) throw usageError(`'${command}' needs --service`);
+  return serviceId;
+};
+
+/** The arguments of one command, from its options (already checked to belong to it). */
+function commandArgsOf (command: Exclude<Command, 'completion'>, values: ParsedValues): CommandArgs {
+  switch (command) {
+    case 'list':
+    case 'history':
+      return { command, serviceId: requireService(values, command), ...pageOf(values) };
+    case 'services': {
+      const name = nonEmpty(values.name, 'name');
+      return { command, ...(name ? { name } : {}), ...pageOf(values) };
+    }
+    case 'status': {
+      const serviceId = requireService(values, command);
+      requireFollowSwitch(values, 'watch');
+      return { command, serviceId, ...(values.watch ? { watch: followOf(values, undefined) } : {}) };
+    }
+    case 'wait': {
+      const serviceId = requireService(values, command);
+      const rolloutId = idOption(values['rollout-id'], 'rollout-id');
+      return { command, serviceId, ...(rolloutId ? { rolloutId } : {}), follow: followOf(values, defaults.timeoutMs) };
+    }
+    case 'promote':
+    case 'rollback': {
+      const serviceId = requireService(values, command);
+      const releaseId = idOption(values.release, 'release');
+      if (releaseId === undefined) throw usageError(`'${command}' needs --release`);
+      return { command, serviceId, releaseId, ...expectationsOf(values) };
+    }
+    case 'abort':
+      return { command, serviceId: requireService(values, command), ...expectationsOf(values) };
+  }
+}
+
+function parse (argv: string[]) {
+  try {
+    return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (err) {
     throw usageError(firstSentence((err as Error).message));
   }
-  const { values, positionals } = parsed;
+}
+
+type ParsedValues = ReturnType<typeof parse>['values'];
+
+function completionOf (rest: string[]): Invocation {
+  const [shell, extra] = rest;
+  if (shell === undefined) throw usageError(`'completion' needs a shell: ${shells.join(' or ')}`);
+  if (!(shells as readonly string[]).includes(shell)) throw usageError(`completion: unknown shell '${shell}': one of ${shells.join(', ')}`);
+  if (extra !== undefined) throw usageError(`unexpected argument '${extra}'`);
+  return { kind: 'completion', shell: shell as Shell };
+}
+
+/** Parses argv (without node and the script) and the environment. Throws CliError (exit 3) on bad input. */
+export function parseInvocation (argv: string[], env: NodeJS.ProcessEnv): Invocation {
+  const { values, positionals } = parse(argv);
   const [first, ...rest] = positionals;
 
+  if (values.version) return { kind: 'version' };
   if (first === 'help') {
     if (rest[0] !== undefined && !isCommand(rest[0])) throw usageError(`unknown command '${rest[0]}'`);
     return { kind: 'help', text: usageText };
@@ -205,72 +281,27 @@ export function parseInvocation (argv: string[], env: NodeJS.ProcessEnv): Invoca
   if (!isCommand(first)) throw usageError(`unknown command '${first}': one of ${commands.join(', ')}`);
   const command = first;
   if (values.help) return { kind: 'help', text: usageText };
-  if (rest.length > 0) throw usageError(`unexpected argument '${rest[0]}' (ids are given with --service, --release, --rollout-id)`);
   for (const name of Object.keys(values) as OptionName[]) {
-    if (!commandsOf[command].has(name)) throw usageError(`--${name} is not an option of '${command}'`);
+    if (!optionsOf[command].includes(name)) throw usageError(`--${name} is not an option of '${command}'`);
   }
+  if (command === 'completion') return completionOf(rest);
+  if (rest.length > 0) throw usageError(`unexpected argument '${rest[0]}' (ids are given with --service, --release, --rollout-id)`);
 
-  const serviceId = idOption(values.service, 'service');
-  if (serviceId === undefined) throw usageError(`'${command}' needs --service`);
+  const args = commandArgsOf(command, values);
+  const output = outputOf(values, env);
+  return { kind: 'run', command, output, connection: connectionOf(values, env), args };
+}
 
-  const connectionOf = (): Connection => {
-    const token = values.token ?? env['CLOUDLY_TOKEN'];
-    const connection: Connection = {
-      baseUrl: baseUrlOf(values.url ?? env['CLOUDLY_URL']),
-      token: token ?? '',
-      retries: intOption(values.retries, 'retries', 0, 50) ?? defaults.retries,
-      requestTimeoutMs: durationOption(values['request-timeout'], 'request-timeout', 100) ?? defaults.requestTimeoutMs,
-    };
-    if (token === undefined || token === '') throw configError('CLOUDLY_TOKEN is not set: export CLOUDLY_TOKEN=<a JWT with role api or admin> (or pass --token)');
-    if (/[\s]/.test(token)) throw configError('CLOUDLY_TOKEN / --token contains whitespace: give the bare JWT, without "Bearer "');
-    return connection;
-  };
-  const followOf = (): FollowSettings => ({
-    timeoutMs: durationOption(values.timeout, 'timeout', 1) ?? defaults.timeoutMs,
-    pollIntervalMs: durationOption(values['poll-interval'], 'poll-interval', 100) ?? defaults.pollIntervalMs,
-    sse: values['no-sse'] !== true,
-  });
-
-  let args: CommandArgs;
-  switch (command) {
-    case 'list': {
-      const cursor = nonEmpty(values.cursor, 'cursor');
-      args = { command, serviceId, limit: intOption(values.limit, 'limit', 1, 500) ?? defaults.listLimit, ...(cursor ? { cursor } : {}) };
-      break;
-    }
-    case 'status':
-      args = { command, serviceId };
-      break;
-    case 'wait': {
-      const rolloutId = idOption(values['rollout-id'], 'rollout-id');
-      args = { command, serviceId, ...(rolloutId ? { rolloutId } : {}), follow: followOf() };
-      break;
-    }
-    case 'promote':
-    case 'rollback': {
-      const releaseId = idOption(values.release, 'release');
-      if (releaseId === undefined) throw usageError(`'${command}' needs --release`);
-      if (values.wait !== true && (values.timeout !== undefined || values['poll-interval'] !== undefined || values['no-sse'] !== undefined)) {
-        throw usageError('--timeout, --poll-interval and --no-sse go with --wait');
-      }
-      const key = values['idempotency-key'];
-      if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) throw usageError('--idempotency-key must be 1-255 visible ASCII characters (no spaces)');
-      const reason = nonEmpty(values.reason, 'reason');
-      if (reason !== undefined && reason.length > MAX_REASON_LENGTH) throw usageError(`--reason must be at most ${MAX_REASON_LENGTH} characters`);
-      const expectGeneration = intOption(values['expect-generation'], 'expect-generation', 0, Number.MAX_SAFE_INTEGER);
-      const expectRolloutId = idOption(values['expect-rollout-id'], 'expect-rollout-id');
-      args = {
-        command,
-        serviceId,
-        releaseId,
-        ...(expectGeneration !== undefined ? { expectGeneration } : {}),
-        ...(expectRolloutId ? { expectRolloutId } : {}),
-        ...(key ? { idempotencyKey: key } : {}),
-        ...(reason ? { reason } : {}),
-        ...(values.wait ? { wait: followOf() } : {}),
-      };
-      break;
-    }
+/**
+ * The output format asked for, read leniently from a command line that did not parse, so that
+ * even a usage error comes out as the JSON (or YAML) document a script expects.
+ */
+export function requestedFormat (argv: string[]): OutputFormat {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (arg === '--json') return 'json';
+    const value = arg === '-o' || arg === '--output' ? argv[i + 1] : /^(?:-o|--output)=?(.+)$/.exec(arg)?.[1];
+    if (value === 'json' || value === 'yaml') return value;
   }
-  return { kind: 'run', command, json: values.json === true, connection: connectionOf(), args };
+  return 'table';
 }

@@ -1,44 +1,37 @@
-import {
-  findRollout, servicePath, type ImageReleasePage, type RolloutView, type ServiceReply,
-} from './api.js';
-import type { CommandArgs } from './args.js';
-import { ApiError, CliError, ExitCode } from './errors.js';
-import { followRollout, waitExitCode, type WaitResult } from './follow.js';
-import type { ApiClient } from './http.js';
-import { idempotencyKeyFor, idempotencyKeyHash, reasonFor } from './idempotency.js';
-import { Progress, releaseRow, releaseTable, shortDigest, statusText, blockingLines, type Io } from './output.js';
+import type { HistoryPage, ImageReleasePage, RolloutView, ServicesPage } from './api.js';
+import type { CommandArgs, FollowSettings } from './args.js';
+import type { CommandContext, CommandResult } from './context.js';
+import { CliError, ExitCode } from './errors.js';
+import { followRollout, type FollowOutcome } from './follow.js';
+import { issue } from './issue.js';
+import { historyTable, releaseRow, releaseTable, servicesTable, statusText, waitText } from './output.js';
+import { historyRequest, releasesRequest, rolloutViewRequest, servicesRequest } from './requests.js';
+import { waitExitCode } from './waitResult.js';
 
-export interface CommandContext {
-  client: ApiClient;
-  env: NodeJS.ProcessEnv;
-  io: Io;
-  json: boolean;
-  log: (line: string) => void;
-  /** Where the live progress line goes: stdout, or stderr with --json. */
-  progress: Progress;
-}
+export type { CommandContext, CommandResult };
 
-/** What a command hands back: its exit code, its JSON document and its text for humans. */
-export interface CommandResult {
-  exitCode: ExitCode;
-  json: Record<string, unknown>;
-  text: string;
-}
+type Args<C extends CommandArgs['command']> = Extract<CommandArgs, { command: C }>;
 
 export async function runCommand (ctx: CommandContext, args: CommandArgs): Promise<CommandResult> {
   switch (args.command) {
     case 'list': return await list(ctx, args);
-    case 'status': return await status(ctx, args);
+    case 'history': return await history(ctx, args);
+    case 'services': return await services(ctx, args);
+    case 'status': return args.watch ? await watchStatus(ctx, { serviceId: args.serviceId, watch: args.watch }) : await status(ctx, args);
     case 'wait': return await wait(ctx, args);
     case 'promote':
     case 'rollback':
+    case 'abort':
       return await issue(ctx, args);
   }
 }
 
-async function list (ctx: CommandContext, args: Extract<CommandArgs, { command: 'list' }>): Promise<CommandResult> {
-  const query = `?limit=${args.limit}${args.cursor ? `&cursor=${encodeURIComponent(args.cursor)}` : ''}`;
-  const { body } = await ctx.client.get<ImageReleasePage>(`${servicePath(args.serviceId)}/image-releases${query}`);
+/** The hint a paged table ends with. */
+const nextPage = (command: string, nextCursor: string | undefined, limit: number): string =>
+  (nextCursor ? `\nmore: cloudly-release ${command} --limit ${limit} --cursor ${nextCursor}` : '');
+
+async function list (ctx: CommandContext, args: Args<'list'>): Promise<CommandResult> {
+  const { body } = await ctx.client.send<ImageReleasePage>(releasesRequest(args));
   const more = body.nextCursor
     ? `\nmore releases: cloudly-release list --service ${args.serviceId} --limit ${args.limit} --cursor ${body.nextCursor}`
     : '';
@@ -49,153 +42,85 @@ async function list (ctx: CommandContext, args: Extract<CommandArgs, { command: 
   };
 }
 
-async function status (ctx: CommandContext, args: Extract<CommandArgs, { command: 'status' }>): Promise<CommandResult> {
-  const { body } = await ctx.client.get<RolloutView>(`${servicePath(args.serviceId)}/rollout`);
+/** The rollout history; entries go to json/yaml as the server sent them (fields it adds included). */
+async function history (ctx: CommandContext, args: Args<'history'>): Promise<CommandResult> {
+  const { body } = await ctx.client.send<HistoryPage>(historyRequest(args));
+  return {
+    exitCode: ExitCode.ok,
+    json: { serviceId: args.serviceId, ...body },
+    text: body.rollouts.length === 0
+      ? `no rollouts issued for service ${args.serviceId}`
+      : `${historyTable(body.rollouts)}${nextPage(`history --service ${args.serviceId}`, body.nextCursor, args.limit)}`,
+  };
+}
+
+async function services (ctx: CommandContext, args: Args<'services'>): Promise<CommandResult> {
+  const { body } = await ctx.client.send<ServicesPage>(servicesRequest(args));
+  const filter = args.name === undefined ? '' : ` --name ${JSON.stringify(args.name)}`;
+  return {
+    exitCode: ExitCode.ok,
+    json: { ...body },
+    text: body.services.length === 0
+      ? `no services${args.name === undefined ? '' : ` named ${JSON.stringify(args.name)}`}`
+      : `${servicesTable(body.services)}${nextPage(`services${filter}`, body.nextCursor, args.limit)}`,
+  };
+}
+
+async function status (ctx: CommandContext, args: Args<'status'>): Promise<CommandResult> {
+  const { body } = await ctx.client.send<RolloutView>(rolloutViewRequest(args.serviceId));
   return { exitCode: ExitCode.ok, json: { ...body }, text: statusText(body) };
 }
 
-const waitText = (r: WaitResult): string =>
-  [r.message, ...(r.blocking.length > 0 ? ['blocking', ...blockingLines(r.blocking)] : [])].join('\n');
-
-async function wait (ctx: CommandContext, args: Extract<CommandArgs, { command: 'wait' }>): Promise<CommandResult> {
-  const result = await followRollout(ctx.client, {
+async function wait (ctx: CommandContext, args: Args<'wait'>): Promise<CommandResult> {
+  const { result, view } = await followRollout(ctx.client, {
     serviceId: args.serviceId,
     ...(args.rolloutId ? { rolloutId: args.rolloutId } : {}),
     settings: args.follow,
-    progress: ctx.progress,
+    sink: ctx.sink,
     log: ctx.log,
   });
-  return { exitCode: waitExitCode(result.outcome), json: { ...result }, text: waitText(result) };
+  const text = waitText(result);
+  ctx.sink.finish(text, view);
+  return { exitCode: waitExitCode(result.outcome), json: { ...result }, text, shown: true };
 }
 
-/** A 409 compare-and-swap refusal, said so that a CI log explains what to do. */
-function explainRefusal (err: ApiError, op: string, expectedGeneration: number | undefined, expectedRolloutId: string | undefined): ApiError {
-  const p = err.problem;
-  const current = `generation ${String(p['currentGeneration'] ?? '?')}, current rollout ${String(p['currentRolloutId'] ?? 'none')}`;
-  let message: string;
-  switch (err.code) {
-    case 'rollout-generation-conflict':
-      message = `rollout-generation-conflict: expected generation ${expectedGeneration ?? '?'} but the service is at ${current}. ` +
-        `Not retried: another rollout happened in between; look at it (cloudly-release status) and run ${op} again to act on top of it`;
-      break;
-    case 'current-rollout-mismatch':
-      message = `current-rollout-mismatch: expected current rollout ${expectedRolloutId ?? '?'} but the service is at ${current}. ` +
-        `Not retried: another rollout happened in between; look at it (cloudly-release status) and run ${op} again to act on top of it`;
-      break;
-    case 'idempotency-key-reused':
-      message = `idempotency-key-reused: this Idempotency-Key was already used for a different ${op} request of this service ` +
-        '(an earlier run at another generation, or another reason). Re-run the CI job (a new attempt derives a new key) or pass a new --idempotency-key';
-      break;
-    default:
-      return err;
-  }
-  return new ApiError(err.status, err.code, message, err.problem);
-}
-
-async function issue (ctx: CommandContext, args: Extract<CommandArgs, { command: 'promote' | 'rollback' }>): Promise<CommandResult> {
-  const { client, log } = ctx;
-  const op = args.command;
-  const input = { serviceId: args.serviceId, releaseId: args.releaseId, operation: op };
-  const key = idempotencyKeyFor(input, ctx.env, args.idempotencyKey);
-  if (key.source === 'random') {
-    log('no CI job detected (GitHub Actions, GitLab CI, Buildkite, Jenkins, CLOUDLY_RUN_ID): using a random Idempotency-Key; ' +
-      'running this command again will issue another rollout');
-  } else {
-    log(`Idempotency-Key ${key.key} (${key.source === 'flag' ? '--idempotency-key' : `from ${key.run?.description ?? key.source}`})`);
-  }
-  const reason = reasonFor(input, key, args.reason);
-
-  let expectedGeneration = args.expectGeneration;
-  let expectedRolloutId = args.expectRolloutId;
-  const readGeneration = expectedGeneration === undefined;
-  const readRolloutId = op === 'rollback' && expectedRolloutId === undefined;
-  if (readGeneration || readRolloutId) {
-    const { body } = await client.get<ServiceReply>(servicePath(args.serviceId));
-    const plan = body.service.data.imageDeployment;
-    if (readGeneration) expectedGeneration = plan?.rolloutGeneration ?? 0;
-    if (readRolloutId) {
-      if (!plan) {
-        throw new CliError(ExitCode.refused, 'no-current-rollout', `no-current-rollout: service ${args.serviceId} has no rollout to roll back`, {
-          currentGeneration: 0, currentRolloutId: null,
-        });
-      }
-      expectedRolloutId = plan.rolloutId;
-    }
-    log(`service ${args.serviceId} is at generation ${plan?.rolloutGeneration ?? 0}${plan ? ` (rollout ${plan.rolloutId}, release ${plan.releaseId})` : ''}`);
-  }
-
-  const path = `${servicePath(args.serviceId)}/image-releases/${encodeURIComponent(args.releaseId)}/${op}`;
-  const send = async (generation: number, rolloutId: string | undefined) => await client.post<ServiceReply>(path, {
-    headers: { 'idempotency-key': key.key },
-    body: op === 'promote'
-      ? { expectedRolloutGeneration: generation, ...(rolloutId ? { expectedCurrentRolloutId: rolloutId } : {}), enableImmutableImage: true, reason }
-      : { expectedCurrentRolloutId: rolloutId, expectedRolloutGeneration: generation, reason },
-  });
-
-  let response;
-  try {
+/**
+ * `status --watch`: follows the service's current rollout like `wait` does (SSE, polling
+ * fallback) and shows it as it moves; a newer rollout that replaces it is followed in turn.
+ * Ends when the rollout reaches a terminal state (exit 0: like status, whatever the state) or
+ * `--timeout` runs out (exit 2). The final state is shown once: the live view's last frame, or
+ * (plain output) the full status text.
+ */
+async function watchStatus (ctx: CommandContext, args: { serviceId: string, watch: FollowSettings }): Promise<CommandResult> {
+  const deadline = args.watch.timeoutMs === undefined ? undefined : AbortSignal.timeout(args.watch.timeoutMs);
+  let followed: FollowOutcome;
+  for (;;) {
     try {
-      response = await send(expectedGeneration ?? 0, expectedRolloutId);
+      followed = await followRollout(ctx.client, {
+        serviceId: args.serviceId,
+        settings: args.watch,
+        ...(deadline ? { deadline } : {}),
+        sink: ctx.sink,
+        log: ctx.log,
+        finalView: true,
+      });
     } catch (err) {
-      // The same command ran before with this key (a re-run of the step in the same job attempt)
-      // when the service was at an earlier generation: the server keeps that request's outcome
-      // under the key. Find the rollout it issued (by the key's hash in the history) and ask again with
-      // that request's expectations, which replays the stored outcome. Only when the
-      // expectations were read here, never when the caller gave them.
-      if (!(err instanceof ApiError && err.code === 'idempotency-key-reused' && readGeneration)) throw err;
-      const hash = idempotencyKeyHash(args.serviceId, key.key);
-      const entry = await findRollout(client, args.serviceId, (e) => e.idempotencyKeyHash === hash);
-      if (!entry || entry.releaseId !== args.releaseId || (op === 'rollback') !== (entry.mode === 'rollback')) throw err;
-      log(`this Idempotency-Key already issued rollout ${entry.rolloutId} (generation ${entry.generation}): asking for its stored outcome`);
-      expectedGeneration = entry.generation - 1;
-      if (readRolloutId) expectedRolloutId = entry.rollbackOfRolloutId;
-      response = await send(expectedGeneration, expectedRolloutId);
+      // Nothing was ever promoted: nothing to follow, the status says so.
+      if (err instanceof CliError && err.code === 'no-current-rollout') return await status(ctx, { command: 'status', ...args });
+      throw err;
     }
-  } catch (err) {
-    if (err instanceof ApiError) throw explainRefusal(err, op, expectedGeneration, expectedRolloutId);
-    throw err;
+    if (followed.result.outcome !== 'superseded') break;
+    ctx.log(`${followed.result.message}; following it`);
   }
-
-  const plan = response.body.service.data.imageDeployment;
-  if (!plan) throw new CliError(ExitCode.unreachable, 'bad-response', `${op} answered without a deployment plan`);
-  const replayed = response.headers.get('idempotent-replayed') === 'true';
-  const issued = {
-    serviceId: args.serviceId,
-    releaseId: plan.releaseId,
-    operation: op,
-    rolloutId: plan.rolloutId,
-    generation: plan.rolloutGeneration,
-    mode: plan.mode,
-    requestedDigest: plan.requestedDigest,
-    digestPinnedImageReference: plan.digestPinnedImageReference,
-    requiredReplicaCount: plan.targetScope.requiredReplicaCount,
-    replayed,
-    expectedGeneration,
-    idempotencyKey: key.key,
-    idempotencyKeySource: key.source,
+  const { result, view } = followed;
+  const timedOut = result.outcome === 'timeout';
+  const fullText = ctx.output.format === 'table' && !ctx.sink.wantsViews && view !== undefined;
+  const text = fullText ? `${statusText(view)}${timedOut ? `\n${result.message}` : ''}` : result.message;
+  ctx.sink.finish(text, view);
+  return {
+    exitCode: timedOut ? ExitCode.timeout : ExitCode.ok,
+    json: { ...view, watch: { outcome: result.outcome, rolloutId: result.rolloutId, via: result.via, elapsedMs: result.elapsedMs } },
+    text,
+    shown: true,
   };
-  const verb = op === 'promote' ? 'promoted' : 'rolled back to';
-  const text = `${verb} release ${plan.releaseId} (${shortDigest(plan.requestedDigest)}) on service ${args.serviceId}: ` +
-    `rollout ${plan.rolloutId}, generation ${plan.rolloutGeneration}` +
-    (replayed ? ' (replayed: this Idempotency-Key had already done it)' : '');
-
-  if (!args.wait) return { exitCode: ExitCode.ok, json: issued, text };
-  // Text mode: say what was issued now, before the progress lines of the wait.
-  if (!ctx.json) ctx.io.stdout.write(`${text}\n`);
-  let result: WaitResult;
-  try {
-    result = await followRollout(client, {
-      serviceId: args.serviceId,
-      rolloutId: plan.rolloutId,
-      generation: plan.rolloutGeneration,
-      settings: args.wait,
-      progress: ctx.progress,
-      log,
-    });
-  } catch (err) {
-    // The rollout WAS issued: whatever ended the wait, the JSON still names it.
-    if (err instanceof CliError) throw new CliError(err.exitCode, err.code, err.message, { ...err.details, issued });
-    throw err;
-  }
-  return { exitCode: waitExitCode(result.outcome), json: { ...issued, wait: result }, text: waitText(result) };
 }

@@ -9,7 +9,7 @@ export const ExitCode = {
   refused: 1,
   /** `--timeout` ran out before the rollout reached a terminal state. */
   timeout: 2,
-  /** Bad command line or configuration (missing CLOUDLY_URL, unknown flag, bad value). */
+  /** Bad command line or configuration (missing CLOUDLY_URL, unknown flag, bad value, malformed token). */
   usage: 3,
   /** The control plane could not be reached, or kept failing (network errors, 5xx), after every retry. */
   unreachable: 4,
@@ -17,30 +17,54 @@ export const ExitCode = {
 
 export type ExitCode = typeof ExitCode[keyof typeof ExitCode];
 
+export interface CliErrorInit {
+  exitCode: ExitCode;
+  /** Machine-readable: the server's problem `code`, or one of the CLI's own. */
+  code: string;
+  message: string;
+  /** Goes into the `-o json|yaml` error document. */
+  details?: Record<string, unknown>;
+}
+
 /**
  * Everything that ends a command early. `code` is machine-readable (the server's problem
  * `code` when it refused the request, else one of the CLI's own: `usage`, `config`,
- * `unreachable`, `timeout`, `no-current-rollout`, …); `details` go into the `--json` output.
+ * `unreachable`, `timeout`, `no-current-rollout`, …); `details` go into the JSON output.
  */
 export class CliError extends Error {
-  constructor (
-    readonly exitCode: ExitCode,
-    readonly code: string,
-    message: string,
-    readonly details: Record<string, unknown> = {}
-  ) {
+  readonly exitCode: ExitCode;
+  readonly code: string;
+  readonly details: Record<string, unknown>;
+
+  constructor ({ exitCode, code, message, details = {} }: CliErrorInit) {
     super(message);
     this.name = 'CliError';
+    this.exitCode = exitCode;
+    this.code = code;
+    this.details = details;
   }
 }
 
-export const usageError = (message: string): CliError => new CliError(ExitCode.usage, 'usage', message);
-export const configError = (message: string): CliError => new CliError(ExitCode.usage, 'config', message);
+export const usageError = (message: string): CliError => new CliError({ exitCode: ExitCode.usage, code: 'usage', message });
+export const configError = (message: string): CliError => new CliError({ exitCode: ExitCode.usage, code: 'config', message });
+
+export interface ApiErrorInit {
+  status: number;
+  code: string;
+  message: string;
+  /** The server's problem document. */
+  problem: Record<string, unknown>;
+}
 
 /** The server answered with a problem document (4xx): refused, not retried. */
 export class ApiError extends CliError {
-  constructor (readonly status: number, code: string, message: string, readonly problem: Record<string, unknown>) {
-    super(ExitCode.refused, code, message, { status, ...problem });
+  readonly status: number;
+  readonly problem: Record<string, unknown>;
+
+  constructor ({ status, code, message, problem }: ApiErrorInit) {
+    super({ exitCode: ExitCode.refused, code, message, details: { status, ...problem } });
     this.name = 'ApiError';
+    this.status = status;
+    this.problem = problem;
   }
 }

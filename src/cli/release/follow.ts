@@ -1,8 +1,13 @@
-import { findRollout, servicePath, type BlockingReason, type RolloutSnapshot, type RolloutView, type StatusEvent } from './api.js';
+import type { RolloutSnapshot, RolloutView, StatusEvent } from './api.js';
 import type { FollowSettings } from './args.js';
 import { CliError, ExitCode } from './errors.js';
-import { ApiClient, DeadlineError, describeNetworkError, sleep } from './http.js';
-import type { Progress } from './output.js';
+import { findRollout } from './history.js';
+import { DeadlineError, sleep, type ApiClient } from './http.js';
+import { judgeSnapshot, judgeView, type Judgement, type RolloutRef, type Verdict } from './judge.js';
+import type { FollowSink } from './output.js';
+import { rolloutViewRequest } from './requests.js';
+import { readEventStream, type SseMessage, type StreamEnd } from './sse.js';
+import { formatMs, waitResultOf, type Via, type WaitResult } from './waitResult.js';
 
 /**
  * `wait`: follows ONE rollout (the expected one) until it reaches a terminal state.
@@ -23,35 +28,11 @@ import type { Progress } from './output.js';
  * same or a newer generation means the expected one was superseded — it can never finish,
  * so the wait ends (exit 1). `succeeded` / `rolled-back` → exit 0; `failed` / `mismatched`
  * → exit 1 with the reason and the view's blocking reasons.
+ *
+ * The follower is a small state machine: `Mode` says what it does next (stream, poll while
+ * waiting to reconnect, or poll only), each step returns the next `Transition`, and
+ * `Tracking` holds everything the steps know about the rollout.
  */
-
-export type WaitOutcome = 'succeeded' | 'rolled-back' | 'failed' | 'mismatched' | 'superseded' | 'timeout';
-
-export interface WaitResult {
-  serviceId: string;
-  rolloutId: string;
-  generation: number;
-  outcome: WaitOutcome;
-  /** The last status seen of the expected rollout (null: none seen). */
-  status: string | null;
-  requiredReplicaCount: number | null;
-  observedReplicaCount: number | null;
-  healthyReplicaCount: number | null;
-  verifiedReplicaCount: number | null;
-  failedReplicaCount: number | null;
-  mismatchReason?: string;
-  /** Why the rollout had not succeeded (from the rollout view; empty on success). */
-  blocking: BlockingReason[];
-  supersededBy?: { rolloutId: string, generation: number };
-  /** How the end was observed. */
-  via: 'sse' | 'polling';
-  elapsedMs: number;
-  /** One line for humans. */
-  message: string;
-}
-
-export const waitExitCode = (outcome: WaitOutcome): ExitCode =>
-  outcome === 'succeeded' || outcome === 'rolled-back' ? ExitCode.ok : outcome === 'timeout' ? ExitCode.timeout : ExitCode.refused;
 
 export interface FollowOptions {
   serviceId: string;
@@ -60,151 +41,226 @@ export interface FollowOptions {
   /** Its generation when known (promote --wait). */
   generation?: number;
   settings: FollowSettings;
-  progress: Progress;
+  /** Ends the follow with `timeout`; default: `settings.timeoutMs` from now (none: no limit). */
+  deadline?: AbortSignal;
+  sink: FollowSink;
   log: (line: string) => void;
+  /** Read the view once more at the end, whatever the outcome (status --watch shows it). */
+  finalView?: boolean;
 }
 
-interface Expected { rolloutId: string, generation: number }
+/** The result, and the last rollout view read (for a final drawing). */
+export interface FollowOutcome {
+  result: WaitResult;
+  view?: RolloutView;
+}
 
-type Verdict =
-  | { kind: 'terminal', snapshot: RolloutSnapshot }
-  | { kind: 'superseded', by: { rolloutId: string, generation: number } };
-
-const TERMINAL = new Set(['succeeded', 'rolled-back', 'failed', 'mismatched']);
-const INACTIVITY_MS = 45_000;
 const MAX_RECONNECT_DELAY_MS = 30_000;
 const MAX_QUICK_DROPS = 5;
+/** A stream that lived this long before dropping did not drop "quickly". */
+const QUICK_DROP_MS = 10_000;
+const ANSWER_TIMEOUT_MS = 10_000;
 
-const snapshotOf = (s: RolloutSnapshot): RolloutSnapshot => ({
-  rolloutId: s.rolloutId,
-  rolloutGeneration: s.rolloutGeneration,
-  status: s.status,
-  requiredReplicaCount: s.requiredReplicaCount,
-  observedReplicaCount: s.observedReplicaCount,
-  healthyReplicaCount: s.healthyReplicaCount,
-  verifiedReplicaCount: s.verifiedReplicaCount,
-  failedReplicaCount: s.failedReplicaCount,
-  ...(s.mismatchReason ? { mismatchReason: s.mismatchReason } : {}),
-});
+type Mode =
+  /** Open (or re-open) the event stream. */
+  | { kind: 'stream' }
+  /** The stream dropped: poll at once and every poll interval, then stream again after `delayMs`. */
+  | { kind: 'reconnect', delayMs: number }
+  /** No stream (unavailable, --no-sse, or it keeps dropping): poll, wait a poll interval, again. */
+  | { kind: 'poll' };
 
-type StreamEnd =
-  | { kind: 'stopped', verdict: Verdict }
-  | { kind: 'unavailable', reason: string }
-  | { kind: 'dropped', reason: string, events: number };
+type Transition = { kind: 'next', mode: Mode } | { kind: 'end', verdict: Verdict };
 
-export async function followRollout (client: ApiClient, opts: FollowOptions): Promise<WaitResult> {
-  const { serviceId, settings, progress, log } = opts;
-  const started = Date.now();
-  const deadline = AbortSignal.timeout(settings.timeoutMs);
-  const viewPath = `${servicePath(serviceId)}/rollout`;
-  let expected: Expected | undefined;
-  let last: RolloutSnapshot | undefined;
-  let lastView: RolloutView | undefined;
-  let revision = 0;
-  let via: 'sse' | 'polling' = settings.sse ? 'sse' : 'polling';
-  let outage: string | undefined;
+/** Everything the follower knows about the rollout it follows. */
+interface Tracking {
+  expected: RolloutRef;
+  /** The last status revision seen: where a reconnected stream resumes. */
+  revision: number;
+  /** The last status of the expected rollout. */
+  last?: RolloutSnapshot;
+  lastView: RolloutView;
+  via: Via;
+  /** Set while the control plane does not answer polls: the last failure. */
+  outage?: string;
+  /** Stream drops in a row without an event. */
+  drops: number;
+}
 
-  const judge = (s: RolloutSnapshot, exp: Expected): Verdict | undefined => {
-    if (s.rolloutGeneration < exp.generation) return undefined;
-    if (s.rolloutId !== exp.rolloutId) return { kind: 'superseded', by: { rolloutId: s.rolloutId, generation: s.rolloutGeneration } };
-    last = snapshotOf(s);
-    progress.update(last);
-    return TERMINAL.has(s.status) ? { kind: 'terminal', snapshot: last } : undefined;
-  };
+export async function followRollout (client: ApiClient, opts: FollowOptions): Promise<FollowOutcome> {
+  return await new RolloutFollower(client, opts).run();
+}
 
-  const judgeView = (view: RolloutView, exp: Expected): Verdict | undefined => {
-    lastView = view;
-    revision = view.revision;
-    if (view.plan && view.plan.rolloutGeneration > exp.generation) {
-      return { kind: 'superseded', by: { rolloutId: view.plan.rolloutId, generation: view.plan.rolloutGeneration } };
+class RolloutFollower {
+  private readonly started = Date.now();
+  private readonly deadline: AbortSignal;
+  private readonly viewPath: string;
+  private tracking?: Tracking;
+
+  constructor (private readonly client: ApiClient, private readonly opts: FollowOptions) {
+    const { timeoutMs } = opts.settings;
+    this.deadline = opts.deadline ?? (timeoutMs === undefined ? new AbortController().signal : AbortSignal.timeout(timeoutMs));
+    this.viewPath = rolloutViewRequest(opts.serviceId).path;
+  }
+
+  async run (): Promise<FollowOutcome> {
+    try {
+      const t = await this.start();
+      const first = this.observeView(t.lastView);
+      if (first) return await this.finish(first);
+      let mode: Mode = this.opts.settings.sse ? { kind: 'stream' } : { kind: 'poll' };
+      for (;;) {
+        const next = await this.step(mode);
+        if (next.kind === 'end') return await this.finish(next.verdict);
+        mode = next.mode;
+      }
+    } catch (err) {
+      if (err instanceof DeadlineError || (this.deadline.aborted && !(err instanceof CliError))) {
+        if (this.tracking) return await this.finish({ kind: 'timeout' });
+        const limit = this.opts.settings.timeoutMs;
+        throw new CliError({
+          exitCode: ExitCode.timeout,
+          code: 'timeout',
+          message: `timed out after ${formatMs(limit ?? Date.now() - this.started)} before the rollout of service ${this.opts.serviceId} could be read`,
+        });
+      }
+      throw err;
     }
-    return view.status ? judge(view.status, exp) : undefined;
-  };
+  }
 
-  const say = (line: string): void => {
-    progress.break();
-    log(line);
-  };
+  private async step (mode: Mode): Promise<Transition> {
+    switch (mode.kind) {
+      case 'stream': return await this.streamStep();
+      case 'reconnect': return await this.reconnectStep(mode.delayMs);
+      case 'poll': return await this.pollStep();
+    }
+  }
+
+  /** Step 1: where are we, and which rollout do we wait for? */
+  private async start (): Promise<Tracking> {
+    const { body: view } = await this.client.get<RolloutView>(this.viewPath, { signal: this.deadline });
+    const expected = await resolveExpected(this.client, view, this.opts, this.deadline);
+    const limit = this.opts.settings.timeoutMs;
+    this.opts.log(`waiting for rollout ${expected.rolloutId} (generation ${expected.generation}) of service ${this.opts.serviceId}, ` +
+      (limit === undefined ? 'until it ends' : `at most ${formatMs(limit)}`));
+    this.tracking = { expected, revision: view.revision, lastView: view, via: this.opts.settings.sse ? 'sse' : 'polling', drops: 0 };
+    return this.tracking;
+  }
+
+  private get t (): Tracking {
+    if (!this.tracking) throw new Error('the follower has not started');
+    return this.tracking;
+  }
+
+  /** Step 2: stream until a verdict, or decide how to go on when the stream ends. */
+  private async streamStep (): Promise<Transition> {
+    const t = this.t;
+    const opened = Date.now();
+    const end: StreamEnd<Verdict> = await readEventStream({
+      client: this.client,
+      path: `${this.viewPath}/events`,
+      lastEventId: t.revision,
+      deadline: this.deadline,
+      answerTimeoutMs: Math.max(this.opts.settings.pollIntervalMs, ANSWER_TIMEOUT_MS),
+      onMessages: async (messages) => await this.observeMessages(messages),
+    });
+    const every = formatMs(this.opts.settings.pollIntervalMs);
+    switch (end.kind) {
+      case 'stopped':
+        t.via = 'sse';
+        return { kind: 'end', verdict: end.value };
+      case 'unavailable':
+        t.via = 'polling';
+        this.opts.log(`event stream unavailable (${end.reason}); polling every ${every}`);
+        return { kind: 'next', mode: { kind: 'poll' } };
+      case 'dropped':
+        t.drops = end.events > 0 || Date.now() - opened > QUICK_DROP_MS ? 1 : t.drops + 1;
+        if (t.drops >= MAX_QUICK_DROPS) {
+          t.via = 'polling';
+          this.opts.log(`event stream keeps dropping (${end.reason}); polling every ${every} from now on`);
+          return { kind: 'next', mode: { kind: 'poll' } };
+        }
+        this.opts.log(`event stream dropped (${end.reason}); polling until it reconnects`);
+        return {
+          kind: 'next',
+          mode: { kind: 'reconnect', delayMs: Math.min(this.opts.settings.pollIntervalMs * 2 ** (t.drops - 1), MAX_RECONNECT_DELAY_MS) },
+        };
+    }
+  }
+
+  /** Step 3a: the stream dropped — poll at once and while waiting to reconnect. */
+  private async reconnectStep (delayMs: number): Promise<Transition> {
+    const interval = this.opts.settings.pollIntervalMs;
+    let verdict = await this.poll();
+    const reconnectAt = Date.now() + delayMs;
+    while (!verdict && Date.now() + interval < reconnectAt) {
+      await sleep(interval, this.deadline);
+      verdict = await this.poll();
+    }
+    if (verdict) return this.endByPolling(verdict);
+    await sleep(Math.max(0, reconnectAt - Date.now()), this.deadline);
+    return { kind: 'next', mode: { kind: 'stream' } };
+  }
+
+  /** Step 3b: no stream — poll, then wait one poll interval. */
+  private async pollStep (): Promise<Transition> {
+    const verdict = await this.poll();
+    if (verdict) return this.endByPolling(verdict);
+    await sleep(this.opts.settings.pollIntervalMs, this.deadline);
+    return { kind: 'next', mode: { kind: 'poll' } };
+  }
+
+  private endByPolling (verdict: Verdict): Transition {
+    this.t.via = 'polling';
+    return { kind: 'end', verdict };
+  }
 
   /** One poll while following: outages are logged once and ridden out; a 4xx ends the wait. */
-  const poll = async (exp: Expected): Promise<Verdict | undefined> => {
+  private async poll (): Promise<Verdict | undefined> {
+    const t = this.t;
     try {
-      const { body } = await client.get<RolloutView>(viewPath, { signal: deadline, retries: 0 });
-      if (outage !== undefined) say(`control plane answers again (after: ${outage})`);
-      outage = undefined;
-      return judgeView(body, exp);
+      const { body } = await this.client.get<RolloutView>(this.viewPath, { signal: this.deadline, retries: 0 });
+      if (t.outage !== undefined) this.opts.log(`control plane answers again (after: ${t.outage})`);
+      delete t.outage;
+      return this.observeView(body);
     } catch (err) {
       if (err instanceof CliError && err.exitCode === ExitCode.unreachable) {
-        if (outage === undefined) say(`cannot read the rollout (${err.details['lastFailure'] as string}); still trying until the timeout`);
-        outage = String(err.details['lastFailure']);
+        const failure = String(err.details['lastFailure']);
+        if (t.outage === undefined) this.opts.log(`cannot read the rollout (${failure}); still trying until the timeout`);
+        t.outage = failure;
         return undefined;
       }
       throw err;
     }
-  };
+  }
 
-  const stream = async (exp: Expected): Promise<StreamEnd> => {
-    const local = new AbortController();
-    const signal = AbortSignal.any([deadline, local.signal]);
-    let timer: NodeJS.Timeout | undefined;
-    const arm = (ms: number, why: string): void => {
-      clearTimeout(timer);
-      timer = setTimeout(() => { local.abort(new Error(why)); }, ms);
-    };
-    let events = 0;
-    try {
-      arm(Math.max(settings.pollIntervalMs, 10_000), 'no answer');
-      let res: Response;
-      try {
-        res = await fetch(client.url(`${viewPath}/events`), {
-          headers: { ...client.authHeaders(), accept: 'text/event-stream', 'last-event-id': String(revision) },
-          signal,
-          redirect: 'manual',
-        });
-      } catch (err) {
-        if (deadline.aborted) throw new DeadlineError();
-        return { kind: 'dropped', reason: local.signal.aborted ? 'no answer' : describeNetworkError(err), events };
-      }
-      if (res.status >= 500) {
-        await res.body?.cancel().catch(() => undefined);
-        return { kind: 'dropped', reason: `HTTP ${res.status}`, events };
-      }
-      const type = res.headers.get('content-type') ?? '';
-      if (!res.ok || !type.startsWith('text/event-stream') || !res.body) {
-        await res.body?.cancel().catch(() => undefined);
-        return { kind: 'unavailable', reason: res.ok ? `answered ${type || 'no content type'}` : `HTTP ${res.status}` };
-      }
-      arm(INACTIVITY_MS, `no data for ${INACTIVITY_MS / 1000} s`);
-      const decoder = new TextDecoder();
-      let buffer = '';
-      try {
-        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-          arm(INACTIVITY_MS, `no data for ${INACTIVITY_MS / 1000} s`);
-          buffer += decoder.decode(chunk, { stream: true }).replace(/\r\n/g, '\n');
-          let cut: number;
-          while ((cut = buffer.indexOf('\n\n')) >= 0) {
-            const block = buffer.slice(0, cut);
-            buffer = buffer.slice(cut + 2);
-            const message = parseSseBlock(block);
-            if (!message) continue;
-            events++;
-            const verdict = onMessage(message, exp);
-            if (verdict) return { kind: 'stopped', verdict };
-          }
-        }
-      } catch (err) {
-        if (deadline.aborted) throw new DeadlineError();
-        const why = local.signal.reason instanceof Error ? local.signal.reason.message : describeNetworkError(err);
-        return { kind: 'dropped', reason: why, events };
-      }
-      return { kind: 'dropped', reason: 'closed by the server', events };
-    } finally {
-      clearTimeout(timer);
-      local.abort();
+  /** A rollout view (start, polls, refreshes for the sink): remembered, shown, judged. */
+  private observeView (view: RolloutView): Verdict | undefined {
+    const t = this.t;
+    t.lastView = view;
+    t.revision = view.revision;
+    if (this.opts.sink.wantsViews) this.opts.sink.view(view);
+    return this.apply(judgeView(view, t.expected));
+  }
+
+  /** The messages of one stream chunk; the view is re-read once per chunk when the sink draws replicas. */
+  private async observeMessages (messages: SseMessage[]): Promise<Verdict | undefined> {
+    const t = this.t;
+    let moved = false;
+    for (const message of messages) {
+      const snapshot = this.snapshotOfMessage(message);
+      if (!snapshot) continue;
+      const judgement = judgeSnapshot(snapshot, t.expected);
+      const verdict = this.apply(judgement);
+      if (verdict) return verdict;
+      moved ||= judgement.kind === 'progress';
     }
-  };
+    if (moved && this.opts.sink.wantsViews) await this.refreshView();
+    return undefined;
+  }
 
-  const onMessage = (message: { event: string, data: string }, exp: Expected): Verdict | undefined => {
+  /** The status a `status` or `reset` event carries (advancing the revision), or undefined. */
+  private snapshotOfMessage (message: SseMessage): RolloutSnapshot | undefined {
+    const t = this.t;
     let data: unknown;
     try {
       data = JSON.parse(message.data);
@@ -213,182 +269,101 @@ export async function followRollout (client: ApiClient, opts: FollowOptions): Pr
     }
     if (message.event === 'status') {
       const e = data as StatusEvent;
-      if (typeof e.revision === 'number') revision = Math.max(revision, e.revision);
-      return judge(e, exp);
+      if (typeof e.revision === 'number') t.revision = Math.max(t.revision, e.revision);
+      return e;
     }
     if (message.event === 'reset') {
       // The server could not replay every change: it sends the current state instead.
       const reset = data as { revision?: number, latest?: StatusEvent | null };
-      if (typeof reset.revision === 'number') revision = reset.revision;
-      return reset.latest ? judge(reset.latest, exp) : undefined;
+      if (typeof reset.revision === 'number') t.revision = reset.revision;
+      return reset.latest ?? undefined;
     }
     return undefined;
-  };
+  }
 
-  const finish = async (verdict: Verdict | { kind: 'timeout' }, exp: Expected): Promise<WaitResult> => {
-    progress.break();
-    let blocking: BlockingReason[] = [];
-    const outcome: WaitOutcome = verdict.kind === 'terminal' ? verdict.snapshot.status as WaitOutcome : verdict.kind;
-    if (outcome !== 'succeeded' && outcome !== 'rolled-back' && outcome !== 'superseded') {
-      // Why it did not succeed: the view's blocking reasons (best effort, one quick read).
+  /** Records a judgement: progress is remembered and shown; a terminal state is remembered, shown by finish. */
+  private apply (judgement: Judgement): Verdict | undefined {
+    switch (judgement.kind) {
+      case 'ignore':
+        return undefined;
+      case 'progress':
+        this.t.last = judgement.snapshot;
+        this.opts.sink.update(judgement.snapshot);
+        return undefined;
+      case 'terminal':
+        this.t.last = judgement.snapshot;
+        return judgement;
+      case 'superseded':
+        return judgement;
+    }
+  }
+
+  /** The view for the sink only: it does not move the stream's revision or judge anything. */
+  private async refreshView (): Promise<void> {
+    try {
+      const { body } = await this.client.get<RolloutView>(this.viewPath, { signal: this.deadline, retries: 0 });
+      this.t.lastView = body;
+      this.opts.sink.view(body);
+    } catch {
+      // best effort: the next change tries again
+    }
+  }
+
+  /** Step 4: the result, with the view's blocking reasons when the rollout did not succeed. */
+  private async finish (verdict: Verdict | { kind: 'timeout' }): Promise<FollowOutcome> {
+    const t = this.t;
+    const succeeded = verdict.kind === 'terminal' && (verdict.snapshot.status === 'succeeded' || verdict.snapshot.status === 'rolled-back');
+    const explain = !succeeded && verdict.kind !== 'superseded';
+    if (explain || this.opts.sink.wantsViews || this.opts.finalView === true) {
+      // One quick read (not bounded by the deadline, which may be what ended the wait).
       try {
-        const { body } = await client.get<RolloutView>(viewPath, { retries: 0 });
-        lastView = body;
+        const { body } = await this.client.get<RolloutView>(this.viewPath, { retries: 0 });
+        t.lastView = body;
       } catch {
         // keep the last view we had
       }
-      if (lastView?.status?.rolloutId === exp.rolloutId) blocking = lastView.blocking;
     }
-    const s = last;
-    const base = {
-      serviceId,
-      rolloutId: exp.rolloutId,
-      generation: exp.generation,
-      outcome,
-      status: s?.status ?? null,
-      requiredReplicaCount: s?.requiredReplicaCount ?? null,
-      observedReplicaCount: s?.observedReplicaCount ?? null,
-      healthyReplicaCount: s?.healthyReplicaCount ?? null,
-      verifiedReplicaCount: s?.verifiedReplicaCount ?? null,
-      failedReplicaCount: s?.failedReplicaCount ?? null,
-      ...(s?.mismatchReason ? { mismatchReason: s.mismatchReason } : {}),
+    const blocking = explain && t.lastView.status?.rolloutId === t.expected.rolloutId ? t.lastView.blocking : [];
+    const result = waitResultOf({
+      serviceId: this.opts.serviceId,
+      expected: t.expected,
+      verdict,
+      last: t.last,
       blocking,
-      ...(verdict.kind === 'superseded' ? { supersededBy: verdict.by } : {}),
-      via,
-      elapsedMs: Date.now() - started,
-    };
-    const counts = s ? `observed ${s.observedReplicaCount}/${s.requiredReplicaCount}, healthy ${s.healthyReplicaCount}/${s.requiredReplicaCount}, verified ${s.verifiedReplicaCount}/${s.requiredReplicaCount}` : 'no status seen';
-    let message: string;
-    switch (outcome) {
-      case 'succeeded':
-      case 'rolled-back':
-        message = `rollout ${exp.rolloutId} (generation ${exp.generation}) ${outcome}: ${counts}`;
-        break;
-      case 'failed':
-      case 'mismatched':
-        message = `rollout ${exp.rolloutId} (generation ${exp.generation}) ${outcome}: ${s?.mismatchReason ?? 'no reason given'} (${counts})`;
-        break;
-      case 'superseded':
-        message = verdict.kind === 'superseded'
-          ? `rollout ${exp.rolloutId} (generation ${exp.generation}) was superseded by rollout ${verdict.by.rolloutId} (generation ${verdict.by.generation}) before it finished`
-          : '';
-        break;
-      case 'timeout':
-        message = `timed out after ${formatMs(settings.timeoutMs)} waiting for rollout ${exp.rolloutId} (generation ${exp.generation}): ` +
-          `${s ? `${s.status}, ${counts}` : counts}${outage !== undefined ? `; the control plane was unreachable at the end (${outage})` : ''}`;
-        break;
-    }
-    return { ...base, message };
-  };
-
-  try {
-    // 1. Where are we, and which rollout do we wait for?
-    const { body: view } = await client.get<RolloutView>(viewPath, { signal: deadline });
-    revision = view.revision;
-    expected = await resolveExpected(client, view, opts, deadline);
-    const exp = expected;
-    log(`waiting for rollout ${exp.rolloutId} (generation ${exp.generation}) of service ${serviceId}, at most ${formatMs(settings.timeoutMs)}`);
-    let verdict = judgeView(view, exp);
-    if (verdict) return await finish(verdict, exp);
-
-    // 2./3. Stream, or poll.
-    let sse = settings.sse;
-    let drops = 0;
-    for (;;) {
-      if (sse) {
-        const opened = Date.now();
-        const end = await stream(exp);
-        if (end.kind === 'stopped') {
-          via = 'sse';
-          return await finish(end.verdict, exp);
-        }
-        if (end.kind === 'unavailable') {
-          sse = false;
-          via = 'polling';
-          say(`event stream unavailable (${end.reason}); polling every ${formatMs(settings.pollIntervalMs)}`);
-        } else {
-          drops = end.events > 0 || Date.now() - opened > 10_000 ? 1 : drops + 1;
-          if (drops >= MAX_QUICK_DROPS) {
-            sse = false;
-            via = 'polling';
-            say(`event stream keeps dropping (${end.reason}); polling every ${formatMs(settings.pollIntervalMs)} from now on`);
-          } else {
-            say(`event stream dropped (${end.reason}); polling until it reconnects`);
-          }
-        }
-      }
-      verdict = await poll(exp);
-      if (verdict) {
-        via = 'polling';
-        return await finish(verdict, exp);
-      }
-      if (!sse) {
-        await sleep(settings.pollIntervalMs, deadline);
-        continue;
-      }
-      const reconnectAt = Date.now() + Math.min(settings.pollIntervalMs * 2 ** (drops - 1), MAX_RECONNECT_DELAY_MS);
-      while (Date.now() + settings.pollIntervalMs < reconnectAt) {
-        await sleep(settings.pollIntervalMs, deadline);
-        verdict = await poll(exp);
-        if (verdict) {
-          via = 'polling';
-          return await finish(verdict, exp);
-        }
-      }
-      await sleep(Math.max(0, reconnectAt - Date.now()), deadline);
-    }
-  } catch (err) {
-    if (err instanceof DeadlineError || (deadline.aborted && !(err instanceof CliError))) {
-      if (expected) return await finish({ kind: 'timeout' }, expected);
-      throw new CliError(ExitCode.timeout, 'timeout', `timed out after ${formatMs(settings.timeoutMs)} before the rollout of service ${serviceId} could be read`);
-    }
-    throw err;
+      via: t.via,
+      elapsedMs: Date.now() - this.started,
+      timeoutMs: this.opts.settings.timeoutMs,
+      outage: t.outage,
+    });
+    return { result, view: t.lastView };
   }
 }
 
 /** The rollout to wait for: the given one (checked against the history), else the current plan's. */
-async function resolveExpected (client: ApiClient, view: RolloutView, opts: FollowOptions, signal: AbortSignal): Promise<Expected> {
+async function resolveExpected (client: ApiClient, view: RolloutView, opts: FollowOptions, signal: AbortSignal): Promise<RolloutRef> {
   const plan = view.plan;
   if (opts.rolloutId === undefined) {
     if (!plan) {
-      throw new CliError(ExitCode.refused, 'no-current-rollout', `service ${opts.serviceId} has no rollout to wait for (nothing was ever promoted)`, { currentGeneration: 0 });
+      throw new CliError({
+        exitCode: ExitCode.refused,
+        code: 'no-current-rollout',
+        message: `service ${opts.serviceId} has no rollout to wait for (nothing was ever promoted)`,
+        details: { currentGeneration: 0 },
+      });
     }
     return { rolloutId: plan.rolloutId, generation: plan.rolloutGeneration };
   }
   if (plan?.rolloutId === opts.rolloutId) return { rolloutId: plan.rolloutId, generation: plan.rolloutGeneration };
   if (opts.generation !== undefined) return { rolloutId: opts.rolloutId, generation: opts.generation };
   const wanted = opts.rolloutId;
-  const entry = await findRollout(client, opts.serviceId, (e) => e.rolloutId === wanted, signal);
+  const entry = await findRollout({ client, serviceId: opts.serviceId, predicate: (e) => e.rolloutId === wanted, signal });
   if (!entry) {
-    throw new CliError(ExitCode.refused, 'rollout-not-found', `service ${opts.serviceId} has no rollout '${wanted}' (current: ${plan?.rolloutId ?? 'none'})`, {
-      currentRolloutId: plan?.rolloutId ?? null,
-      currentGeneration: plan?.rolloutGeneration ?? 0,
+    throw new CliError({
+      exitCode: ExitCode.refused,
+      code: 'rollout-not-found',
+      message: `service ${opts.serviceId} has no rollout '${wanted}' (current: ${plan?.rolloutId ?? 'none'})`,
+      details: { currentRolloutId: plan?.rolloutId ?? null, currentGeneration: plan?.rolloutGeneration ?? 0 },
     });
   }
   return { rolloutId: entry.rolloutId, generation: entry.generation };
-}
-
-/** One SSE block → its event name and data; undefined for comments-only blocks. */
-export function parseSseBlock (block: string): { event: string, data: string, id?: string } | undefined {
-  let event = 'message';
-  let id: string | undefined;
-  const data: string[] = [];
-  for (const line of block.split('\n')) {
-    if (line === '' || line.startsWith(':')) continue;
-    const colon = line.indexOf(':');
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-    if (field === 'event') event = value;
-    else if (field === 'data') data.push(value);
-    else if (field === 'id') id = value;
-  }
-  if (data.length === 0) return undefined;
-  return { event, data: data.join('\n'), ...(id !== undefined ? { id } : {}) };
-}
-
-export function formatMs (ms: number): string {
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
-  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
-  if (ms % 1_000 === 0) return `${ms / 1_000}s`;
-  return `${ms}ms`;
 }

@@ -1,4 +1,7 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ApiError, CliError, ExitCode } from './errors.js';
+import type { ApiRequest } from './requests.js';
 
 /**
  * The control plane's REST API over global fetch, with the retry policy CI needs:
@@ -25,8 +28,6 @@ export interface ClientOptions {
 }
 
 export interface RequestOptions {
-  body?: unknown;
-  headers?: Record<string, string>;
   /** Ends every attempt and the backoff sleeps (the `--timeout` of wait). */
   signal?: AbortSignal;
   /** Overrides the client's retry count (0: one attempt). */
@@ -98,6 +99,50 @@ export function describeNetworkError (err: unknown): string {
   return parts.length > 0 ? parts.join(' ← ') : String(err);
 }
 
+/**
+ * Works around a hang of the fetch that Node 20 and 22 bundle (undici 6): the first HTTP connection
+ * of a process waits for undici's HTTP parser (WebAssembly) to compile AFTER its socket connected,
+ * and only then listens for the socket's 'error' and 'close'. When the peer resets or closes the
+ * connection in that window (a proxy or load balancer refusing work, a server restarting), those
+ * events have already fired: the request never settles and hangs until its per-attempt timeout
+ * (`--request-timeout`, 30 s) instead of failing at once and being retried. Fixed in undici 7
+ * (nodejs/undici#3859, "fix: missing error handler"); not in its 6.x line.
+ *
+ * One request to a loopback server of this process compiles the parser before any real connection
+ * is made. Best effort: if it cannot be done, the per-attempt timeout still bounds the hang.
+ */
+let parserReady: Promise<void> | undefined;
+const PRIME_TIMEOUT_MS = 5_000;
+
+export function primeFetch (): Promise<void> {
+  const major = Number((process.versions['undici'] ?? '0').split('.')[0]);
+  if (major >= 7) return Promise.resolve();
+  parserReady ??= (async () => {
+    // node:http answers only after it has read the request, i.e. after undici attached its listeners.
+    const server: Server = createServer((_req, res) => { res.writeHead(204, { connection: 'close' }).end(); });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', resolve);
+      });
+      const { port } = server.address() as AddressInfo;
+      const res = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(PRIME_TIMEOUT_MS) });
+      await res.body?.cancel();
+    } catch {
+      // nothing to do: see above
+    } finally {
+      server.close();
+    }
+  })();
+  return parserReady;
+}
+
+/** Global fetch, once the parser is ready (see primeFetch). */
+export async function safeFetch (url: string, init: RequestInit): Promise<Response> {
+  await primeFetch();
+  return await fetch(url, init);
+}
+
 const RETRYABLE_STATUS = new Set([408, 429]);
 
 const parseBody = (text: string): unknown => {
@@ -126,27 +171,25 @@ export class ApiClient {
     return { authorization: `Bearer ${this.opts.token}` };
   }
 
+  /** GET of a path (the rollout view, while following). */
   async get<T> (path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
-    return await this.request<T>('GET', path, opts);
-  }
-
-  async post<T> (path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
-    return await this.request<T>('POST', path, opts);
+    return await this.send<T>({ method: 'GET', path }, opts);
   }
 
   /** One logical request: attempts until an answer that is not retryable, or the retries run out. */
-  async request<T> (method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
+  async send<T> (req: ApiRequest, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
+    const { method, path } = req;
     const retries = opts.retries ?? this.opts.retries;
-    const headers: Record<string, string> = { accept: 'application/json', ...this.authHeaders(), ...opts.headers };
-    if (opts.body !== undefined) headers['content-type'] = 'application/json';
-    const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    const headers: Record<string, string> = { accept: 'application/json', ...this.authHeaders(), ...req.headers };
+    if (req.body !== undefined) headers['content-type'] = 'application/json';
+    const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
     let lastFailure = '';
     for (let attempt = 0; ; attempt++) {
       if (opts.signal?.aborted) throw new DeadlineError();
       let waitAtLeast = 0;
       try {
         const signals = [AbortSignal.timeout(this.opts.requestTimeoutMs), ...(opts.signal ? [opts.signal] : [])];
-        const res = await fetch(this.url(path), {
+        const res = await safeFetch(this.url(path), {
           method,
           headers,
           ...(payload === undefined ? {} : { body: payload }),
@@ -157,7 +200,10 @@ export class ApiClient {
         const text = await res.text();
         const body = parseBody(text);
         if (res.ok) {
-          if (body === undefined) throw new CliError(ExitCode.unreachable, 'bad-response', `${method} ${path}: ${res.status} with a body that is not JSON`);
+          if (body === undefined) {
+            const message = `${method} ${path}: ${res.status} with a body that is not JSON`;
+            throw new CliError({ exitCode: ExitCode.unreachable, code: 'bad-response', message });
+          }
           return { status: res.status, headers: res.headers, body: body as T };
         }
         const problem = isObject(body) ? body : {};
@@ -167,7 +213,7 @@ export class ApiClient {
           ? problem['detail']
           : location !== null ? `redirected to ${location}: set CLOUDLY_URL to the final address` : (text.slice(0, 200) || res.statusText);
         const retryable = res.status >= 500 || RETRYABLE_STATUS.has(res.status) || code === 'idempotency-request-in-progress';
-        if (!retryable) throw new ApiError(res.status, code, `${code}: ${detail}`, problem);
+        if (!retryable) throw new ApiError({ status: res.status, code, message: `${code}: ${detail}`, problem });
         lastFailure = `${res.status} ${code}: ${detail}`;
         waitAtLeast = retryAfterMs(res.headers.get('retry-after')) ?? 0;
       } catch (err) {
@@ -176,9 +222,12 @@ export class ApiClient {
         lastFailure = describeNetworkError(err);
       }
       if (attempt >= retries) {
-        throw new CliError(ExitCode.unreachable, 'unreachable',
-          `${method} ${this.url(path)} failed after ${attempt + 1} ${attempt === 0 ? 'attempt' : 'attempts'}: ${lastFailure}`,
-          { lastFailure, attempts: attempt + 1 });
+        throw new CliError({
+          exitCode: ExitCode.unreachable,
+          code: 'unreachable',
+          message: `${method} ${this.url(path)} failed after ${attempt + 1} ${attempt === 0 ? 'attempt' : 'attempts'}: ${lastFailure}`,
+          details: { lastFailure, attempts: attempt + 1 },
+        });
       }
       const delay = Math.max(waitAtLeast, backoffMs(attempt, this.random));
       this.opts.log(`${method} ${path}: ${lastFailure}; retry ${attempt + 1}/${retries} in ${(delay / 1000).toFixed(1)} s`);

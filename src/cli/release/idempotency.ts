@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { MAX_REASON_LENGTH } from './args.js';
 
 /**
- * Idempotency keys for promote / rollback.
+ * Idempotency keys for promote / rollback / abort.
  *
  * Rule: one key per (CI job attempt, service, release, operation). Everything that repeats
  * the same job attempt — the CLI's own retries, the step run again by a retry wrapper or a
@@ -109,8 +109,9 @@ export function detectCiRun (env: NodeJS.ProcessEnv): CiRun | undefined {
 
 export interface KeyInput {
   serviceId: string;
-  releaseId: string;
-  operation: 'promote' | 'rollback';
+  /** Promote and rollback name a release; abort does not (the server picks the last verified one). */
+  releaseId?: string;
+  operation: 'promote' | 'rollback' | 'abort';
 }
 
 export interface IdempotencyKey {
@@ -123,7 +124,7 @@ export interface IdempotencyKey {
 /**
  * The key of this request: `--idempotency-key`, else derived from the CI job attempt,
  * else random. A derived key is `cr1-<ci>-<operation>-<32 hex>`: the hash covers the CI
- * variables, the service, the release and the operation, so it contains no characters an
+ * variables, the service, the release (none for abort) and the operation, so it contains no characters an
  * Idempotency-Key may not carry (Jenkins job names have spaces) and reveals nothing.
  */
 export function idempotencyKeyFor (input: KeyInput, env: NodeJS.ProcessEnv, flag?: string): IdempotencyKey {
@@ -152,5 +153,6 @@ export const idempotencyKeyHash = (serviceId: string, key: string): string =>
  * the environment — never from a clock.
  */
 export function reasonFor (input: KeyInput, key: IdempotencyKey, given?: string): string {
-  return (given ?? `cloudly-release ${input.operation} ${input.releaseId}${key.run ? ` (${key.run.description})` : ''}`).slice(0, MAX_REASON_LENGTH);
+  const what = input.releaseId === undefined ? input.operation : `${input.operation} ${input.releaseId}`;
+  return (given ?? `cloudly-release ${what}${key.run ? ` (${key.run.description})` : ''}`).slice(0, MAX_REASON_LENGTH);
 }

@@ -1,37 +1,55 @@
-import { parseInvocation, type Command } from './args.js';
+import { parseInvocation, requestedFormat, type OutputSettings } from './args.js';
 import { runCommand } from './commands.js';
+import { completionScript } from './completion.js';
 import { CliError, ExitCode } from './errors.js';
 import { ApiClient } from './http.js';
-import { Progress, type Io } from './output.js';
+import { LiveView } from './live.js';
+import type { Command } from './options.js';
+import { documentRenderer, Progress, type FollowSink, type Io } from './output.js';
+import { packageVersion } from './version.js';
 
 const PREFIX = 'cloudly-release';
 
 const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').trim();
 
 /**
+ * Where a followed rollout is shown. Table output: stdout — the live view on a terminal that
+ * can move its cursor, else plain lines. `-o json|yaml`: stdout carries only the document, so
+ * stderr — one line rewritten in place on a terminal, else plain lines.
+ */
+export function sinkFor (io: Io, output: OutputSettings, env: NodeJS.ProcessEnv): FollowSink {
+  const dumb = env['TERM'] === 'dumb';
+  if (output.format !== 'table') return new Progress(io.stderr, { rewrite: io.stderr.isTTY === true && !dumb });
+  if (io.stdout.isTTY === true && !dumb) return new LiveView(io.stdout, { color: output.color });
+  return new Progress(io.stdout, { rewrite: false });
+}
+
+/**
  * Runs one command line; returns the exit code. Everything the command produces goes to
- * `io`: the result on stdout (one JSON document with --json), logs on stderr.
+ * `io`: the result on stdout (one document with -o json|yaml), logs on stderr.
  */
 export async function main (argv: string[], env: NodeJS.ProcessEnv, io: Io): Promise<number> {
-  // Set once the output mode is known; log lines end a live progress line first.
-  const live: { progress?: Progress } = {};
+  // Set once the output mode is known: log lines make room around what the sink has drawn.
+  const live: { sink?: FollowSink } = {};
   const log = (line: string): void => {
-    live.progress?.break();
+    live.sink?.suspend();
     io.stderr.write(`${PREFIX}: ${oneLine(line)}\n`);
+    live.sink?.resume();
   };
-  const fail = (err: unknown, command: Command | null, json: boolean): number => {
-    live.progress?.break();
+  const fail = async (err: unknown, command: Command | null, format: OutputSettings['format']): Promise<number> => {
+    live.sink?.close();
     const error = err instanceof CliError
       ? err
-      : new CliError(ExitCode.refused, 'internal-error', `unexpected error (a bug in cloudly-release): ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-    io.stderr.write(`${PREFIX}: ${oneLine(error.message)}${error.exitCode === ExitCode.usage && error.code === 'usage' ? ` (see ${PREFIX} --help)` : ''}\n`);
-    if (json) {
-      io.stdout.write(`${JSON.stringify({
-        ok: false,
-        command,
-        exitCode: error.exitCode,
-        error: { ...error.details, code: error.code, message: oneLine(error.message) },
-      })}\n`);
+      : new CliError({
+        exitCode: ExitCode.refused,
+        code: 'internal-error',
+        message: `unexpected error (a bug in cloudly-release): ${err instanceof Error ? err.stack ?? err.message : String(err)}`,
+      });
+    const hint = error.exitCode === ExitCode.usage && error.code === 'usage' ? ` (see ${PREFIX} --help)` : '';
+    io.stderr.write(`${PREFIX}: ${oneLine(error.message)}${hint}\n`);
+    if (format !== 'table') {
+      const doc = { ok: false, command, exitCode: error.exitCode, error: { ...error.details, code: error.code, message: oneLine(error.message) } };
+      io.stdout.write(`${(await documentRenderer(format))(doc)}\n`);
     }
     return error.exitCode;
   };
@@ -40,28 +58,37 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, io: Io): Pro
   try {
     invocation = parseInvocation(argv, env);
   } catch (err) {
-    return fail(err, null, argv.includes('--json'));
+    return await fail(err, null, requestedFormat(argv));
   }
-  if (invocation.kind === 'help') {
-    io.stdout.write(`${invocation.text}\n`);
-    return ExitCode.ok;
+  switch (invocation.kind) {
+    case 'help':
+      io.stdout.write(`${invocation.text}\n`);
+      return ExitCode.ok;
+    case 'version':
+      io.stdout.write(`${packageVersion() ?? 'unknown'}\n`);
+      return ExitCode.ok;
+    case 'completion':
+      io.stdout.write(completionScript(invocation.shell));
+      return ExitCode.ok;
+    case 'run':
+      break;
   }
-  const { command, json, connection, args } = invocation;
-  const progress = new Progress(json ? io.stderr : io.stdout);
-  live.progress = progress;
+  const { command, output, connection, args } = invocation;
+  const sink = sinkFor(io, output, env);
+  live.sink = sink;
   const client = new ApiClient({ ...connection, log });
   try {
-    const result = await runCommand({ client, env, io, json, log, progress }, args);
-    progress.break();
-    if (json) {
-      io.stdout.write(`${JSON.stringify({ ok: result.exitCode === ExitCode.ok, command, exitCode: result.exitCode, ...result.json })}\n`);
-      // The CI log should say why without parsing the JSON.
-      if (result.exitCode !== ExitCode.ok) for (const line of result.text.split('\n')) io.stderr.write(`${PREFIX}: ${line}\n`);
-    } else {
+    const result = await runCommand({ client, env, io, output, log, sink }, args);
+    if (output.format !== 'table') {
+      const doc = { ok: result.exitCode === ExitCode.ok, command, exitCode: result.exitCode, ...result.json };
+      io.stdout.write(`${(await documentRenderer(output.format))(doc)}\n`);
+      // The CI log should say why without parsing the document (unless the sink already said it on stderr).
+      if (result.exitCode !== ExitCode.ok && !result.shown) for (const line of result.text.split('\n')) io.stderr.write(`${PREFIX}: ${line}\n`);
+    } else if (!result.shown) {
       io.stdout.write(`${result.text}\n`);
     }
     return result.exitCode;
   } catch (err) {
-    return fail(err, command, json);
+    return await fail(err, command, output.format);
   }
 }

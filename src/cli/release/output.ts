@@ -1,9 +1,21 @@
-import type { BlockingReason, IImageRelease, RolloutSnapshot, RolloutView } from './api.js';
+import type {
+  BlockingReason, IImageRelease, RolloutHistoryEntry, RolloutSnapshot, RolloutView, ServiceSummary,
+} from './api.js';
 
 /** Where a command writes: its result, and log lines (always stderr). */
 export interface Io {
-  stdout: NodeJS.WritableStream & { isTTY?: boolean };
-  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  stdout: NodeJS.WritableStream & { isTTY?: boolean, columns?: number, rows?: number };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean, columns?: number, rows?: number };
+}
+
+/**
+ * How the one document of `-o json` (one line) or `-o yaml` is written. The yaml package is
+ * loaded only when YAML is asked for: every other run of the CLI starts without it.
+ */
+export async function documentRenderer (format: 'json' | 'yaml'): Promise<(doc: Record<string, unknown>) => string> {
+  if (format === 'json') return (doc) => JSON.stringify(doc);
+  const { stringify } = await import('yaml');
+  return (doc) => stringify(doc, { lineWidth: 0 }).trimEnd();
 }
 
 export const shortDigest = (digest: string): string => {
@@ -11,10 +23,11 @@ export const shortDigest = (digest: string): string => {
   return hex === undefined ? digest.slice(0, 19) : `${algo}:${hex.slice(0, 12)}`;
 };
 
-/** `2026-05-01T12:00:00Z` (seconds are enough for a terminal). */
-export const isoTime = (ms: number | undefined): string => (ms === undefined ? '-' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'));
+/** `2026-05-01T12:00:00Z` (seconds are enough for a terminal); '-' for what is not a time. */
+export const isoTime = (ms: unknown): string =>
+  (typeof ms !== 'number' || !Number.isFinite(ms) ? '-' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'));
 
-const clip = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+export const clip = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`);
 
 /** Left-aligned columns, two spaces apart. */
 export function table (header: string[], rows: string[][]): string {
@@ -23,7 +36,10 @@ export function table (header: string[], rows: string[][]): string {
   return [line(header), ...rows.map(line)].join('\n');
 }
 
-/** A release as `list --json` shows it: flat, with the fields CI scripts pick. */
+/** A field of a tolerant read: the text of a string or number, else '-'. */
+const text = (value: unknown): string => (typeof value === 'string' && value !== '' ? value : typeof value === 'number' ? String(value) : '-');
+
+/** A release as `list -o json` shows it: flat, with the fields CI scripts pick. */
 export function releaseRow (release: IImageRelease) {
   const d = release.data;
   return {
@@ -55,6 +71,50 @@ export function releaseTable (releases: IImageRelease[]): string {
   );
 }
 
+/**
+ * The rollout history as a table. Tolerant: a missing field shows '-', fields it does not know
+ * are left to `-o json|yaml`; an OUTCOME column appears once the server reports outcomes.
+ */
+export function historyTable (entries: RolloutHistoryEntry[]): string {
+  const withOutcome = entries.some((e) => typeof e['outcome'] === 'string');
+  return table(
+    ['GEN', 'ROLLOUT', 'MODE', 'RELEASE', 'DIGEST', ...(withOutcome ? ['OUTCOME'] : []), 'CREATED', 'BY', 'REASON'],
+    entries.map((e) => [
+      text(e.generation),
+      text(e.rolloutId),
+      e.mode === 'rollback' && typeof e.rollbackOfRolloutId === 'string' ? `rollback of ${e.rollbackOfRolloutId}` : text(e.mode),
+      text(e.releaseId),
+      typeof e.requestedDigest === 'string' ? shortDigest(e.requestedDigest) : '-',
+      ...(withOutcome ? [text(e['outcome'])] : []),
+      isoTime(e.createdAt),
+      text((e.issuedBy as { subject?: unknown } | undefined)?.subject),
+      clip(text(e.reason), 60),
+    ])
+  );
+}
+
+/** Services and their rollout state. Tolerant like historyTable. */
+export function servicesTable (services: ServiceSummary[]): string {
+  return table(
+    ['SERVICE', 'NAME', 'GEN', 'ROLLOUT', 'MODE', 'STATUS', 'VERIFIED', 'RELEASE', 'UPDATED', 'HOLD'],
+    services.map((s) => {
+      const r = s.rollout;
+      return [
+        text(s.id),
+        clip(text(s.name), 40),
+        text(r?.rolloutGeneration),
+        text(r?.rolloutId),
+        text(r?.mode),
+        r ? `${text(r.status)}${r.mismatchReason ? ` (${r.mismatchReason})` : ''}` : 'no rollout',
+        r ? `${text(r.verifiedReplicaCount)}/${text(r.requiredReplicaCount)}` : '-',
+        text(r?.releaseId),
+        isoTime(r?.updatedAt),
+        s.automationHold ? `on hold since ${isoTime(s.automationHold.since)}` : '-',
+      ];
+    })
+  );
+}
+
 /** `observed 2/6, healthy 2/6, verified 0/6` (+ failed, + the mismatch reason). */
 export function countsText (s: RolloutSnapshot): string {
   const r = s.requiredReplicaCount;
@@ -68,9 +128,17 @@ export const progressLine = (s: RolloutSnapshot): string =>
 
 export const blockingLines = (blocking: BlockingReason[], max = 20): string[] => {
   const lines = blocking.slice(0, max).map((b) => `  ${b.reason}: ${b.detail}`);
-  if (blocking.length > max) lines.push(`  … and ${blocking.length - max} more (cloudly-release status --json shows all)`);
+  if (blocking.length > max) lines.push(`  … and ${blocking.length - max} more (cloudly-release status -o json shows all)`);
   return lines;
 };
+
+/** A wait's result for humans: its line, then what blocks the rollout. */
+export const waitText = (r: { message: string, blocking: BlockingReason[] }): string =>
+  [r.message, ...(r.blocking.length > 0 ? ['blocking', ...blockingLines(r.blocking)] : [])].join('\n');
+
+/** The status of the view's own rollout, if the view has one. */
+export const currentStatus = (view: RolloutView): RolloutView['status'] =>
+  (view.plan && view.status?.rolloutId === view.plan.rolloutId ? view.status : undefined);
 
 export function statusText (view: RolloutView): string {
   const out: string[] = [`service   ${view.serviceId}`];
@@ -81,17 +149,14 @@ export function statusText (view: RolloutView): string {
   }
   const scope = plan.targetScope;
   out.push(
-    `rollout   ${plan.rolloutId} (generation ${plan.rolloutGeneration}, ${plan.mode}${plan.rollbackOfRolloutId ? ` of ${plan.rollbackOfRolloutId}` : ''}) issued ${isoTime(plan.createdAt)}`,
+    `rollout   ${plan.rolloutId} (generation ${plan.rolloutGeneration}, ${plan.mode}${plan.rollbackOfRolloutId ? ` of ${plan.rollbackOfRolloutId}` : ''}) ` +
+      `issued ${isoTime(plan.createdAt)}`,
     `release   ${plan.releaseId}  ${plan.digestPinnedImageReference}`,
     `targets   clusters ${scope.targetClusterIds.join(', ') || '-'}; nodes ${clip(scope.targetNodeNames.join(', ') || '-', 120)}; ` +
       `${scope.replicasPerNode} per node, ${scope.requiredReplicaCount} required`
   );
-  const status = view.status;
-  if (status && status.rolloutId === plan.rolloutId) {
-    out.push(`status    ${status.status}: ${countsText(status)} (updated ${isoTime(status.updatedAt)})`);
-  } else {
-    out.push('status    no status for this rollout yet');
-  }
+  const status = currentStatus(view);
+  out.push(status ? `status    ${status.status}: ${countsText(status)} (updated ${isoTime(status.updatedAt)})` : 'status    no status for this rollout yet');
   if (view.reporters.length > 0) {
     out.push('reporters');
     for (const r of view.reporters) {
@@ -102,28 +167,53 @@ export function statusText (view: RolloutView): string {
   }
   if (view.blocking.length > 0) out.push('blocking', ...blockingLines(view.blocking));
   if (view.automationHold) {
-    out.push(`automatic promotion on hold since ${isoTime(view.automationHold.since)} (rollback ${view.automationHold.rolloutId} by ${view.automationHold.by})`);
+    const hold = view.automationHold;
+    out.push(`automatic promotion on hold since ${isoTime(hold.since)} (rollback ${hold.rolloutId} by ${hold.by})`);
   }
   return out.join('\n');
 }
 
 /**
- * The live progress line of `wait`: on a terminal one line rewritten in place (`\r`),
+ * Where a followed rollout is shown while it moves (`wait`, `--wait`, `status --watch`): the
+ * plain progress lines below, or the live view on a terminal (live.ts). The final state is
+ * not progress: `finish` shows it, once.
+ */
+export interface FollowSink {
+  /** True when the sink draws replicas: the follower then re-reads the rollout view on each change. */
+  readonly wantsViews: boolean;
+  /** A new, non-terminal state of the followed rollout. */
+  update(s: RolloutSnapshot): void;
+  /** A fresh rollout view (only asked for with `wantsViews`). */
+  view(v: RolloutView): void;
+  /** A log line is about to go to stderr: end or erase what is drawn. */
+  suspend(): void;
+  /** The log line was written: draw again. */
+  resume(): void;
+  /** The final state, in place of the progress. */
+  finish(summary: string, view?: RolloutView): void;
+  /** Nothing more will be drawn (an error ends the command): leave what is shown, end any open line. */
+  close(): void;
+}
+
+/**
+ * The progress of a followed rollout as lines: on a terminal one line rewritten in place (`\r`),
  * otherwise (CI logs) one plain line per change. Nothing is written when nothing changed.
  */
-export class Progress {
+export class Progress implements FollowSink {
+  readonly wantsViews = false;
   private last = '';
   private open = false;
+  private readonly rewrite: boolean;
 
-  constructor (private readonly out: NodeJS.WritableStream & { isTTY?: boolean }) {}
-
-  private get tty (): boolean { return this.out.isTTY === true; }
+  constructor (private readonly out: NodeJS.WritableStream & { isTTY?: boolean }, opts: { rewrite?: boolean } = {}) {
+    this.rewrite = opts.rewrite ?? out.isTTY === true;
+  }
 
   update (s: RolloutSnapshot): void {
     const line = progressLine(s);
     if (line === this.last) return;
     this.last = line;
-    if (this.tty) {
+    if (this.rewrite) {
       this.out.write(`\r\x1b[2K${line}`);
       this.open = true;
     } else {
@@ -131,10 +221,28 @@ export class Progress {
     }
   }
 
+  view (): void {}
+
   /** Ends the rewritten line (before a log line or the result). */
   break (): void {
     if (!this.open) return;
     this.out.write('\n');
     this.open = false;
+  }
+
+  suspend (): void {
+    this.break();
+  }
+
+  resume (): void {}
+
+  close (): void {
+    this.break();
+  }
+
+  finish (summary: string): void {
+    if (this.open) this.out.write('\r\x1b[2K');
+    this.open = false;
+    this.out.write(`${summary}\n`);
   }
 }

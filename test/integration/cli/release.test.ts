@@ -1,243 +1,33 @@
 import { createHash } from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
-import {
-  createFixtureService, httpCaller, promote, pushRelease, registerCluster, type Caller, type FixtureService, bearer,
-} from '../../support/fixtures.js';
-import { startFleet, type Fleet } from '../../support/fleet.js';
-import { fullReplicas, reportBody, verifiedReplica } from '../../support/reports.js';
-import { parseDuration } from '../../../src/cli/release/args.js';
-import { backoffMs, retryAfterMs } from '../../../src/cli/release/http.js';
-import { idempotencyKeyFor, type KeyInput } from '../../../src/cli/release/idempotency.js';
-import { Progress } from '../../../src/cli/release/output.js';
+import { promote, type Caller } from '../../support/fixtures.js';
+import type { Fleet } from '../../support/fleet.js';
+import { verifiedReplica } from '../../support/reports.js';
+import { startCliFleet, type CliFleet } from './cliFleet.js';
+import { github, killCliChildren, runCli, startCli, startProxy, type Proxy, type ProxyOptions } from './harness.js';
 
 /**
  * The CLI as a CI job runs it: a child process (`node dist/src/cli/release.js`), no TTY,
  * configured by environment variables only, against real server processes. Network
- * failures are injected by a TCP proxy between the CLI and a server. TEST_LOG=1 prints
- * every CLI run's exit code, stdout and stderr.
+ * failures are injected by a TCP proxy between the CLI and a server (harness.ts).
+ * TEST_LOG=1 prints every CLI run's exit code, stdout and stderr.
  */
 
-const cliEntry = join(import.meta.dirname, '..', '..', '..', 'dist', 'src', 'cli', 'release.js');
-
-// ---------------------------------------------------------------------------------------
-// Running the CLI: every child is bounded (killed on timeout) and killed when the file ends.
-// ---------------------------------------------------------------------------------------
-
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed as the one JSON document `--json` promises. */
-  json: () => any; // the test reads fields freely
-}
-
-interface CliChild {
-  done: Promise<CliRun>;
-  /** Resolves when stderr has a line matching `re` (the CLI is following). */
-  waitForStderr(re: RegExp, timeoutMs?: number): Promise<void>;
-}
-
-const liveChildren = new Set<ChildProcess>();
-process.on('exit', () => { for (const c of liveChildren) c.kill('SIGKILL'); });
-
-let baseEnv: Record<string, string> = {};
-
-/** `env` values of `undefined` remove a variable of the base environment. */
-function startCli (args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 30_000): CliChild {
-  const merged: Record<string, string> = { PATH: process.env['PATH'] ?? '' };
-  for (const [k, v] of Object.entries({ ...baseEnv, ...env })) if (v !== undefined) merged[k] = v;
-  const child = spawn(process.execPath, [cliEntry, ...args], { env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
-  liveChildren.add(child);
-  let stdout = '';
-  let stderr = '';
-  const watchers = new Set<() => void>();
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-    stderr += d;
-    for (const w of [...watchers]) w();
-  });
-  const done = new Promise<CliRun>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`cloudly-release ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, timeoutMs);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      liveChildren.delete(child);
-      if (process.env['TEST_LOG']) console.log(`$ cloudly-release ${args.join(' ')}\n--- exit ${code}\n--- stdout\n${stdout}--- stderr\n${stderr}`);
-      for (const w of [...watchers]) w();
-      resolve({
-        code,
-        stdout,
-        stderr,
-        json: () => {
-          try {
-            return JSON.parse(stdout);
-          } catch {
-            throw new Error(`stdout is not one JSON document:\n${stdout}\nstderr: ${stderr}`);
-          }
-        },
-      });
-    });
-  });
-  return {
-    done,
-    waitForStderr: (re, ms = 15_000) => new Promise<void>((resolve, reject) => {
-      const check = (): void => {
-        if (re.test(stderr)) {
-          watchers.delete(check);
-          clearTimeout(timer);
-          resolve();
-        } else if (child.exitCode !== null || child.signalCode !== null) {
-          watchers.delete(check);
-          clearTimeout(timer);
-          reject(new Error(`the CLI exited before printing ${re}\nstdout: ${stdout}\nstderr: ${stderr}`));
-        }
-      };
-      const timer = setTimeout(() => {
-        watchers.delete(check);
-        reject(new Error(`no ${re} on stderr within ${ms} ms\nstderr: ${stderr}`));
-      }, ms);
-      watchers.add(check);
-      check();
-    }),
-  };
-}
-
-const runCli = async (args: string[], env: Record<string, string | undefined> = {}, timeoutMs?: number): Promise<CliRun> =>
-  await startCli(args, env, timeoutMs).done;
-
-// ---------------------------------------------------------------------------------------
-// A TCP proxy that injects failures between the CLI and one server process.
-// ---------------------------------------------------------------------------------------
-
-/** What the proxy does with one HTTP request (seen by its request line). */
-type Action =
-  | 'pass'
-  /** Forward the request, then destroy the client socket when the response starts: applied, never heard. */
-  | 'drop-response'
-  /** Forward the request, pass the first chunk of the response, then cut the connection (an SSE stream dropping). */
-  | 'cut-after-first-chunk'
-  /** Answer 404 itself (a gateway without the route). */
-  | 'not-found';
-
-interface ProxyOptions {
-  /** Reset this many connections at once (RST), before any byte is read. */
-  resetFirstConnections?: number;
-  /** Reset every connection. */
-  resetAll?: boolean;
-  policy?: (req: { method: string, path: string }) => Action;
-}
-
-interface Proxy {
-  url: string;
-  requests: Array<{ method: string, path: string, action: Action }>;
-  connections: number;
-  close(): Promise<void>;
-}
-
-/** `target`: the server's URL, or a function choosing it for each new connection. */
-async function startProxy (target: string | (() => string), opts: ProxyOptions = {}): Promise<Proxy> {
-  const sockets = new Set<Socket>();
-  const proxy: Proxy = { url: '', requests: [], connections: 0, close: async () => undefined };
-  const server: Server = createServer((client) => {
-    proxy.connections++;
-    sockets.add(client);
-    client.on('close', () => sockets.delete(client));
-    client.on('error', () => undefined);
-    if (opts.resetAll || proxy.connections <= (opts.resetFirstConnections ?? 0)) {
-      client.resetAndDestroy();
-      return;
-    }
-    const { hostname, port } = new URL(typeof target === 'string' ? target : target());
-    const upstream = connect(Number(port), hostname);
-    sockets.add(upstream);
-    upstream.on('close', () => { sockets.delete(upstream); client.destroy(); });
-    upstream.on('error', () => undefined);
-    client.on('close', () => upstream.destroy());
-    let action: Action = 'pass';
-    let passed = 0;
-    client.on('data', (chunk: Buffer) => {
-      for (const m of chunk.toString('latin1').matchAll(/^([A-Z]+) (\S+) HTTP\/1\.1\r$/gm)) {
-        const req = { method: m[1]!, path: m[2]! };
-        action = opts.policy?.(req) ?? 'pass';
-        proxy.requests.push({ ...req, action });
-        passed = 0;
-      }
-      if (action === 'not-found') {
-        const body = JSON.stringify({ code: 'not-found', detail: 'no such route here' });
-        client.end(`HTTP/1.1 404 Not Found\r\ncontent-type: application/problem+json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
-        upstream.destroy();
-        return;
-      }
-      upstream.write(chunk);
-    });
-    client.on('end', () => upstream.end());
-    upstream.on('data', (chunk: Buffer) => {
-      if (action === 'drop-response') {
-        client.destroy();
-        upstream.destroy();
-        return;
-      }
-      if (action === 'cut-after-first-chunk') {
-        if (passed++ > 0) return;
-        client.write(chunk);
-        setTimeout(() => { client.destroy(); upstream.destroy(); }, 50);
-        return;
-      }
-      client.write(chunk);
-    });
-    upstream.on('end', () => client.end());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  proxy.close = async () => {
-    for (const s of sockets) s.destroy();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  };
-  return proxy;
-}
-
-// ---------------------------------------------------------------------------------------
-
-/** The variables of one GitHub Actions job attempt. */
-const github = (runId: string, attempt = '1'): Record<string, string> => ({
-  GITHUB_ACTIONS: 'true',
-  GITHUB_REPOSITORY: 'acme/shop',
-  GITHUB_RUN_ID: runId,
-  GITHUB_RUN_ATTEMPT: attempt,
-  GITHUB_JOB: 'deploy',
-});
-
 describe('cloudly-release (the CLI, as CI runs it)', () => {
+  let cf: CliFleet;
   let fleet: Fleet;
   let callers: Caller[];
-  let admin: string;
   let api: string;
-  let coreflow: string;
   const proxies: Proxy[] = [];
   let runSeq = 0;
-  const sequences = new Map<string, number>();
 
   beforeAll(async () => {
-    if (!existsSync(cliEntry)) throw new Error(`${cliEntry} does not exist: run \`npm run build\` first`);
-    fleet = await startFleet({ processes: 2 });
-    callers = fleet.servers.map((s) => httpCaller(s.url));
-    admin = await fleet.token('admin');
-    api = await fleet.token('api', { subject: 'ci-bot' });
-    coreflow = await fleet.token('cluster', { clusterId: 'c1', subject: 'coreflow-c1' });
-    await registerCluster(callers[0]!, admin, 'c1', ['n1', 'n2']);
-    baseEnv = { CLOUDLY_URL: fleet.servers[0]!.url, CLOUDLY_TOKEN: api };
+    cf = await startCliFleet({ processes: 2 });
+    ({ fleet, callers, api } = cf);
   }, 120_000);
 
   afterAll(async () => {
-    for (const c of liveChildren) c.kill('SIGKILL');
+    killCliChildren();
     await Promise.all(proxies.map(async (p) => await p.close()));
     await fleet?.close();
   });
@@ -248,44 +38,23 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
     return p;
   };
 
-  /** A fresh service on c1 (2 nodes × 1 replica) with two releases. */
-  async function service (): Promise<{ svc: FixtureService, a: string, b: string }> {
-    const svc = await createFixtureService(callers[0]!, admin, { clusterIds: ['c1'], replicasPerNode: 1 });
-    const a = await pushRelease(callers[0]!, api, svc, { tag: 'v1', observedAt: Date.now() - 60_000 });
-    const b = await pushRelease(callers[1]!, api, svc, { tag: 'v2' });
-    return { svc, a: a.releaseId, b: b.releaseId };
-  }
-
-  const history = async (serviceId: string) =>
-    (await callers[1]!.inject({ method: 'GET', url: `/v1/services/${serviceId}/rollouts`, headers: bearer(admin) })).json().rollouts as Array<{ rolloutId: string, generation: number, reason: string, idempotencyKeyHash: string }>;
-
-  const planOf = async (serviceId: string): Promise<IImmutableImageDeploymentPlan> =>
-    (await callers[1]!.inject({ method: 'GET', url: `/v1/services/${serviceId}`, headers: bearer(admin) })).json().service.data.imageDeployment;
-
+  const service = async () => await cf.service();
+  const history = async (serviceId: string) => await cf.history(serviceId);
   /** A Coreflow snapshot report through the OTHER server process. */
-  async function report (serviceId: string, deployments: (plan: IImmutableImageDeploymentPlan) => Record<string, unknown>[]): Promise<string> {
-    const plan = await planOf(serviceId);
-    const sequence = (sequences.get(serviceId) ?? 0) + 1;
-    sequences.set(serviceId, sequence);
-    const res = await callers[1]!.inject({
-      method: 'POST',
-      url: '/v1/deployment-snapshots',
-      headers: bearer(coreflow),
-      payload: reportBody(plan, serviceId, { sequence, nodeNames: ['n1', 'n2'], deployments: deployments(plan) }),
-    });
-    expect(res.statusCode, res.body).toBe(200);
-    return res.json().status.status;
-  }
-  const allVerified = (serviceId: string) => report(serviceId, (plan) => fullReplicas(plan, serviceId, ['n1', 'n2']));
+  const report: CliFleet['report'] = async (serviceId, deployments) => await cf.report(serviceId, deployments);
+  const allVerified = async (serviceId: string) => await cf.allVerified(serviceId);
 
   describe('promote: idempotency keys, replays and retries', () => {
-    it('derives the key from the GitHub Actions job attempt; the same command again replays (same rollout, one history entry); a re-run attempt promotes anew', async () => {
+    it('derives the key from the GitHub Actions job attempt; the same command again replays (same rollout, one history entry); ' +
+      'a re-run attempt promotes anew', async () => {
       const { svc, a } = await service();
       const ci = github(`run-${++runSeq}`);
       const first = await runCli(['promote', '--service', svc.id, '--release', a, '--json'], ci);
       expect(first.code, first.stderr).toBe(0);
       const out = first.json();
-      expect(out).toMatchObject({ ok: true, command: 'promote', exitCode: 0, serviceId: svc.id, releaseId: a, generation: 1, replayed: false, idempotencyKeySource: 'github-actions' });
+      expect(out).toMatchObject({
+        ok: true, command: 'promote', exitCode: 0, serviceId: svc.id, releaseId: a, generation: 1, replayed: false, idempotencyKeySource: 'github-actions',
+      });
       expect(out.rolloutId).toMatch(/\S/);
       expect(out.idempotencyKey).toMatch(/^cr1-gha-promote-[0-9a-f]{32}$/);
       // stdout is exactly one JSON document; the logs went to stderr.
@@ -325,26 +94,61 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       expect(entries[0]!.rolloutId).toBe(run.json().rolloutId);
     });
 
+    // Both runs meet a reset on the very first connection of the process: the case where the fetch of
+    // Node 20/22 (undici 6) used to lose the reset and hang until the per-attempt timeout (see primeFetch
+    // in src/cli/release/http.ts). `--request-timeout 5s` keeps such a hang inside this test's budget,
+    // so it fails on the assertions below, saying so, instead of timing out.
     it('retries through refused/reset connections; gives up with exit 4 when the server never answers, having changed nothing', async () => {
       const { svc, a } = await service();
       const flaky = await proxyTo({ resetFirstConnections: 2 });
-      const run = await runCli(['promote', '--service', svc.id, '--release', a, '--json'], { ...github(`run-${++runSeq}`), CLOUDLY_URL: flaky.url });
+      const run = await runCli(['promote', '--service', svc.id, '--release', a, '--json', '--request-timeout', '5s'],
+        { ...github(`run-${++runSeq}`), CLOUDLY_URL: flaky.url });
       expect(run.code, run.stderr).toBe(0);
       expect(run.json()).toMatchObject({ generation: 1 });
       expect(flaky.connections).toBeGreaterThanOrEqual(3);
       expect(run.stderr.match(/retry \d\/6/g)).toHaveLength(2);
+      expect(run.stderr).not.toMatch(/timed out/);
       expect(await history(svc.id)).toHaveLength(1);
 
       const { svc: other, a: release } = await service();
       const dead = await proxyTo({ resetAll: true });
-      const gaveUp = await runCli(['promote', '--service', other.id, '--release', release, '--json', '--retries', '2'], { CLOUDLY_URL: dead.url });
+      const gaveUp = await runCli(['promote', '--service', other.id, '--release', release, '--json', '--retries', '2', '--request-timeout', '5s'],
+        { CLOUDLY_URL: dead.url });
       expect(gaveUp.code, gaveUp.stderr).toBe(4);
       expect(gaveUp.json()).toMatchObject({ ok: false, exitCode: 4, error: { code: 'unreachable', attempts: 3 } });
       expect(gaveUp.stderr.trim().split('\n').at(-1)).toMatch(/failed after 3 attempts/);
+      expect(gaveUp.stderr).not.toMatch(/timed out/);
       expect(await history(other.id)).toHaveLength(0);
     });
 
-    it('a server that crashes holding the key: the retry meets idempotency-request-in-progress, waits (Retry-After) and completes it exactly once', async () => {
+    it('a reset of the first connection fails that attempt at once, in every process (never after --request-timeout)', async () => {
+      // The undici 6 race needs a reset inside a window of a few ms after connect: it hit about one
+      // process in 100 here (up to 1 in 20 under load). Twelve processes make a regression show often.
+      const dead = await proxyTo({ resetAll: true });
+      const runs = [];
+      for (let batch = 0; batch < 4; batch++) {
+        runs.push(...await Promise.all([0, 1, 2].map(async () =>
+          await runCli(['status', '--service', 'svc_any', '--json', '--retries', '0', '--request-timeout', '8s'], { CLOUDLY_URL: dead.url }))));
+      }
+      for (const run of runs) {
+        expect(run.code, run.stderr).toBe(4);
+        expect(run.json().error)
+          .toMatchObject({ code: 'unreachable', attempts: 1, lastFailure: expect.stringMatching(/ECONNRESET|other side closed|socket hang up/) });
+      }
+      expect(dead.connections).toBe(runs.length);
+    });
+
+    it('a connection that never answers is bounded by --request-timeout, then retried, then exit 4', async () => {
+      const silent = await proxyTo({ silent: true });
+      const run = await runCli(['status', '--service', 'svc_any', '--json', '--retries', '1', '--request-timeout', '1s'], { CLOUDLY_URL: silent.url });
+      expect(run.code, run.stderr).toBe(4);
+      expect(run.json().error).toMatchObject({ code: 'unreachable', attempts: 2, lastFailure: 'request timed out' });
+      expect(run.stderr).toMatch(/GET \/v1\/services\/svc_any\/rollout: request timed out; retry 1\/1/);
+      expect(silent.connections).toBeGreaterThanOrEqual(1);
+    });
+
+    it('a server that crashes holding the key: the retry meets idempotency-request-in-progress, waits (Retry-After) ' +
+      'and completes it exactly once', async () => {
       const { svc, a } = await service();
       // This process claims the key, then dies (SIGKILL); its claim is leased for 2 s.
       const victim = await fleet.add({ FAULT_INJECTION: 'after-idempotency-record', IDEMPOTENCY_LEASE_MS: '2000' });
@@ -383,7 +187,7 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
     it('follows the rollout (SSE, changes reported through the other process) and exits 0 when the fleet verified it', async () => {
       const { svc, a } = await service();
       expect((await promote(callers[0]!, api, svc.id, a, { generation: 0 })).statusCode).toBe(200);
-      const rolloutId = (await planOf(svc.id)).rolloutId;
+      const rolloutId = (await cf.planOf(svc.id)).rolloutId;
       const waiting = startCli(['wait', '--service', svc.id, '--json', '--timeout', '30s']);
       await waiting.waitForStderr(/rollout \S+ \(generation 1\) pending: observed 0\/2/);
 
@@ -392,7 +196,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       const run = await waiting.done;
       expect(run.code, run.stderr).toBe(0);
       expect(run.json()).toMatchObject({ ok: true, command: 'wait', outcome: 'succeeded', status: 'succeeded', rolloutId, generation: 1 });
-      expect(run.json()).toMatchObject({ requiredReplicaCount: 2, observedReplicaCount: 2, healthyReplicaCount: 2, verifiedReplicaCount: 2, blocking: [], via: 'sse' });
+      expect(run.json())
+        .toMatchObject({ requiredReplicaCount: 2, observedReplicaCount: 2, healthyReplicaCount: 2, verifiedReplicaCount: 2, blocking: [], via: 'sse' });
       // No TTY: plain progress lines on stderr, one per change, never rewritten with \r.
       const progress = run.stderr.split('\n').filter((l) => l.startsWith('rollout '));
       expect(progress).toEqual([
@@ -425,7 +230,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       const run = await runCli(['wait', '--service', svc.id, '--timeout', '2s', '--json'], {}, 20_000);
       expect(run.code, run.stderr).toBe(2);
       expect(run.json()).toMatchObject({ ok: false, exitCode: 2, outcome: 'timeout', status: 'pending' });
-      expect(run.json().blocking.map((b: { kind: string, nodeName: string }) => `${b.kind}:${b.nodeName}`)).toEqual(['node-not-reported:n1', 'node-not-reported:n2']);
+      expect(run.json().blocking.map((b: { kind: string, nodeName: string }) => `${b.kind}:${b.nodeName}`))
+        .toEqual(['node-not-reported:n1', 'node-not-reported:n2']);
       expect(run.stderr).toMatch(/timed out after 2s waiting for rollout/);
     });
 
@@ -446,7 +252,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
 
       const old = await runCli(['wait', '--service', svc.id, '--rollout-id', firstRollout, '--timeout', '10s', '--json']);
       expect(old.code, old.stderr).toBe(1);
-      expect(old.json()).toMatchObject({ outcome: 'superseded', rolloutId: firstRollout, generation: 1, supersededBy: { rolloutId: out.rolloutId, generation: 2 } });
+      expect(old.json())
+        .toMatchObject({ outcome: 'superseded', rolloutId: firstRollout, generation: 1, supersededBy: { rolloutId: out.rolloutId, generation: 2 } });
     });
 
     it('rollback --wait follows the rollback to rolled-back', async () => {
@@ -506,7 +313,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
 
       const json = await runCli(['list', '--service', svc.id, '--json', '--limit', '1']);
       expect(json.code, json.stderr).toBe(0);
-      expect(json.json()).toMatchObject({ ok: true, command: 'list', serviceId: svc.id, releases: [{ id: b, tags: ['v2'], accepted: false, promotionCount: 0 }] });
+      expect(json.json())
+        .toMatchObject({ ok: true, command: 'list', serviceId: svc.id, releases: [{ id: b, tags: ['v2'], accepted: false, promotionCount: 0 }] });
       expect(json.json().nextCursor).toEqual(expect.any(String));
       const next = await runCli(['list', '--service', svc.id, '--json', '--limit', '1', '--cursor', json.json().nextCursor]);
       expect(next.json().releases).toMatchObject([{ id: a, accepted: true, promotionCount: 1 }]);
@@ -544,10 +352,15 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       ['missing --release', ['promote', '--service', 's'], {}, /'promote' needs --release/],
       ['bad --timeout', ['wait', '--service', 's', '--timeout', 'soon'], {}, /--timeout must be a duration/],
       ['--timeout without --wait', ['promote', '--service', 's', '--release', 'r', '--timeout', '1m'], {}, /go with --wait/],
-      ['bad --expect-generation', ['promote', '--service', 's', '--release', 'r', '--expect-generation', '-1'], {}, /--expect-generation|argument missing|ambiguous/i],
+      ['bad --expect-generation', ['promote', '--service', 's', '--release', 'r', '--expect-generation', '-1'], {},
+        /--expect-generation|argument missing|ambiguous/i],
       ['missing CLOUDLY_URL', ['status', '--service', 's'], { CLOUDLY_URL: undefined }, /CLOUDLY_URL is not set/],
       ['bad CLOUDLY_URL', ['status', '--service', 's'], { CLOUDLY_URL: 'ftp://x' }, /must be http or https/],
       ['missing CLOUDLY_TOKEN', ['status', '--service', 's'], { CLOUDLY_TOKEN: '' }, /CLOUDLY_TOKEN is not set/],
+      ['malformed CLOUDLY_TOKEN (not a JWT)', ['status', '--service', 's'], { CLOUDLY_TOKEN: 'not-a-jwt' }, /CLOUDLY_TOKEN \/ --token is not a JWT/],
+      ['CLOUDLY_TOKEN with "Bearer "', ['status', '--service', 's'], { CLOUDLY_TOKEN: 'Bearer a.b.c' }, /contains whitespace/],
+      ['unknown output format', ['list', '--service', 's', '-o', 'xml'], {}, /-o \/ --output must be one of table, json, yaml/],
+      ['completion for an unknown shell', ['completion', 'fish'], {}, /unknown shell 'fish'/],
     ];
     it.each(cases)('%s', async (_name, args, env, message) => {
       const run = await runCli(args, env);
@@ -559,6 +372,14 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       expect(lines[0]).toMatch(message);
     });
 
+    it('a malformed token is refused before anything is sent', async () => {
+      const proxy = await proxyTo({});
+      const run = await runCli(['promote', '--service', 's', '--release', 'r', '-o', 'json'], { CLOUDLY_URL: proxy.url, CLOUDLY_TOKEN: 'abc.def' });
+      expect(run.code, run.stderr).toBe(3);
+      expect(run.json()).toMatchObject({ ok: false, exitCode: 3, error: { code: 'config' } });
+      expect(proxy.connections).toBe(0);
+    });
+
     it('--json usage errors are a JSON document too; --help is exit 0', async () => {
       const run = await runCli(['wait', '--json'], {});
       expect(run.code).toBe(3);
@@ -568,77 +389,5 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       expect(help.stdout).toMatch(/^usage: cloudly-release <command>/);
       expect(help.stdout).toMatch(/exit codes: 0 ok/);
     });
-  });
-});
-
-describe('cloudly-release building blocks (in process)', () => {
-  it('durations: 90s, 10m, 1h30m, 500ms, a bare number is seconds; anything else is refused', () => {
-    expect(['90s', '10m', '1h30m', '500ms', '2', '1.5s'].map(parseDuration)).toEqual([90_000, 600_000, 5_400_000, 500, 2_000, 1_500]);
-    expect(['soon', '10x', '', 'm', '-1s', '1m 30s'].map(parseDuration)).toEqual([undefined, undefined, undefined, undefined, undefined, undefined]);
-  });
-
-  it('backoff doubles from 500 ms up to 15 s with jitter in [d/2, d]; Retry-After in seconds or as a date', () => {
-    expect([0, 1, 2, 3, 4, 5, 10].map((n) => [backoffMs(n, () => 0), backoffMs(n, () => 1)])).toEqual([
-      [250, 500], [500, 1_000], [1_000, 2_000], [2_000, 4_000], [4_000, 8_000], [7_500, 15_000], [7_500, 15_000],
-    ]);
-    expect(retryAfterMs('2')).toBe(2_000);
-    expect(retryAfterMs(null)).toBeUndefined();
-    expect(retryAfterMs('soon')).toBeUndefined();
-    expect(retryAfterMs(new Date(10_000).toUTCString(), 7_000)).toBe(3_000);
-    expect(retryAfterMs('3600')).toBe(60_000); // capped
-  });
-
-  describe('idempotency keys: one per CI job attempt, service, release and operation', () => {
-    const input: KeyInput = { serviceId: 'svc_1', releaseId: 'rel_1', operation: 'promote' };
-    const key = (env: Record<string, string>, over: Partial<KeyInput> = {}) => idempotencyKeyFor({ ...input, ...over }, env).key;
-
-    it('GitHub Actions: the same attempt gives the same key, a re-run attempt, another job, release or operation another', () => {
-      const base = github('42');
-      expect(key(base)).toBe(key({ ...base }));
-      expect(key(base)).toMatch(/^cr1-gha-promote-[0-9a-f]{32}$/);
-      const others = [
-        key(github('42', '2')), key({ ...base, GITHUB_JOB: 'other' }), key({ ...base, GITHUB_REPOSITORY: 'acme/other' }),
-        key(base, { releaseId: 'rel_2' }), key(base, { serviceId: 'svc_2' }), key(base, { operation: 'rollback' }),
-      ];
-      expect(new Set([key(base), ...others]).size).toBe(others.length + 1);
-    });
-
-    it('GitLab CI, Buildkite, Jenkins (names with spaces), CLOUDLY_RUN_ID; a flag wins; no CI: random', () => {
-      const gitlab = { GITLAB_CI: 'true', CI_SERVER_URL: 'https://gitlab.example.com', CI_PROJECT_ID: '7', CI_JOB_ID: '1001' };
-      expect(idempotencyKeyFor(input, gitlab)).toMatchObject({ source: 'gitlab-ci', key: key(gitlab) });
-      expect(key({ ...gitlab, CI_JOB_ID: '1002' })).not.toBe(key(gitlab));
-      const buildkite = { BUILDKITE: 'true', BUILDKITE_ORGANIZATION_SLUG: 'acme', BUILDKITE_PIPELINE_SLUG: 'shop', BUILDKITE_JOB_ID: '0190-aa' };
-      expect(idempotencyKeyFor(input, buildkite).source).toBe('buildkite');
-      const jenkins = { JENKINS_URL: 'https://ci.example.com/', JOB_NAME: 'shop deploy/main', BUILD_NUMBER: '17' };
-      const jk = idempotencyKeyFor(input, jenkins);
-      expect(jk.source).toBe('jenkins');
-      expect(jk.key).toMatch(/^[\x21-\x7e]{1,255}$/);
-      expect(key({ ...jenkins, BUILD_NUMBER: '18' })).not.toBe(jk.key);
-      expect(idempotencyKeyFor(input, { ...github('1'), CLOUDLY_RUN_ID: 'deploy-9' }).source).toBe('cloudly-run-id');
-      expect(idempotencyKeyFor(input, github('1'), 'my-key')).toMatchObject({ key: 'my-key', source: 'flag' });
-      const a = idempotencyKeyFor(input, {});
-      expect(a.source).toBe('random');
-      expect(idempotencyKeyFor(input, {}).key).not.toBe(a.key);
-    });
-  });
-
-  it('progress: one line rewritten with \\r on a TTY, plain lines otherwise, only on change', () => {
-    const sink = (isTTY: boolean) => {
-      const chunks: string[] = [];
-      return { chunks, stream: Object.assign(new Writable({ write (c, _e, cb) { chunks.push(String(c)); cb(); } }), { isTTY }) };
-    };
-    const counts = { requiredReplicaCount: 4, verifiedReplicaCount: 0, failedReplicaCount: 0 };
-    const snap = (status: 'pending' | 'deploying', observed: number) =>
-      ({ rolloutId: 'ro_1', rolloutGeneration: 3, status, observedReplicaCount: observed, healthyReplicaCount: observed, ...counts });
-    for (const tty of [true, false]) {
-      const out = sink(tty);
-      const progress = new Progress(out.stream);
-      progress.update(snap('pending', 0));
-      progress.update(snap('pending', 0));
-      progress.update(snap('deploying', 2));
-      progress.break();
-      const lines = ['rollout ro_1 (generation 3) pending: observed 0/4, healthy 0/4, verified 0/4', 'rollout ro_1 (generation 3) deploying: observed 2/4, healthy 2/4, verified 0/4'];
-      expect(out.chunks).toEqual(tty ? [`\r\x1b[2K${lines[0]}`, `\r\x1b[2K${lines[1]}`, '\n'] : lines.map((l) => `${l}\n`));
-    }
   });
 });

@@ -1,0 +1,102 @@
+/**
+ * The command line's vocabulary in one place: every command, every option, which command takes
+ * which. The parser (args.ts), the help text (usage.ts) and the completion scripts
+ * (completion.ts) are all built from it, so they cannot disagree.
+ */
+
+export const commands = ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'completion'] as const;
+export type Command = typeof commands[number];
+
+export const isCommand = (s: string): s is Command => (commands as readonly string[]).includes(s);
+
+export const defaults = {
+  retries: 6,
+  requestTimeoutMs: 30_000,
+  timeoutMs: 10 * 60_000,
+  pollIntervalMs: 2_000,
+  pageLimit: 20,
+} as const;
+
+export const outputFormats = ['table', 'json', 'yaml'] as const;
+export type OutputFormat = typeof outputFormats[number];
+
+export const shells = ['bash', 'zsh'] as const;
+export type Shell = typeof shells[number];
+
+interface OptionSpec {
+  type: 'string' | 'boolean';
+  short?: string;
+  /** For help and completion: what the value is (string options). */
+  value?: string;
+  /** The values a completion can offer. */
+  choices?: readonly string[];
+  description: string;
+}
+
+/** Every option of every command; `optionsOf` says which command takes which. */
+export const options = {
+  url: { type: 'string', value: 'URL', description: 'control plane base URL (default: $CLOUDLY_URL)' },
+  token: { type: 'string', value: 'TOKEN', description: 'bearer token, a JWT (default: $CLOUDLY_TOKEN)' },
+  output: { type: 'string', short: 'o', value: 'FORMAT', choices: outputFormats, description: 'table (default), json or yaml' },
+  json: { type: 'boolean', description: 'the same as -o json' },
+  'no-color': { type: 'boolean', description: 'no colours in the live view (also: NO_COLOR set)' },
+  help: { type: 'boolean', short: 'h', description: 'this text' },
+  version: { type: 'boolean', description: 'print the version and exit' },
+  retries: { type: 'string', value: 'N', description: 'retries on network errors, 5xx and in-progress answers (default 6)' },
+  'request-timeout': { type: 'string', value: 'DURATION', description: 'per-attempt timeout of each request (default 30s)' },
+  service: { type: 'string', short: 's', value: 'ID', description: 'the service' },
+  release: { type: 'string', short: 'r', value: 'ID', description: 'the release' },
+  name: { type: 'string', value: 'NAME', description: 'only services with this name' },
+  limit: { type: 'string', value: 'N', description: 'page size, 1-500 (default 20)' },
+  cursor: { type: 'string', value: 'CURSOR', description: 'the page after this cursor (printed by the previous page)' },
+  'expect-generation': { type: 'string', value: 'N', description: 'compare-and-swap on this generation (default: read the current one)' },
+  'expect-rollout-id': { type: 'string', value: 'ID', description: 'compare-and-swap on this current rollout' },
+  'idempotency-key': { type: 'string', value: 'KEY', description: 'default: derived from the CI job attempt, else random' },
+  reason: { type: 'string', value: 'TEXT', description: 'kept in the rollout history' },
+  wait: { type: 'boolean', description: 'then follow the rollout this command created' },
+  watch: { type: 'boolean', short: 'w', description: 'keep following the rollout and redraw it' },
+  'rollout-id': { type: 'string', value: 'ID', description: 'the rollout to wait for (default: the current one)' },
+  timeout: { type: 'string', value: 'DURATION', description: 'give up after this long, exit 2' },
+  'poll-interval': { type: 'string', value: 'DURATION', description: 'polling period without the event stream (default 2s)' },
+  'no-sse': { type: 'boolean', description: 'poll only, never open the event stream' },
+} as const satisfies Record<string, OptionSpec>;
+
+export type OptionName = keyof typeof options;
+
+const connection: OptionName[] = ['url', 'token', 'output', 'json', 'no-color', 'help', 'version', 'retries', 'request-timeout'];
+const following: OptionName[] = ['timeout', 'poll-interval', 'no-sse'];
+const issuing: OptionName[] = ['service', 'expect-generation', 'expect-rollout-id', 'idempotency-key', 'reason', 'wait', ...following];
+const page: OptionName[] = ['limit', 'cursor'];
+
+export const optionsOf: Record<Command, readonly OptionName[]> = {
+  list: [...connection, 'service', ...page],
+  status: [...connection, 'service', 'watch', ...following],
+  history: [...connection, 'service', ...page],
+  services: [...connection, 'name', ...page],
+  promote: [...connection, 'release', ...issuing],
+  rollback: [...connection, 'release', ...issuing],
+  abort: [...connection, ...issuing],
+  wait: [...connection, 'service', 'rollout-id', ...following],
+  completion: ['help', 'version'],
+};
+
+/** One line per command for help and completion. */
+export const commandSummaries: Record<Command, { synopsis: string, description: string }> = {
+  list: { synopsis: '--service ID [--limit N] [--cursor C]', description: 'releases, newest observation first' },
+  status: { synopsis: '--service ID [--watch]', description: 'current plan, status, reporters, what blocks success' },
+  history: { synopsis: '--service ID [--limit N] [--cursor C]', description: 'every rollout issued, newest first' },
+  services: { synopsis: '[--name NAME] [--limit N] [--cursor C]', description: 'services and their rollout state' },
+  promote: { synopsis: '--service ID --release ID [--wait]', description: 'issue a promotion (compare-and-swap, idempotent, retried)' },
+  rollback: { synopsis: '--service ID --release ID [--wait]', description: 'roll back to a previously accepted release' },
+  abort: { synopsis: '--service ID [--wait]', description: 'abort the current rollout: roll back to the last verified release' },
+  wait: { synopsis: '--service ID [--rollout-id ID]', description: 'follow a rollout until it succeeds, fails or times out' },
+  completion: { synopsis: 'bash|zsh', description: 'print a shell completion script' },
+};
+
+/** `--name VALUE` or `--flag`, with the short form, for help and completion. */
+export function optionWords (name: OptionName): string[] {
+  const spec: OptionSpec = options[name];
+  return [`--${name}`, ...(spec.short ? [`-${spec.short}`] : [])];
+}
+
+export const takesValue = (name: OptionName): boolean => options[name].type === 'string';

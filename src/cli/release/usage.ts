@@ -1,0 +1,50 @@
+import { commandSummaries, commands, defaults } from './options.js';
+
+const commandLines = commands
+  .map((c) => `  ${c.padEnd(11)}${commandSummaries[c].synopsis.padEnd(42)}${commandSummaries[c].description}`)
+  .join('\n');
+
+/** `cloudly-release --help`. test/unit/cli/args.test.ts checks that it names every command and option. */
+export const usageText = `usage: cloudly-release <command> [options]
+
+Promote, roll back and follow immutable-digest rollouts of the Cloudly control plane.
+Reference: docs/cli.md of the cloudly-release-control-plane package.
+
+commands
+${commandLines}
+
+list / history / services
+  --limit N                  page size, 1-500 (default ${defaults.pageLimit}); the output names the next page's --cursor
+  --cursor C                 the page after C
+  --name NAME                services: only services with this name
+
+status
+  -w, --watch                keep following the rollout and redraw it until it ends (live view on a terminal);
+                             with --timeout, --poll-interval, --no-sse as for wait (no timeout by default)
+
+promote / rollback / abort
+  --expect-generation N      compare-and-swap on this generation (default: read the current one)
+  --expect-rollout-id ID     ... and on this current rollout (rollback/abort default: read the current one)
+  --idempotency-key KEY      default: derived from the CI job attempt (see docs), else random
+  --reason TEXT              kept in the rollout history
+  --wait                     then follow the rollout this command created (exit codes as for wait)
+
+wait (and --wait)
+  --rollout-id ID            the rollout to wait for (default: the current one when wait starts)
+  --timeout DURATION         give up after this long, exit 2 (default 10m; e.g. 90s, 10m, 1h)
+  --poll-interval DURATION   polling period when the event stream is unavailable (default 2s)
+  --no-sse                   poll only, never open the event stream
+
+every command
+  --url URL                  control plane base URL (default: $CLOUDLY_URL)
+  --token TOKEN              bearer token, a JWT (default: $CLOUDLY_TOKEN)
+  -o, --output FORMAT        table (default), json or yaml: one document on stdout; logs and progress go to stderr
+  --json                     the same as -o json
+  --no-color                 no colours in the live view (NO_COLOR=1 does the same)
+  --retries N                retries on network errors, 5xx and in-progress answers (default ${defaults.retries})
+  --request-timeout DURATION per-attempt timeout of each request (default 30s)
+  -h, --help                 this text
+  --version                  print the version and exit
+
+exit codes: 0 ok · 1 rollout failed/mismatched/superseded or request refused (4xx) · 2 timeout
+            3 usage or configuration error · 4 unreachable after retries`;

@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest';
+import { jwtShapeProblem, parseInvocation, requestedFormat, type Invocation } from '../../../src/cli/release/args.js';
+import { CliError, ExitCode } from '../../../src/cli/release/errors.js';
+import { commands, options } from '../../../src/cli/release/options.js';
+import { usageText } from '../../../src/cli/release/usage.js';
+
+/** A token of the right shape (the CLI checks the shape only; the server checks the signature). */
+const jwt = [{ alg: 'HS256', typ: 'JWT' }, { sub: 'ci-bot', role: 'api' }]
+  .map((part) => Buffer.from(JSON.stringify(part)).toString('base64url')).join('.') + '.c2lnbmF0dXJl';
+const env = { CLOUDLY_URL: 'https://cloudly.example.com/', CLOUDLY_TOKEN: jwt };
+
+const run = (argv: string[], e: NodeJS.ProcessEnv = env): Extract<Invocation, { kind: 'run' }> => {
+  const invocation = parseInvocation(argv, e);
+  if (invocation.kind !== 'run') throw new Error(`not a run: ${invocation.kind}`);
+  return invocation;
+};
+
+/** The CliError parseInvocation throws. */
+const refusal = (argv: string[], e: NodeJS.ProcessEnv = env): CliError => {
+  try {
+    parseInvocation(argv, e);
+  } catch (err) {
+    if (err instanceof CliError) return err;
+    throw err;
+  }
+  throw new Error(`${argv.join(' ')} was accepted`);
+};
+
+describe('cloudly-release argument parsing', () => {
+  it('connection: base URL without the trailing slash, token, retries and the per-attempt timeout', () => {
+    expect(run(['status', '--service', 's']).connection).toEqual({ baseUrl: 'https://cloudly.example.com', token: jwt, retries: 6, requestTimeoutMs: 30_000 });
+    expect(run(['status', '-s', 's', '--retries', '0', '--request-timeout', '5s', '--url', 'http://10.0.0.1:8080/cp/']).connection)
+      .toMatchObject({ baseUrl: 'http://10.0.0.1:8080/cp', retries: 0, requestTimeoutMs: 5_000 });
+  });
+
+  it('output: table by default; -o / --output json|yaml|table; --json is -o json; colours off with --no-color or NO_COLOR', () => {
+    expect(run(['list', '--service', 's']).output).toEqual({ format: 'table', color: true });
+    expect(run(['list', '--service', 's', '-o', 'yaml']).output.format).toBe('yaml');
+    expect(run(['list', '--service', 's', '--output=json']).output.format).toBe('json');
+    expect(run(['list', '--service', 's', '-o', 'table']).output.format).toBe('table');
+    expect(run(['history', '--service', 's', '--json']).output.format).toBe('json');
+    expect(run(['services', '--json', '-o', 'json']).output.format).toBe('json');
+    expect(run(['status', '--service', 's', '--no-color']).output.color).toBe(false);
+    expect(run(['status', '--service', 's'], { ...env, NO_COLOR: '1' }).output.color).toBe(false);
+    expect(run(['status', '--service', 's'], { ...env, NO_COLOR: '' }).output.color).toBe(true);
+    expect(refusal(['list', '--service', 's', '-o', 'xml']).message).toMatch(/-o \/ --output must be one of table, json, yaml, got 'xml'/);
+    expect(refusal(['list', '--service', 's', '--json', '-o', 'yaml']).message).toMatch(/--json is -o json/);
+  });
+
+  it('list and history: --service, --limit 1-500 (default 20), --cursor', () => {
+    expect(run(['list', '--service', 'svc_1']).args).toEqual({ command: 'list', serviceId: 'svc_1', limit: 20 });
+    expect(run(['history', '--service', 'svc_1', '--limit', '500', '--cursor', '1717']).args)
+      .toEqual({ command: 'history', serviceId: 'svc_1', limit: 500, cursor: '1717' });
+    expect(refusal(['history', '--service', 's', '--limit', '0']).message).toMatch(/--limit must be an integer from 1 to 500/);
+    expect(refusal(['history', '--service', 's', '--limit', '501']).exitCode).toBe(ExitCode.usage);
+    expect(refusal(['history', '--service', 's', '--cursor', ' ']).message).toMatch(/--cursor must not be empty/);
+    expect(refusal(['history']).message).toBe("'history' needs --service");
+  });
+
+  it('services: no --service; --name, --limit, --cursor', () => {
+    expect(run(['services']).args).toEqual({ command: 'services', limit: 20 });
+    expect(run(['services', '--name', 'shop web', '--limit', '5', '--cursor', 'abc']).args)
+      .toEqual({ command: 'services', name: 'shop web', limit: 5, cursor: 'abc' });
+    expect(refusal(['services', '--service', 's']).message).toBe("--service is not an option of 'services'");
+    expect(refusal(['services', '--name', '']).message).toMatch(/--name must not be empty/);
+  });
+
+  it('status: --watch with the follow options (no timeout unless given); they need --watch', () => {
+    expect(run(['status', '--service', 's']).args).toEqual({ command: 'status', serviceId: 's' });
+    expect(run(['status', '--service', 's', '--watch']).args).toEqual({ command: 'status', serviceId: 's', watch: { pollIntervalMs: 2_000, sse: true } });
+    expect(run(['status', '-s', 's', '-w', '--timeout', '5m', '--poll-interval', '500ms', '--no-sse']).args)
+      .toEqual({ command: 'status', serviceId: 's', watch: { timeoutMs: 300_000, pollIntervalMs: 500, sse: false } });
+    expect(refusal(['status', '--service', 's', '--timeout', '1m']).message).toBe('--timeout, --poll-interval and --no-sse go with --watch');
+  });
+
+  it('wait: 10 minutes by default', () => {
+    expect(run(['wait', '--service', 's', '--rollout-id', 'ro_1']).args)
+      .toEqual({ command: 'wait', serviceId: 's', rolloutId: 'ro_1', follow: { timeoutMs: 600_000, pollIntervalMs: 2_000, sse: true } });
+  });
+
+  it('promote and rollback: --release, the expectations, the key, the reason, --wait', () => {
+    expect(run(['promote', '--service', 's', '--release', 'r']).args).toEqual({ command: 'promote', serviceId: 's', releaseId: 'r' });
+    expect(run(['rollback', '-s', 's', '-r', 'r', '--expect-generation', '0', '--expect-rollout-id', 'ro_1', '--idempotency-key', 'k-1',
+      '--reason', 'bad canary', '--wait', '--timeout', '90s']).args).toEqual({
+      command: 'rollback',
+      serviceId: 's',
+      releaseId: 'r',
+      expectGeneration: 0,
+      expectRolloutId: 'ro_1',
+      idempotencyKey: 'k-1',
+      reason: 'bad canary',
+      wait: { timeoutMs: 90_000, pollIntervalMs: 2_000, sse: true },
+    });
+    expect(refusal(['promote', '--service', 's']).message).toBe("'promote' needs --release");
+    expect(refusal(['promote', '--service', 's', '--release', 'r', '--idempotency-key', 'has space']).message).toMatch(/--idempotency-key must be/);
+    expect(refusal(['promote', '--service', 's', '--release', 'r', '--reason', 'x'.repeat(1025)]).message).toMatch(/at most 1024/);
+    expect(refusal(['promote', '--service', 's', '--release', 'a/b']).message).toMatch(/without spaces or slashes/);
+  });
+
+  it('abort: no --release; otherwise the options of rollback', () => {
+    expect(run(['abort', '--service', 's']).args).toEqual({ command: 'abort', serviceId: 's' });
+    expect(run(['abort', '--service', 's', '--expect-generation', '3', '--expect-rollout-id', 'ro_3', '--idempotency-key', 'k',
+      '--reason', 'canary errors', '--wait', '--no-sse']).args).toEqual({
+      command: 'abort',
+      serviceId: 's',
+      expectGeneration: 3,
+      expectRolloutId: 'ro_3',
+      idempotencyKey: 'k',
+      reason: 'canary errors',
+      wait: { timeoutMs: 600_000, pollIntervalMs: 2_000, sse: false },
+    });
+    expect(refusal(['abort', '--service', 's', '--release', 'r']).message).toBe("--release is not an option of 'abort'");
+    expect(refusal(['abort']).message).toBe("'abort' needs --service");
+    expect(refusal(['abort', '--service', 's', '--timeout', '1m']).message).toBe('--timeout, --poll-interval and --no-sse go with --wait');
+  });
+
+  it('--version and --help need no configuration; completion takes bash or zsh', () => {
+    expect(parseInvocation(['--version'], {})).toEqual({ kind: 'version' });
+    expect(parseInvocation(['status', '--version'], {})).toEqual({ kind: 'version' });
+    expect(parseInvocation(['--help'], {})).toEqual({ kind: 'help', text: usageText });
+    expect(parseInvocation(['help', 'abort'], {})).toEqual({ kind: 'help', text: usageText });
+    expect(parseInvocation(['completion', 'bash'], {})).toEqual({ kind: 'completion', shell: 'bash' });
+    expect(parseInvocation(['completion', 'zsh'], {})).toEqual({ kind: 'completion', shell: 'zsh' });
+    expect(refusal(['completion', 'fish'], {}).message).toMatch(/unknown shell 'fish'/);
+    expect(refusal(['completion'], {}).message).toMatch(/needs a shell/);
+    expect(refusal(['completion', 'bash', '--service', 's'], {}).message).toMatch(/not an option of 'completion'/);
+  });
+
+  it('configuration errors are exit 3 and name the variable', () => {
+    const bad = (e: NodeJS.ProcessEnv): CliError => refusal(['status', '--service', 's'], e);
+    expect(bad({ CLOUDLY_TOKEN: jwt })).toMatchObject({ exitCode: 3, code: 'config', message: expect.stringMatching(/CLOUDLY_URL is not set/) });
+    expect(bad({ ...env, CLOUDLY_URL: 'https://u:p@x.example.com' }).message).toMatch(/plain base URL/);
+    expect(bad({ ...env, CLOUDLY_URL: 'not a url' }).message).toMatch(/is not a URL/);
+    expect(bad({ CLOUDLY_URL: env.CLOUDLY_URL }).message).toMatch(/CLOUDLY_TOKEN is not set/);
+    expect(bad({ ...env, CLOUDLY_TOKEN: 'not-a-jwt' })).toMatchObject({ exitCode: 3, code: 'config', message: expect.stringMatching(/is not a JWT/) });
+    expect(bad({ ...env, CLOUDLY_TOKEN: `Bearer ${jwt}` }).message).toMatch(/contains whitespace/);
+  });
+
+  it('the JWT shape: three base64url segments, header and payload JSON objects', () => {
+    expect(jwtShapeProblem(jwt)).toBeUndefined();
+    expect(jwtShapeProblem(jwt.replace(/\.[^.]*$/, '.'))).toBeUndefined(); // an empty signature is still the shape (alg none)
+    for (const token of ['abc', 'a.b', 'a.b.c.d', '..sig', `${jwt}=`, 'a+b.c.d']) expect(jwtShapeProblem(token), token).toMatch(/is not a JWT/);
+    expect(jwtShapeProblem('eyJub3QganNvbg.eyJzdWIiOiJ4In0.sig')).toMatch(/not JSON/); // header '{not json'
+    expect(jwtShapeProblem('WyJhcnJheSJd.eyJzdWIiOiJ4In0.sig')).toMatch(/not JSON/); // header '["array"]'
+  });
+
+  it('usage errors: unknown command, option of another command, stray argument', () => {
+    expect(refusal(['deploy']).message).toMatch(/unknown command 'deploy'/);
+    expect(refusal([]).message).toMatch(/missing command/);
+    expect(refusal(['list', '--service', 's', '--watch']).message).toBe("--watch is not an option of 'list'");
+    expect(refusal(['list', '--service', 's', 'extra']).message).toMatch(/unexpected argument 'extra'/);
+    expect(refusal(['list', '--colour']).message).toMatch(/Unknown option '--colour'/);
+  });
+
+  it('a command line that does not parse still says which document format it wanted', () => {
+    expect(requestedFormat(['wait', '--json'])).toBe('json');
+    expect(requestedFormat(['wait', '-o', 'yaml', '--bogus'])).toBe('yaml');
+    expect(requestedFormat(['wait', '--output=json'])).toBe('json');
+    expect(requestedFormat(['wait', '-oyaml'])).toBe('yaml');
+    expect(requestedFormat(['wait', '-o', 'table'])).toBe('table');
+    expect(requestedFormat(['wait'])).toBe('table');
+  });
+
+  it('the help text names every command and every option', () => {
+    for (const command of commands) expect(usageText, command).toMatch(new RegExp(`^  ${command} `, 'm'));
+    for (const name of Object.keys(options)) expect(usageText, name).toContain(`--${name}`);
+  });
+});
