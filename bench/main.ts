@@ -1,8 +1,9 @@
 // `npm run bench`: builds (tsc -p bench/tsconfig.json), then runs this. See docs/benchmarks.md.
 //   --quick     smaller counts (a smoke run: same figures, noisier)
-//   --profile   run the server under --cpu-prof for ingestion and promotion only, and print the
-//               functions with the most self time (profiles kept in bench/results/profiles/)
-//   --only=promotion,ingestion,scaling,listing   run only these parts (ingestion = the headline fleet)
+//   --profile   run the server under --cpu-prof (ingestion and promotion, or the parts --only names),
+//               and print the functions with the most self time (profiles kept in bench/results/profiles/)
+//   --only=promotion,ingestion,scaling,reporters,open-loop,report-size,read-path,listing
+//               run only these parts (ingestion = the headline fleet)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,17 +13,29 @@ import type { Summary } from './lib/stats.js';
 import { chartSvg, criteriaList, latencyFigures, markdownTable, ratio, type ChartPanel, type Criterion, type Figure } from './lib/output.js';
 import { machineBusyMs, projectDir } from './lib/processes.js';
 import { formatProfile, profilesIn, summarizeProfile } from './lib/profile.js';
+import { RolloutFleets } from './lib/fleet.js';
+import {
+  openLoopTable, readPathFigures, reportersFigures, reportersTable, reportSizeFigures, reportSizeTable, rolloutCriteria,
+} from './lib/rolloutOutput.js';
 import { runIngestion, type FleetShape, type IngestionResult } from './scenarios/reports.js';
 import { runListing, type ListingStage } from './scenarios/listing.js';
 import { runPromotion, type PromotionResult } from './scenarios/promotion.js';
+import { runReadPath, type ReadPathResult } from './scenarios/readPath.js';
+import { runOpenLoop, runReportersCurve, type OpenLoopLevel, type ReportersLevel } from './scenarios/reporters.js';
+import { runReportSize, type ReportSizeResult } from './scenarios/reportSize.js';
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');
 const profiling = args.has('--profile');
 const onlyArg = [...args].find((a) => a.startsWith('--only='));
-const only = new Set(onlyArg === undefined ? ['promotion', 'ingestion', 'scaling', 'listing'] : onlyArg.slice('--only='.length).split(','));
-if (profiling) only.delete('listing');
-if (profiling) only.delete('scaling');
+const PARTS = ['promotion', 'ingestion', 'scaling', 'reporters', 'open-loop', 'report-size', 'read-path', 'listing'];
+// A profile run without --only profiles ingestion and promotion (the headline figures).
+const only = new Set(onlyArg !== undefined ? onlyArg.slice('--only='.length).split(',') : profiling ? ['promotion', 'ingestion'] : PARTS);
+const unknown = [...only].filter((p) => !PARTS.includes(p));
+if (unknown.length > 0) {
+  process.stderr.write(`unknown part(s) ${unknown.join(', ')}; the parts are ${PARTS.join(', ')}\n`);
+  process.exit(2);
+}
 const started = performance.now();
 const elapsed = (): string => `${((performance.now() - started) / 1000).toFixed(0)} s`;
 const log = (line: string): void => { process.stderr.write(`[bench ${elapsed().padStart(5)}] ${line}\n`); };
@@ -45,6 +58,10 @@ const plan = quick
       headlinePerBlock: 120,
       promotionPerBlock: { uncontended: 60, contended: 60 },
       listing: [{ releases: 1_000, perBlock: 20 }, { releases: 10_000, perBlock: 10 }, { releases: 100_000, perBlock: 4 }],
+      reporters: { rounds: 1, perBlock: (r: number) => Math.max(30, 2 * r), warmMs: 500 },
+      openLoop: { rounds: 1, durationMs: () => 3_000, warmMs: 500 },
+      reportSize: { rounds: 1, perBlock: (n: number) => (n <= 10 ? 15 : n <= 100 ? 8 : 3), warmMs: 500, bytesReports: 5 },
+      readPath: { connections: 50, perBlock: 50, rounds: 1, warmMs: 500 },
     }
   : {
       rounds: 5,
@@ -56,7 +73,16 @@ const plan = quick
       headlinePerBlock: 250,
       promotionPerBlock: { uncontended: 200, contended: 150 },
       listing: [{ releases: 1_000, perBlock: 50 }, { releases: 10_000, perBlock: 25 }, { releases: 100_000, perBlock: 8 }],
+      reporters: { rounds: 3, perBlock: (r: number) => (r === 1 ? 100 : Math.max(200, 4 * r)), warmMs: 1_500 },
+      // R = 10 runs longest: its p99 is the open-loop criterion's denominator (≥ 300 samples).
+      openLoop: { rounds: 2, durationMs: (r: number) => (r === 1 ? 5_000 : r === 10 ? 15_000 : 8_000), warmMs: 1_500 },
+      reportSize: { rounds: 3, perBlock: (n: number) => (n <= 10 ? 60 : n <= 100 ? 30 : n <= 500 ? 10 : 6), warmMs: 1_500, bytesReports: 20 },
+      readPath: { connections: 50, perBlock: 150, rounds: 3, warmMs: 1_500 },
     };
+/** The one-rollout parts: reporters per rollout (4 nodes × 2 replicas each), report sizes (nodes of one reporter). */
+const REPORTERS = [1, 10, 50, 150];
+const SIZES = [10, 100, 500, 1000];
+const READ_PATH_REPORTERS = 150;
 
 /** The headline fleet: 100 reporters (clusters) × 10 nodes × 2 replicas, 10 services of 10 reporters each. */
 const HEADLINE_REPORTERS = 100;
@@ -73,6 +99,11 @@ let otherLoad = Number.NaN;
 const fleets: IngestionResult[] = [];
 let promotion: PromotionResult | undefined;
 let listing: ListingStage[] = [];
+let reportersCurve: ReportersLevel[] = [];
+let openLoop: OpenLoopLevel[] = [];
+let reportSize: ReportSizeResult | undefined;
+let readPath: ReadPathResult | undefined;
+const rolloutFleets = new RolloutFleets(ctx);
 try {
   // Promotion first, on a database that holds nothing else yet: the service's own overhead shows
   // most clearly there (later, the fleets' 11 000 nodes are scanned by every promotion on the
@@ -85,6 +116,22 @@ try {
       levels.push({ concurrency: 10, perBlock: plan.headlinePerBlock, warmMs: levels.length === 0 ? warmMs : plan.warmMs });
     }
     fleets.push(await runIngestion(ctx, `f${reporters}`, shapeFor(reporters), levels, { 1: plan.scalingRounds, 10: plan.rounds }));
+  }
+  // The one-rollout parts, before the listing's 100 000 releases grow the database's heap.
+  const cold = (): boolean => promotion === undefined && fleets.length === 0 && reportersCurve.length === 0 && reportSize === undefined;
+  if (only.has('reporters')) {
+    const firstWarmMs = cold() ? plan.firstWarmMs : plan.reporters.warmMs;
+    reportersCurve = await runReportersCurve(ctx, rolloutFleets, REPORTERS, { ...plan.reporters, firstWarmMs });
+  }
+  if (only.has('open-loop')) {
+    openLoop = await runOpenLoop(ctx, rolloutFleets, REPORTERS, { ...plan.openLoop, warmMs: cold() ? plan.firstWarmMs : plan.openLoop.warmMs });
+  }
+  if (only.has('report-size')) {
+    const firstWarmMs = cold() ? plan.firstWarmMs : plan.reportSize.warmMs;
+    reportSize = await runReportSize(ctx, rolloutFleets, SIZES, [1, 150], { ...plan.reportSize, firstWarmMs });
+  }
+  if (only.has('read-path')) {
+    readPath = await runReadPath(ctx, rolloutFleets, READ_PATH_REPORTERS, { ...plan.readPath, warmMs: cold() ? plan.firstWarmMs : plan.readPath.warmMs });
   }
   if (only.has('listing')) listing = await runListing(ctx, plan.listing, plan.listingRounds);
 } finally {
@@ -191,9 +238,14 @@ for (const f of fleets) {
   const group = 'Scaling — cost per report (mean latency, one report in flight) by fleet size';
   const plural = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
   const label = `${plural(f.shape.reporters, 'reporter')} (${plural(f.services, 'service')}, ` +
-    `${f.deploymentDocuments.toLocaleString('en-US')} deployment docs)`;
+    `${f.reportRecords.toLocaleString('en-US')} report records)`;
   figures.push({ group, label, unit: 'ms', server: m.triple.server.mean, fastify: m.triple.fastify.mean, driver: m.triple.driver.mean });
 }
+
+figures.push(...reportersFigures(reportersCurve));
+if (reportSize) figures.push(...reportSizeFigures(reportSize.levels));
+if (readPath) figures.push(...readPathFigures(readPath));
+criteria.push(...rolloutCriteria({ reporters: reportersCurve, openLoop, reportSize, readPath }));
 
 // Output ----------------------------------------------------------------------------------------
 
@@ -217,6 +269,9 @@ const cpuRows: Array<[string, Triple | undefined]> = [
   ['promotion, one writer', promotion?.uncontended],
   ['promotion, 10 writers', promotion?.contended],
   ['listing, first page, 100k releases', listing.find((s) => s.releases === 100_000)?.first],
+  ['one rollout, 150 reporters in flight (floor: one upsert)', reportersCurve.find((l) => l.reporters === 150)?.triple],
+  ['report of 1,000 nodes × 2 replicas (floor: one upsert)', reportSize?.levels.find((l) => l.nodes === 1000)?.triple],
+  ['read path, 150 reporters, 50 connections (floor: its process)', readPath?.triple],
 ];
 const cpuMs = (v: number | undefined): string => (v === undefined || !Number.isFinite(v) ? 'n/a' : v.toFixed(2));
 const cpuTable = [
@@ -239,7 +294,8 @@ if (profiling) {
 }
 
 const jsonFile = path.join(resultsDir, `${stamp}.json`);
-writeFileSync(jsonFile, `${JSON.stringify({ environment, plan, figures, criteria, fleets, promotion, listing }, null, 2)}\n`);
+const json = { environment, plan, figures, criteria, fleets, promotion, listing, reportersCurve, openLoop, reportSize, readPath };
+writeFileSync(jsonFile, `${JSON.stringify(json, null, 2)}\n`);
 if (!profiling && (fleets.length > 0 || listing.length > 0)) {
   const panels: ChartPanel[] = [];
   const scaling = fleets.map((f) => ({ x: f.shape.reporters, m: f.measurements.find((m) => m.concurrency === 1) })).filter((p) => p.m !== undefined);
@@ -296,6 +352,9 @@ const output = [
   '',
   checks,
   '',
+  ...(reportersCurve.length > 0 ? ['### Reporters curve (one rollout, closed loop)', '', reportersTable(reportersCurve), ''] : []),
+  ...(openLoop.length > 0 ? ['### Open loop (each reporter once per second, latency from the scheduled time)', '', openLoopTable(openLoop), ''] : []),
+  ...(reportSize ? ['### Report size (one reporter, one report in flight) and bytes per report', '', reportSizeTable(reportSize), ''] : []),
   '### CPU per operation (ms, user + system, from /proc)',
   '',
   cpuTable,

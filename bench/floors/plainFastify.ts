@@ -24,6 +24,7 @@ app.put('/__bench/canned/:route', async (request) => {
 app.post('/v1/deployment-snapshots', async (_request, reply) => answer('report', reply));
 app.post('/v1/services/:serviceId/image-releases/:releaseId/promote', async (_request, reply) => answer('promote', reply));
 app.get('/v1/services/:serviceId/image-releases', async (_request, reply) => answer('listing', reply));
+app.get('/v1/services/:serviceId/rollout', async (_request, reply) => answer('rollout', reply));
 
 process.once('SIGTERM', () => { void app.close(); });
 await app.listen({ host: process.env['HOST'] ?? '127.0.0.1', port: Number(process.env['PORT'] ?? 0) });

@@ -31,6 +31,15 @@ export interface BenchContext {
   db: Db;
   server: Child;
   fastify: Child;
+  /** The database name the server uses (a floor or another server process can be pointed at it). */
+  dbName: string;
+  /**
+   * Starts another process of the real server (same secret, same database name) on `mongoUri`
+   * (e.g. through a byte-counting proxy); the caller stops it.
+   */
+  startServer(name: string, mongoUri: string): Promise<Child>;
+  /** Starts a floor process of dist/bench/floors/ with the database's URI and name in its environment; the caller stops it. */
+  startFloor(name: string, file: string): Promise<Child>;
   /** CPU probes: the server process, the plain-Fastify process, the database JVM (local only), this process. */
   probes: { server: CpuProbe, fastify: CpuProbe, db: CpuProbe | undefined, self: CpuProbe };
   token(options: MintOptions): Promise<string>;
@@ -64,17 +73,18 @@ export async function createContext (opts: BenchOptions): Promise<BenchContext> 
   // The same pool settings as the service's own client (src/store/mongo.ts).
   const client = await new MongoClient(mongoUri, { serverSelectionTimeoutMS: 10_000, maxPoolSize: 50, retryWrites: true }).connect();
 
-  const server = await startNode({
-    name: 'server',
+  const startServer = (name: string, uri: string, nodeArgs: string[] = []): Promise<Child> => startNode({
+    name,
     entry: path.join(distDir, 'src', 'server.js'),
-    env: { MONGODB_URI: mongoUri, MONGODB_DB: dbName, AUTH_JWT_SECRET: secret, LOG_LEVEL: 'warn', NODE_ENV: 'production' },
-    nodeArgs: [
-      ...(opts.profileDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.profileDir]),
-      ...(process.env['BENCH_SERVER_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? []),
-    ],
+    env: { MONGODB_URI: uri, MONGODB_DB: dbName, AUTH_JWT_SECRET: secret, LOG_LEVEL: 'warn', NODE_ENV: 'production' },
+    nodeArgs,
     readyPath: '/readyz',
     log,
   });
+  const server = await startServer('server', mongoUri, [
+    ...(opts.profileDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.profileDir]),
+    ...(process.env['BENCH_SERVER_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? []),
+  ]);
   const fastify = await startNode({
     name: 'plain-fastify floor',
     entry: path.join(distDir, 'bench', 'floors', 'plainFastify.js'),
@@ -91,6 +101,15 @@ export async function createContext (opts: BenchOptions): Promise<BenchContext> 
     db: client.db(dbName),
     server,
     fastify,
+    dbName,
+    startServer: (name, uri) => startServer(name, uri),
+    startFloor: (name, file) => startNode({
+      name,
+      entry: path.join(distDir, 'bench', 'floors', file),
+      env: { MONGODB_URI: mongoUri, MONGODB_DB: dbName, NODE_ENV: 'production' },
+      readyPath: '/healthz',
+      log,
+    }),
     probes: { server: server.cpu, fastify: fastify.cpu, db: dbProbe, self: selfCpuProbe('self') },
     token: (options) => mintToken({ kind: 'secret', secret }, { ttlSeconds: 6 * 3600, ...options }),
     close: async () => {
@@ -103,7 +122,7 @@ export async function createContext (opts: BenchOptions): Promise<BenchContext> 
 }
 
 /** Sets the plain-Fastify floor's answer for a route: the real service's answer, same status, same body. */
-export async function setCanned (ctx: BenchContext, route: 'report' | 'promote' | 'listing', status: number, body: string): Promise<void> {
+export async function setCanned (ctx: BenchContext, route: 'report' | 'promote' | 'listing' | 'rollout', status: number, body: string): Promise<void> {
   const client = new HttpClient(ctx.fastify.url, 1);
   try {
     const res = await client.request('PUT', `/__bench/canned/${route}`, {}, JSON.stringify({ status, body: JSON.parse(body) }));
@@ -126,7 +145,7 @@ export function probesFor (ctx: BenchContext, subject: Subject): CpuProbe[] {
 
 /**
  * A closed loop of HTTP requests to `url` — the server or the plain-Fastify floor — over an HTTP
- * client of its own (closed afterwards), with that subject's CPU probes.
+ * client of its own (closed afterwards), with that subject's CPU probes (or `cpu`: a floor process's).
  */
 export async function httpLoop (
   ctx: BenchContext,
@@ -134,6 +153,7 @@ export async function httpLoop (
   url: string,
   loop: { concurrency: number, total: number, maxMs?: number | undefined },
   op: (client: HttpClient, worker: number, index: number) => Promise<string>,
+  cpu: CpuProbe[] = probesFor(ctx, subject),
 ): Promise<Samples> {
   const client = new HttpClient(url, loop.concurrency);
   try {
@@ -141,7 +161,7 @@ export async function httpLoop (
       concurrency: loop.concurrency,
       total: loop.total,
       ...(loop.maxMs === undefined ? {} : { maxMs: loop.maxMs }),
-      cpu: probesFor(ctx, subject),
+      cpu,
       op: async (worker, index) => await op(client, worker, index),
     });
   } finally {

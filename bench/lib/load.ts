@@ -117,3 +117,70 @@ export async function expectStatus<T> (
   }
   return JSON.parse(answer.body) as T;
 }
+
+/**
+ * An open loop: `senders` independent senders (agents), sender s sending at the fixed times
+ * t0 + offsets[s] + i·periodMs for as long as `durationMs` lasts — arrival times fixed in
+ * advance, whatever the answers. A sender has at most one request in flight (as an agent): when
+ * its previous request is still running at the next scheduled time, the next one starts as soon
+ * as it returns. Latency is measured from the SCHEDULED time, so time spent waiting behind a slow
+ * answer counts (no coordinated omission).
+ */
+export interface OpenLoopOptions {
+  senders: number;
+  periodMs: number;
+  durationMs: number;
+  /** Per sender, its phase within the period (ms, 0 ≤ offset < periodMs). */
+  offsets: readonly number[];
+  op: (sender: number, index: number) => Promise<string>;
+  cpu?: CpuProbe[];
+}
+
+export interface OpenLoopSamples extends Samples {
+  /** Requests that started more than 10 ms after their scheduled time (the sender's previous one was still running). */
+  late: number;
+}
+
+export async function openLoop (opts: OpenLoopOptions): Promise<OpenLoopSamples> {
+  const samples: OpenLoopSamples = { ...emptySamples(), late: 0 };
+  const cpuBefore = (opts.cpu ?? []).map((probe) => probe.read());
+  const t0 = performance.now() + 20;
+  const sender = async (s: number): Promise<void> => {
+    const offset = opts.offsets[s] ?? 0;
+    for (let i = 0; offset + i * opts.periodMs < opts.durationMs; i++) {
+      const scheduled = t0 + offset + i * opts.periodMs;
+      const wait = scheduled - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      else if (wait < -10) samples.late++;
+      let outcome: string;
+      try {
+        outcome = await opts.op(s, i);
+      } catch (err) {
+        outcome = `error:${(err as NodeJS.ErrnoException).code ?? (err as Error).message.slice(0, 60)}`;
+      }
+      samples.latenciesMs.push(performance.now() - scheduled);
+      samples.ops++;
+      countOutcome(samples.outcomes, outcome);
+    }
+  };
+  await Promise.all(Array.from({ length: opts.senders }, async (_, s) => await sender(s)));
+  samples.elapsedMs = performance.now() - t0;
+  (opts.cpu ?? []).forEach((probe, i) => {
+    const before = cpuBefore[i];
+    const after = probe.read();
+    if (before !== undefined && Number.isFinite(before) && Number.isFinite(after)) samples.cpuMs[probe.name] = after - before;
+  });
+  return samples;
+}
+
+/** A small deterministic PRNG (mulberry32): the same "random" phases in every run. */
+export function seededRandom (seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

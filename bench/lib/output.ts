@@ -4,7 +4,7 @@ import type { Summary } from './stats.js';
 export interface Figure {
   group: string;
   label: string;
-  unit: 'reports/s' | 'promotions/s' | 'ms';
+  unit: 'reports/s' | 'promotions/s' | 'reads/s' | 'ms';
   server: number;
   fastify: number;
   driver: number;

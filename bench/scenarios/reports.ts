@@ -1,197 +1,95 @@
-import type { Collection, Document } from 'mongodb';
-import type { IImmutableImageDeploymentPlan, IService } from '../../src/contracts/index.js';
+import { BSON, type Collection, type Document } from 'mongodb';
+import { rolloutRecordId } from '../../src/domain/reports.js';
+import { reporterKeyOf } from '../../src/domain/rolloutStatus.js';
 import { httpLoop, measureTriple, probesFor, serverCounter, setCanned, type BenchContext, type Triple } from '../lib/context.js';
-import { bearer, createServiceWithReleases, fullReplicas, reportBody, seedClusters } from '../lib/fixtures.js';
-import { HttpClient, closedLoop, expectStatus } from '../lib/load.js';
-import { STATUS_EVENTS_KEPT } from '../../src/domain/rolloutStatus.js';
+import { bearer } from '../lib/fixtures.js';
+import { nextReport, reportOnce, reporterIdOf, seedStatusHistory, setupFleet, takeReporter, type FleetShape, type Reporter } from '../lib/fleet.js';
+import { closedLoop } from '../lib/load.js';
 
 /**
- * Report ingestion: a fleet of Coreflow reporters, each reporting snapshots of its own nodes'
- * replicas (all running and verified) for the current rollout of the service it runs,
- * concurrently. Each reporter has at most one report in flight and its sequence only grows,
- * as a real Coreflow's.
- *
- * Fleet layout: reporter k is the Coreflow of cluster k, with `nodesPerReporter` nodes ×
- * `replicasPerNode` replicas; services hold `reportersPerService` reporters each (service s is
- * placed on clusters s·n … s·n+n−1), so a service's rollout status holds at most that many
- * reporters whatever the fleet size. Load: min(R, 10) reports in flight; each next report comes
- * from a reporter picked at random among those not in flight, so reports to one service collide
- * (status compare-and-swap conflicts) as often as chance makes them.
+ * Report ingestion: a fleet of Coreflow reporters (bench/lib/fleet.ts), each reporting snapshots
+ * of its own nodes' replicas (all running and verified) for the current rollout of the service it
+ * runs, concurrently; services hold `reportersPerService` reporters each, so a service's rollout
+ * status holds at most that many reporters whatever the fleet size. Load: min(R, 10) reports in
+ * flight; each next report comes from a reporter picked at random among those not in flight, so
+ * reports to one service meet (the published status seq moves under them) as often as chance
+ * makes them.
  */
 
-export interface FleetShape {
-  reporters: number;
-  nodesPerReporter: number;
-  replicasPerNode: number;
-  reportersPerService: number;
-}
+export type { FleetShape } from '../lib/fleet.js';
 
-interface Reporter {
-  serviceId: string;
-  plan: IImmutableImageDeploymentPlan;
-  clusterId: string;
-  subject: string;
-  token: string;
-  nodes: string[];
-  sequence: number;
-  inFlight: boolean;
-  deployments: Array<Record<string, unknown>>;
-}
-
-interface Fleet {
-  reporters: Reporter[];
-  serviceIds: string[];
-}
-
-async function setupFleet (ctx: BenchContext, name: string, shape: FleetShape): Promise<Fleet> {
-  const clusters = Array.from({ length: shape.reporters }, (_, k) => ({
-    id: `${name}-c${k}`,
-    nodeNames: Array.from({ length: shape.nodesPerReporter }, (_, j) => `${name}-c${k}-n${j}`),
-  }));
-  await seedClusters(ctx, clusters);
-  const api = await ctx.token({ subject: 'bench-ci', role: 'api' });
-  const reporters: Reporter[] = [];
-  const serviceIds: string[] = [];
-  for (let first = 0; first < clusters.length; first += shape.reportersPerService) {
-    const mine = clusters.slice(first, first + shape.reportersPerService);
-    const placement = { clusterIds: mine.map((c) => c.id), replicasPerNode: shape.replicasPerNode };
-    const service = await createServiceWithReleases(ctx, `${name}-s${first / shape.reportersPerService}`, 1, placement);
-    const promoted = await expectStatus<{ service: IService }>([200], ctx.server.url, 'POST',
-      `/v1/services/${service.serviceId}/image-releases/${service.releaseIds[0] ?? ''}/promote`,
-      { ...bearer(api), 'idempotency-key': `${name}-first` }, { expectedRolloutGeneration: 0, enableImmutableImage: true, reason: 'benchmark fleet' });
-    const plan = promoted.service.data.imageDeployment;
-    if (!plan) throw new Error('promotion answered without a plan');
-    serviceIds.push(service.serviceId);
-    for (const cluster of mine) {
-      reporters.push({
-        serviceId: service.serviceId,
-        plan,
-        clusterId: cluster.id,
-        subject: 'coreflow',
-        token: await ctx.token({ subject: 'coreflow', role: 'cluster', clusterId: cluster.id }),
-        nodes: cluster.nodeNames,
-        sequence: 0,
-        inFlight: false,
-        // The plan's replicasPerNode is the placement's: every replica of the reporter's nodes, verified.
-        deployments: fullReplicas(plan, service.serviceId, cluster.nodeNames),
-      });
-    }
-  }
-  return { reporters, serviceIds };
-}
+/** The summary fields the status write returns (src/store/serviceStore.ts `statusHead`). */
+const STATUS_HEAD = {
+  ...Object.fromEntries(['rolloutId', 'totals', 'mismatched', 'seq', 'updatedAt'].map((field) => [`rolloutStatus.${field}`, 1])),
+  statusRevision: 1,
+  statusPublished: 1,
+};
 
 /**
- * A long-lived service's status history is full: 100 events (STATUS_EVENTS_KEPT), about 25
- * rollouts' worth. Seeded with the driver in front of the fleet's own few events (revision 0:
- * older than anything here; nothing in the benchmark replays them).
- */
-async function seedStatusHistory (ctx: BenchContext, serviceIds: string[]): Promise<void> {
-  const services = ctx.db.collection('services') as Collection<Document>;
-  for (const serviceId of serviceIds) {
-    const doc = await services.findOne({ _id: serviceId as never }, { projection: { statusEvents: 1 } });
-    const own = (doc?.['statusEvents'] as Document[] | undefined) ?? [];
-    const last = own[own.length - 1];
-    if (!last) continue;
-    const history = Array.from({ length: STATUS_EVENTS_KEPT }, (_, i) =>
-      ({ ...last, revision: 0, rolloutId: `ro_history-${i}`, at: (last['at'] as number) - (STATUS_EVENTS_KEPT - i) * 60_000 }));
-    await services.updateOne({ _id: serviceId as never }, { $set: { statusEvents: [...history, ...own].slice(-STATUS_EVENTS_KEPT) } });
-  }
-}
-
-/** A random reporter with no report in flight (there is one: in flight ≤ reporters). */
-function takeReporter (fleet: Fleet): Reporter {
-  const n = fleet.reporters.length;
-  let k = Math.floor(Math.random() * n);
-  for (let tried = 0; tried < n; tried++, k = (k + 1) % n) {
-    const r = fleet.reporters[k] as Reporter;
-    if (!r.inFlight) {
-      r.inFlight = true;
-      return r;
-    }
-  }
-  throw new Error('every reporter is in flight');
-}
-
-/** The reporter's next snapshot (sequence + 1, reported now): the tests' report body (test/support/reports.ts). */
-function nextReport (r: Reporter): Record<string, unknown> {
-  r.sequence++;
-  return reportBody(r.plan, r.serviceId, { session: `session-${r.clusterId}`, sequence: r.sequence, nodeNames: r.nodes, deployments: r.deployments });
-}
-
-/**
- * Floor (b) for one report: exactly the database round trips the handler makes
- * (src/domain/reports.ts, src/store/{serviceStore,clusterStore,deploymentStore}.ts), in the same
- * order, with documents of the same size, and the same compare-and-swap on the status revision
- * (re-read and retry on a conflict) — but no HTTP, no token, no schema, no evidence checks:
- *   findOne(service, without the status history) → find(node owners) → bulkWrite(upsert
- *   deployments) → deleteMany(stale deployments) → updateOne(status CAS) [→ findOne → updateOne …].
- * It writes the status and evidence it read with this reporter's entry updated (same bytes as
- * the service writes, a real change, and the status stays valid), so it runs on the server's
- * own documents and collections.
+ * Floor (b) for one report: exactly the database round trips the handler makes for a report of
+ * a reporter that reported before (src/operations/reportSnapshot.ts and the stores it calls), in
+ * the same order, with documents of the same size — but no HTTP, no token, no schema, no
+ * evidence checks:
+ *   findOne(service: report target) ‖ find(node owners) → findOne(the reporter's record) →
+ *   replaceOne(record, CAS on its version) → findOneAndUpdate(status summary: this reporter's
+ *   entry, guarded by its version, $inc seq) → updateOne(published seq) [→ findOne(status head)
+ *   when another report published a later state first].
+ * It writes the record it read with the new position and entry (the same bytes as the server
+ * writes, a real change), and the summary entry at the record's new version, so it runs on the
+ * server's own documents and the server's next report of that reporter finds them consistent.
  */
 function driverReport (ctx: BenchContext, conflicts: { n: number }) {
   const services = ctx.db.collection('services') as Collection<Document>;
   const nodes = ctx.db.collection('nodes') as Collection<Document>;
-  const deployments = ctx.db.collection('deployments') as Collection<Document>;
+  const reports = ctx.db.collection('reports') as Collection<Document>;
   return async (r: Reporter): Promise<string> => {
-    const body = nextReport(r);
-    const reportedAt = body['reportedAt'] as number;
-    const serviceId = r.serviceId;
-    let doc = await services.findOne({ _id: serviceId as never }, { projection: { statusEvents: 0 } });
-    if (!doc) throw new Error('service missing');
-    await nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1 } }).toArray();
-    const reporterId = `${r.clusterId}/${r.subject}`;
-    await deployments.bulkWrite(r.deployments.map((d) => ({
-      replaceOne: {
-        filter: { _id: `${serviceId}/${d['id'] as string}` as never },
-        replacement: { serviceId, clusterId: r.clusterId, nodeName: d['nodeName'], deployment: d, reportedAt, reportedBy: reporterId },
-        upsert: true,
-      },
-    })), { ordered: false });
-    await deployments.deleteMany({
-      serviceId,
-      clusterId: r.clusterId,
-      nodeName: { $in: r.nodes },
-      _id: { $nin: r.deployments.map((d) => `${serviceId}/${d['id'] as string}`) as never[] },
-    });
-    for (let attempt = 0; attempt < 64; attempt++) {
-      const revision = (doc['statusRevision'] as number | undefined) ?? 0;
-      const now = Date.now();
-      const { status, evidence } = withThisReport(doc, reporterId, r.sequence, reportedAt, now);
-      const result = await services.updateOne(
+    r.sequence++;
+    const reportedAt = Date.now();
+    const reporterId = reporterIdOf(r);
+    const recordId = rolloutRecordId(r.plan.rolloutId, reporterId);
+    const [target] = await Promise.all([
+      services.findOne({ _id: r.serviceId as never }, { projection: { 'data.immutableImageRequired': 1, 'data.imageDeployment': 1 } }),
+      nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray(),
+    ]);
+    if (!target) throw new Error('service missing');
+    const record = await reports.findOne({ _id: recordId as never });
+    if (!record) throw new Error(`record ${recordId} missing`);
+    const { _id, ...stored } = record;
+    const version = (stored['version'] as number) + 1;
+    const now = Date.now();
+    const entry = { ...(stored['entry'] as Document), reportSequence: r.sequence, reportedAt };
+    const position = { ...(stored['position'] as Document), sequence: r.sequence, reportedAt, receivedAt: now };
+    const written = await reports.replaceOne({ _id: recordId as never, version: version - 1 }, { ...stored, version, position, entry });
+    if (written.matchedCount !== 1) return 'record-cas-miss';
+    const path = `rolloutStatus.entries.${reporterKeyOf(reporterId)}`;
+    const state = await services.findOneAndUpdate(
+      { _id: r.serviceId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId, [`${path}.version`]: version - 1 },
+      { $set: { [path]: { entry, version }, 'rolloutStatus.updatedAt': now }, $inc: { 'rolloutStatus.seq': 1 } },
+      { returnDocument: 'after', projection: STATUS_HEAD },
+    );
+    if (!state) return 'entry-cas-miss';
+    const seq = (state['rolloutStatus'] as Document)['seq'] as number;
+    let published = state['statusPublished'] as Document | undefined;
+    // The aggregate does not change (every replica stays verified): only the published seq moves on.
+    for (let round = 0; round < 16; round++) {
+      if (published === undefined) return 'unpublished';
+      if ((published['seq'] as number) >= seq) return '200';
+      const moved = await services.updateOne(
         {
-          _id: serviceId as never,
-          'data.imageDeployment.rolloutId': r.plan.rolloutId,
-          ...(revision === 0 ? { statusRevision: { $exists: false } } : { statusRevision: revision }),
+          _id: r.serviceId as never,
+          'rolloutStatus.rolloutId': r.plan.rolloutId,
+          'statusPublished.rolloutId': r.plan.rolloutId,
+          'statusPublished.key': published['key'],
+          'statusPublished.seq': { $lt: seq },
         },
-        { $set: { 'data.imageRolloutStatus': status, rolloutEvidence: evidence, statusRevision: revision + 1, updatedAt: now } }
+        { $set: { 'statusPublished.seq': seq } },
       );
-      if (result.matchedCount === 1) return '200';
+      if (moved.matchedCount === 1) return '200';
       conflicts.n++;
-      doc = await services.findOne({ _id: serviceId as never }, { projection: { statusEvents: 0 } });
-      if (!doc) throw new Error('service missing');
+      const head = await services.findOne({ _id: r.serviceId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId }, { projection: STATUS_HEAD });
+      published = head?.['statusPublished'] as Document | undefined;
     }
-    return 'cas-exhausted';
-  };
-}
-
-/**
- * The status and evidence as read, with this reporter's entry carrying the new sequence and
- * time: a write of the same size that really changes the document, as the service's does.
- */
-function withThisReport (doc: Document, reporterId: string, sequence: number, reportedAt: number, now: number): { status: Document, evidence: Document } {
-  const status = (doc['data'] as Document)['imageRolloutStatus'] as Document;
-  const evidence = doc['rolloutEvidence'] as Document;
-  return {
-    status: {
-      ...status,
-      updatedAt: now,
-      reporters: (status['reporters'] as Document[]).map((e) => (e['reporterId'] === reporterId ? { ...e, reportSequence: sequence, reportedAt } : e)),
-    },
-    evidence: {
-      ...evidence,
-      reporters: (evidence['reporters'] as Document[]).map((e) => (e['reporterId'] === reporterId ? { ...e, reportedAt } : e)),
-    },
+    return 'publish-exhausted';
   };
 }
 
@@ -199,17 +97,20 @@ export interface IngestionMeasurement {
   /** Reports in flight (closed loop). */
   concurrency: number;
   triple: Triple;
-  /** Status compare-and-swap conflicts (each one a re-read and another write) per report; server: from GET /metrics when it has the series. */
+  /**
+   * Published-seq updates lost to a later report of the same service (each one a re-read) per report: the floor's own count;
+   * the server's from GET /metrics (`rollout-status-revision`, which the report path does not count at the moment: 0).
+   */
   casRetriesPerReport: { server: number | null, driver: number };
 }
 
 export interface IngestionResult {
   shape: FleetShape;
   services: number;
-  /** Size of one service document in steady state (approximately: its JSON length). */
+  /** Size of one service document in steady state (BSON bytes). */
   serviceDocumentBytes: number;
-  /** Deployment documents in the collection (all fleets so far). */
-  deploymentDocuments: number;
+  /** Report records in the collection (all fleets so far). */
+  reportRecords: number;
   measurements: IngestionMeasurement[];
 }
 
@@ -256,25 +157,7 @@ export async function runIngestion (
     closedLoop({ concurrency, total, ...(maxMs === undefined ? {} : { maxMs }), cpu: probesFor(ctx, 'driver'), op: () => withReporter(floorOp) });
 
   // Every reporter once, in order: each status then holds all its reporters.
-  const firstConcurrency = Math.min(fleet.reporters.length, 10);
-  const firstClient = new HttpClient(ctx.server.url, firstConcurrency);
-  let lastAnswer = '';
-  try {
-    const first = await closedLoop({
-      concurrency: firstConcurrency,
-      total: fleet.reporters.length,
-      op: async (_w, i) => {
-        const r = fleet.reporters[i] as Reporter;
-        const res = await firstClient.request('POST', '/v1/deployment-snapshots', bearer(r.token), JSON.stringify(nextReport(r)));
-        if (res.status !== 200) log(`first report of ${r.clusterId}: ${res.status} ${res.body.slice(0, 300)}`);
-        else lastAnswer = res.body;
-        return String(res.status);
-      },
-    });
-    if ((first.outcomes['200'] ?? 0) !== first.ops) throw new Error(`first reports failed: ${JSON.stringify(first.outcomes)}`);
-  } finally {
-    firstClient.close();
-  }
+  const lastAnswer = await reportOnce(ctx, fleet);
   await setCanned(ctx, 'report', 200, lastAnswer);
   await seedStatusHistory(ctx, fleet.serviceIds);
 
@@ -316,8 +199,8 @@ export async function runIngestion (
   return {
     shape,
     services: fleet.serviceIds.length,
-    serviceDocumentBytes: JSON.stringify(doc).length,
-    deploymentDocuments: await ctx.db.collection('deployments').countDocuments(),
+    serviceDocumentBytes: doc ? BSON.calculateObjectSize(doc) : 0,
+    reportRecords: await ctx.db.collection('reports').countDocuments(),
     measurements,
   };
 }

@@ -1,0 +1,41 @@
+// Floor of the read path: GET /v1/services/:serviceId/rollout answered by plain Fastify with the
+// bare driver — the reads the server makes (src/operations/readRollout.ts and the stores: the
+// service document with the same projection, then the current rollout's report records by `_id`)
+// and the same answer, built by the server's own pure functions from dist/src (composeStatus,
+// rolloutView). No authentication, no schemas (JSON.stringify), no logging.
+import Fastify from 'fastify';
+import { MongoClient, type Document } from 'mongodb';
+import type { IImmutableImageDeploymentPlan } from '../../src/contracts/index.js';
+import { rolloutRecordId, type ReportRecord } from '../../src/domain/reports.js';
+import { composeStatus, type StatusSummary } from '../../src/domain/rolloutStatus.js';
+import { rolloutView } from '../../src/domain/rolloutView.js';
+
+const uri = process.env['MONGODB_URI'] ?? '';
+const client = await new MongoClient(uri, { maxPoolSize: 50, ignoreUndefined: true }).connect();
+const db = client.db(process.env['MONGODB_DB']);
+const services = db.collection<Document>('services');
+const reports = db.collection<Document>('reports');
+
+const app = Fastify({ logger: false });
+app.get('/healthz', async () => ({ status: 'ok' }));
+app.get('/v1/services/:serviceId/rollout', async (request, reply) => {
+  const { serviceId } = request.params as { serviceId: string };
+  const doc = await services.findOne({ _id: serviceId as never }, { projection: { data: 1, rolloutStatus: 1, statusRevision: 1, automationHold: 1 } });
+  if (!doc) return reply.code(404).send({ code: 'service-not-found' });
+  const plan = (doc['data'] as Document)['imageDeployment'] as IImmutableImageDeploymentPlan | undefined;
+  const summary = doc['rolloutStatus'] as StatusSummary | undefined;
+  const status = plan && summary?.rolloutId === plan.rolloutId ? composeStatus(plan, summary) : undefined;
+  const ids = plan && status ? status.reporters.map((r) => rolloutRecordId(plan.rolloutId, r.reporterId)) : [];
+  const records = ids.length === 0 ? [] : (await reports.find({ _id: { $in: ids as never[] } }).toArray()) as unknown as ReportRecord[];
+  return rolloutView({
+    serviceId,
+    plan,
+    status,
+    revision: (doc['statusRevision'] as number | undefined) ?? 0,
+    evidence: records.map((r) => ({ reporterId: r.reporterId, rolloutId: r.rolloutId ?? '', receivedAt: r.position.receivedAt, replicas: r.replicas })),
+    automationHold: doc['automationHold'],
+  });
+});
+
+process.once('SIGTERM', () => { void app.close().then(() => client.close()); });
+await app.listen({ host: process.env['HOST'] ?? '127.0.0.1', port: Number(process.env['PORT'] ?? 0) });

@@ -1,0 +1,201 @@
+import type { OpenLoopLevel, ReportersLevel } from '../scenarios/reporters.js';
+import type { ReadPathResult } from '../scenarios/readPath.js';
+import type { ReportSizeResult, SizeLevel } from '../scenarios/reportSize.js';
+import { latencyFigures, ratio, type Criterion, type Figure } from './output.js';
+
+/**
+ * Figures, criteria and detail tables of the one-rollout parts (reporters curve, open loop,
+ * report size, bytes per report, body limit, read path), as the issue's benchmark section states
+ * them. Thresholds are the issue's; none is loosened here.
+ */
+
+const n0 = (v: number): string => (Number.isFinite(v) ? v.toFixed(0) : 'n/a');
+const n1 = (v: number): string => (Number.isFinite(v) ? v.toFixed(1) : 'n/a');
+const n2 = (v: number): string => (Number.isFinite(v) ? v.toFixed(2) : 'n/a');
+const n3 = (v: number): string => (Number.isFinite(v) ? v.toFixed(3) : 'n/a');
+const kib = (bytes: number): string => (bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(2)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`);
+const ms = (v: number): string => (Number.isFinite(v) ? (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)) : 'n/a');
+const spread = (values: number[]): string =>
+  values.length < 2 ? '' : ` (per round ${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)})`;
+const accepted = (s: { outcomes: Record<string, number>, elapsedMs: number }): number => ((s.outcomes['200'] ?? 0) * 1000) / s.elapsedMs;
+
+export function reportersFigures (levels: ReportersLevel[]): Figure[] {
+  const group = 'One rollout, R reporters × 4 nodes × 2 replicas, every reporter one report in flight (closed loop); floor: one conditional upsert';
+  return levels.flatMap((l) => {
+    const t = l.triple;
+    return [
+      {
+        group,
+        label: `R = ${l.reporters}: accepted`,
+        unit: 'reports/s' as const,
+        server: accepted(t.server),
+        fastify: accepted(t.fastify),
+        driver: accepted(t.driver),
+      },
+      ...latencyFigures(group, `R = ${l.reporters}: latency`, t),
+    ];
+  });
+}
+
+export function reportSizeFigures (levels: SizeLevel[]): Figure[] {
+  const group = 'Report size — one reporter, N nodes × 2 replicas, one report in flight; floor: one conditional upsert of the same record';
+  return levels.flatMap((l) => latencyFigures(group, `N = ${l.nodes} (${kib(l.bodyBytes)} body): latency`, l.triple));
+}
+
+export function readPathFigures (r: ReadPathResult): Figure[] {
+  const group = `Read path — GET /v1/services/:id/rollout of a ${r.reporters}-reporter rollout, ${r.connections} connections; ` +
+    'floor: bare driver + the same compose functions + plain Fastify';
+  const t = r.triple;
+  return [
+    { group, label: 'throughput', unit: 'reads/s', server: t.server.throughput, fastify: t.fastify.throughput, driver: t.driver.throughput },
+    ...latencyFigures(group, 'latency', t),
+  ];
+}
+
+export function reportersTable (levels: ReportersLevel[]): string {
+  return [
+    '| R (reporters in flight) | accepted reports/s | p50 | p99 | 5xx | server CPU / report | database CPU / report | service document | ' +
+      'one record | floor reports/s | server ÷ floor |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...levels.map((l) => {
+      const s = l.triple.server;
+      return `| ${l.reporters} | ${n1(l.acceptedPerSecond.server)} | ${ms(s.p50)} ms | ${ms(s.p99)} ms | ${l.serverErrors.fiveXx} | ` +
+        `${n2(s.cpuPerOpMs['service'] ?? Number.NaN)} ms | ${n2(s.cpuPerOpMs['db'] ?? Number.NaN)} ms | ${kib(l.serviceDocumentBytes)} | ` +
+        `${kib(l.recordBytes)} | ${n1(l.acceptedPerSecond.floor)} | ${n2(ratio(l.acceptedPerSecond.server, l.acceptedPerSecond.floor))} |`;
+    }),
+  ].join('\n');
+}
+
+export function openLoopTable (levels: OpenLoopLevel[]): string {
+  return [
+    '| R (reporters, 1 report/s each) | offered reports/s | completed reports/s | p50 | p99 | max | started late (> 10 ms) | 5xx | server CPU / report |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...levels.map((l) => `| ${l.reporters} | ${l.offeredPerSecond} | ${n1(l.summary.throughput)} | ${ms(l.summary.p50)} ms | ${ms(l.summary.p99)} ms | ` +
+      `${ms(l.summary.max)} ms | ${l.late} of ${l.summary.ops} | ${l.serverErrors.fiveXx} | ${n2(l.summary.cpuPerOpMs['service'] ?? Number.NaN)} ms |`),
+  ].join('\n');
+}
+
+/** Server CPU per report per node beyond the smallest report: the per-request fixed cost taken out. */
+const perNodeBeyond = (l: SizeLevel, base: SizeLevel): number => (l.serverCpuPerReportMs - base.serverCpuPerReportMs) / (l.nodes - base.nodes);
+
+export function reportSizeTable (r: ReportSizeResult): string {
+  const base = r.levels[0];
+  const lines = [
+    '| N nodes × 2 replicas | request body | server CPU / report | … / N | … per node beyond the smallest | database CPU / report | p50 | floor p50 |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...r.levels.map((l) => {
+      const cpu = l.serverCpuPerReportMs;
+      const beyond = base && l !== base ? `${n3(perNodeBeyond(l, base))} ms` : '—';
+      const db = l.triple.server.cpuPerOpMs['db'] ?? Number.NaN;
+      return `| ${l.nodes} | ${kib(l.bodyBytes)} | ${n2(cpu)} ms | ${n3(cpu / l.nodes)} ms | ${beyond} | ${n2(db)} ms | ` +
+        `${ms(l.triple.server.p50)} ms | ${ms(l.triple.driver.p50)} ms |`;
+    }),
+  ];
+  if (r.bytes.byRollout.length > 0) {
+    lines.push('', '| bytes per report of one 4-node reporter | sent to the database | received from the database |', '| --- | ---: | ---: |');
+    for (const b of r.bytes.byRollout) {
+      const rollout = `in a rollout of ${b.reporters} reporter${b.reporters === 1 ? '' : 's'} (${b.reports} reports)`;
+      lines.push(`| ${rollout} | ${n0(b.toDatabase)} | ${n0(b.fromDatabase)} |`);
+    }
+  }
+  return lines.join('\n');
+}
+
+export interface RolloutParts {
+  reporters: ReportersLevel[];
+  openLoop: OpenLoopLevel[];
+  reportSize: ReportSizeResult | undefined;
+  readPath: ReadPathResult | undefined;
+}
+
+export function rolloutCriteria (parts: RolloutParts): Criterion[] {
+  const criteria: Criterion[] = [];
+  const at = (r: number) => parts.reporters.find((l) => l.reporters === r);
+  const [r10, r50, r150] = [at(10), at(50), at(150)];
+  if (r10 && r150) {
+    const fiveXx = parts.reporters.reduce((n, l) => n + l.serverErrors.fiveXx, 0);
+    const other = parts.reporters.reduce((n, l) => n + Object.values(l.serverErrors.other).reduce((a, b) => a + b, 0), 0);
+    const q = ratio(r150.acceptedPerSecond.server, r10.acceptedPerSecond.server);
+    criteria.push({
+      name: 'reporters curve: accepted reports/s at R = 150 is at least 0.8 × at R = 10, and no 5xx',
+      measured: `${n1(r150.acceptedPerSecond.server)} ÷ ${n1(r10.acceptedPerSecond.server)} reports/s = ${n2(q)} ≥ 0.8; ` +
+        `5xx over R = ${parts.reporters.map((l) => l.reporters).join(', ')}: ${fiveXx}${other > 0 ? ` (other non-200 answers: ${other})` : ''}`,
+      holds: q >= 0.8 && fiveXx === 0,
+    });
+  }
+  if (r50) {
+    const q = ratio(r50.acceptedPerSecond.server, r50.acceptedPerSecond.floor);
+    const rounds = r50.triple.rounds.map((x) => accepted(x.server) / accepted(x.driver));
+    criteria.push({
+      name: 'at R = 50 the server accepts at least 0.7 × the reports/s of the bare driver doing one conditional upsert per report',
+      measured: `${n1(r50.acceptedPerSecond.server)} ÷ ${n1(r50.acceptedPerSecond.floor)} reports/s = ${n2(q)}${spread(rounds)} ≥ 0.7`,
+      holds: q >= 0.7,
+    });
+  }
+  const o10 = parts.openLoop.find((l) => l.reporters === 10);
+  const o150 = parts.openLoop.find((l) => l.reporters === 150);
+  if (o10 && o150) {
+    const fiveXx = parts.openLoop.reduce((n, l) => n + l.serverErrors.fiveXx, 0);
+    const q = ratio(o150.summary.p99, o10.summary.p99);
+    criteria.push({
+      name: 'open loop (1 report/s per reporter, latency from the scheduled time): p99 at R = 150 is at most 2 × p99 at R = 10, and no 5xx',
+      measured: `${ms(o150.summary.p99)} ms ÷ ${ms(o10.summary.p99)} ms = ${n2(q)} ≤ 2 (${o150.summary.ops} and ${o10.summary.ops} reports); 5xx: ${fiveXx}`,
+      holds: q <= 2 && fiveXx === 0,
+    });
+  }
+  const size = parts.reportSize;
+  const base = size?.levels[0];
+  const s100 = size?.levels.find((l) => l.nodes === 100);
+  const s1000 = size?.levels.find((l) => l.nodes === 1000);
+  if (size && base && s100 && s1000 && base !== s100) {
+    const m100 = perNodeBeyond(s100, base);
+    const m1000 = perNodeBeyond(s1000, base);
+    const q = m1000 / m100;
+    const plain = (s1000.serverCpuPerReportMs / 1000) / (s100.serverCpuPerReportMs / 100);
+    criteria.push({
+      name: 'report size: server CPU per report grows at most linearly in N — CPU per report per node, beyond the ' +
+        `${base.nodes}-node report, at N = 1000 is at most 1.2 × at N = 100`,
+      measured: `(${n2(s1000.serverCpuPerReportMs)} − ${n2(base.serverCpuPerReportMs)}) ÷ ${1000 - base.nodes} = ${n3(m1000)} ms per node ÷ ` +
+        `(${n2(s100.serverCpuPerReportMs)} − ${n2(base.serverCpuPerReportMs)}) ÷ ${100 - base.nodes} = ${n3(m100)} ms per node → ${n2(q)} ≤ 1.2; ` +
+        `plain CPU / report / N: ${n3(s1000.serverCpuPerReportMs / 1000)} ÷ ${n3(s100.serverCpuPerReportMs / 100)} ms = ${n2(plain)}`,
+      holds: q <= 1.2,
+    });
+  }
+  const b1 = size?.bytes.byRollout.find((b) => b.reporters === 1);
+  const b150 = size?.bytes.byRollout.find((b) => b.reporters === 150);
+  if (b1 && b150) {
+    const q = b150.toDatabase / b1.toDatabase;
+    criteria.push({
+      name: 'bytes written per report do not depend on the rest of the fleet: one 4-node reporter of a 150-reporter rollout writes at most ' +
+        '1.1 × what one of a 1-reporter rollout writes',
+      measured: `${n0(b150.toDatabase)} ÷ ${n0(b1.toDatabase)} bytes sent to the database per report = ${n2(q)} ≤ 1.1 ` +
+        `(read from it: ${n0(b150.fromDatabase)} and ${n0(b1.fromDatabase)} bytes)`,
+      holds: q <= 1.1,
+    });
+  } else if (size?.bytes.note) {
+    criteria.push({ name: 'bytes written per report do not depend on the rest of the fleet', measured: size.bytes.note, holds: false });
+  }
+  const limit = size?.bodyLimit;
+  if (limit) {
+    criteria.push({
+      name: `a full report of one ${limit.nodes.toLocaleString('en-US')}-node cluster × 2 replicas is accepted at the default body limit (8 MiB)`,
+      measured: `REST ${limit.rest.status}, body ${kib(limit.rest.bodyBytes)} (${limit.rest.bodyBytes} bytes); TypedRequest ${limit.typedRequest.status}` +
+        `${limit.typedRequest.error ? ` with error ${limit.typedRequest.error}` : ' without error'}, body ${kib(limit.typedRequest.bodyBytes)}`,
+      holds: limit.rest.status === 200 && limit.typedRequest.status === 200 && limit.typedRequest.error === undefined,
+    });
+  }
+  const read = parts.readPath;
+  if (read) {
+    const t = read.triple;
+    const q = ratio(t.server.throughput, t.driver.throughput);
+    const rounds = t.rounds.map((x) => x.server.throughput / x.driver.throughput);
+    criteria.push({
+      name: `read path: GET …/rollout of a ${read.reporters}-reporter rollout under ${read.connections} connections reaches at least 0.8 × ` +
+        'the bare-driver floor building the same answer',
+      measured: `${n1(t.server.throughput)} ÷ ${n1(t.driver.throughput)} reads/s = ${n2(q)}${spread(rounds)} ≥ 0.8 ` +
+        `(answers ${kib(read.answerBytes.server)} and ${kib(read.answerBytes.floor)})`,
+      holds: q >= 0.8,
+    });
+  }
+  return criteria;
+}

@@ -1,0 +1,217 @@
+import { BSON, type Collection, type Document } from 'mongodb';
+import { rolloutRecordId } from '../../src/domain/reports.js';
+import { httpLoop, measureTriple, probesFor, setCanned, type BenchContext, type Triple } from '../lib/context.js';
+import { bearer } from '../lib/fixtures.js';
+import { nextReport, reporterIdOf, type ReadyFleet, type Reporter, type RolloutFleets } from '../lib/fleet.js';
+import { HttpClient, closedLoop, openLoop, seededRandom, type OpenLoopSamples } from '../lib/load.js';
+import { emptySamples, merge, summarize, type Summary } from '../lib/stats.js';
+
+/**
+ * One rollout, many reporters: one service placed on R clusters, each reporter the Coreflow of
+ * one cluster with 4 nodes × 2 replicas (bench/lib/fleet.ts `RolloutFleets`), R ∈ {1, 10, 50, 150}.
+ *
+ * - Reporters curve (closed loop): every reporter has one report in flight, always (no pause):
+ *   R reports in flight. Beside the server, the plain-Fastify floor and the minimal bare-driver
+ *   floor `upsertFloor` (one conditional upsert of a record of the same size per report).
+ * - Open loop: every reporter reports once per second as an agent does, at phases fixed in
+ *   advance (offered load R reports/s); latency from the scheduled send time (bench/lib/load.ts
+ *   `openLoop`).
+ */
+
+export const REPORTER_NODES = 4;
+
+/** One R of the reporters curve. */
+export interface ReportersLevel {
+  reporters: number;
+  /** server; plain Fastify; bare driver = one conditional upsert per report. */
+  triple: Triple;
+  /** Reports answered 200 per second (the floor: upserts that wrote). */
+  acceptedPerSecond: { server: number, floor: number };
+  /** Server answers ≥ 500 (and transport errors), over all rounds. */
+  serverErrors: { fiveXx: number, other: Record<string, number> };
+  /** The service document (BSON bytes) after the level, its status history full. */
+  serviceDocumentBytes: number;
+  /** One reporter's record (BSON bytes). */
+  recordBytes: number;
+}
+
+/** Answers ≥ 500 and any other non-200 outcome of a summary. */
+export function errorsOf (s: Summary): { fiveXx: number, other: Record<string, number> } {
+  let fiveXx = 0;
+  const other: Record<string, number> = {};
+  for (const [k, n] of Object.entries(s.outcomes)) {
+    if (/^5\d\d$/.test(k)) fiveXx += n;
+    else if (k !== '200') other[k] = n;
+  }
+  return { fiveXx, other };
+}
+
+const accepted = (s: Summary): number => ((s.outcomes['200'] ?? 0) * 1000) / s.elapsedMs;
+
+/** The server's request for reporter `r`'s next report. */
+async function postReport (client: HttpClient, r: Reporter): Promise<string> {
+  const res = await client.request('POST', '/v1/deployment-snapshots', bearer(r.token), JSON.stringify(nextReport(r)));
+  return String(res.status);
+}
+
+/**
+ * The minimal floor of a report: ONE conditional upsert of the reporter's record — same shape
+ * and size as the server's record (a copy of the server's own record of that reporter, its
+ * position and entry moved on), `_id` equality + `version` condition, `upsert: true` — from the
+ * bench process, against the same database and collection, under twin ids (`…~floor`) so that
+ * the server's own records are untouched. It is what the storage design costs at least: one
+ * fenced write per report, nothing else (no read, no status, no HTTP).
+ */
+export async function upsertFloor (ctx: BenchContext, fleet: ReadyFleet): Promise<(r: Reporter) => Promise<string>> {
+  const reports = ctx.db.collection('reports') as Collection<Document>;
+  const templates = new Map<Reporter, { id: string, record: Document, version: number, sequence: number }>();
+  for (const r of fleet.reporters) {
+    const stored = await reports.findOne({ _id: rolloutRecordId(r.plan.rolloutId, reporterIdOf(r)) as never });
+    if (!stored) throw new Error(`no record of ${reporterIdOf(r)}`);
+    const { _id, ...record } = stored;
+    const rolloutId = `${r.plan.rolloutId}~floor`;
+    templates.set(r, { id: rolloutRecordId(rolloutId, reporterIdOf(r)), record: { ...record, rolloutId }, version: 0, sequence: 0 });
+  }
+  return async (r: Reporter): Promise<string> => {
+    const t = templates.get(r);
+    if (!t) throw new Error('unknown reporter');
+    const now = Date.now();
+    const sequence = ++t.sequence;
+    const record = {
+      ...t.record,
+      version: t.version + 1,
+      position: { ...(t.record['position'] as Document), sequence, reportedAt: now, receivedAt: now },
+      entry: { ...(t.record['entry'] as Document), reportSequence: sequence, reportedAt: now },
+    };
+    const result = await reports.replaceOne({ _id: t.id as never, version: t.version }, record, { upsert: true });
+    if (result.matchedCount + result.upsertedCount !== 1) return 'not-written';
+    t.version++;
+    return '200';
+  };
+}
+
+/** BSON sizes of the fleet's service document and of its first reporter's record. */
+async function sizesOf (ctx: BenchContext, fleet: ReadyFleet): Promise<{ service: number, record: number }> {
+  const r = fleet.reporters[0] as Reporter;
+  const [service, record] = await Promise.all([
+    ctx.db.collection('services').findOne({ _id: r.serviceId as never }),
+    ctx.db.collection('reports').findOne({ _id: rolloutRecordId(r.plan.rolloutId, reporterIdOf(r)) as never }),
+  ]);
+  return { service: service ? BSON.calculateObjectSize(service) : 0, record: record ? BSON.calculateObjectSize(record) : 0 };
+}
+
+export interface ReportersPlan {
+  rounds: number;
+  /** Reports per measured block at R reporters. */
+  perBlock: (reporters: number) => number;
+  warmMs: number;
+  /** The first level's warm-up (longer when nothing ran before: JIT of the processes and the database). */
+  firstWarmMs: number;
+}
+
+/** The reporters curve: per R, warm-up, then the server, plain Fastify and the upsert floor in interleaved rounds. */
+export async function runReportersCurve (ctx: BenchContext, fleets: RolloutFleets, levels: number[], plan: ReportersPlan): Promise<ReportersLevel[]> {
+  const out: ReportersLevel[] = [];
+  for (const reporters of levels) {
+    const fleet = await fleets.get(reporters, REPORTER_NODES);
+    await setCanned(ctx, 'report', 200, fleet.lastAnswer);
+    const floorOp = await upsertFloor(ctx, fleet);
+    // Worker w is reporter w: each reporter has exactly one report in flight, one after the other.
+    const reporterOf = (w: number): Reporter => fleet.reporters[w] as Reporter;
+    const httpBlock = (subject: 'server' | 'fastify', total: number, maxMs?: number) =>
+      httpLoop(ctx, subject, subject === 'server' ? ctx.server.url : ctx.fastify.url, { concurrency: reporters, total, maxMs },
+        (client, w) => postReport(client, reporterOf(w)));
+    const floorBlock = (total: number, maxMs?: number) => closedLoop({
+      concurrency: reporters, total, ...(maxMs === undefined ? {} : { maxMs }), cpu: probesFor(ctx, 'driver'), op: (w) => floorOp(reporterOf(w)),
+    });
+    const warmMs = out.length === 0 ? plan.firstWarmMs : plan.warmMs;
+    await httpBlock('server', Number.MAX_SAFE_INTEGER, warmMs);
+    await floorBlock(Number.MAX_SAFE_INTEGER, warmMs / 3);
+    await httpBlock('fastify', Number.MAX_SAFE_INTEGER, 300);
+    const perBlock = plan.perBlock(reporters);
+    const triple = await measureTriple(ctx, `reporters curve, one rollout, ${reporters} reporters in flight`, plan.rounds, {
+      server: () => httpBlock('server', perBlock),
+      fastify: () => httpBlock('fastify', perBlock),
+      driver: () => floorBlock(perBlock),
+    });
+    const sizes = await sizesOf(ctx, fleet);
+    out.push({
+      reporters,
+      triple,
+      acceptedPerSecond: { server: accepted(triple.server), floor: accepted(triple.driver) },
+      serverErrors: errorsOf(triple.server),
+      serviceDocumentBytes: sizes.service,
+      recordBytes: sizes.record,
+    });
+    const errors = errorsOf(triple.server);
+    if (errors.fiveXx > 0 || Object.keys(errors.other).length > 0) {
+      ctx.opts.log(`  WARNING reporters curve, ${reporters} reporters: server outcomes ${JSON.stringify(triple.server.outcomes)}`);
+    }
+  }
+  return out;
+}
+
+/** One R of the open loop. */
+export interface OpenLoopLevel {
+  reporters: number;
+  /** Offered load: R reports per second. */
+  offeredPerSecond: number;
+  /** Latency from the scheduled send time; throughput = completed ÷ wall time. */
+  summary: Summary;
+  /** Requests that started more than 10 ms late (their reporter's previous report was still running). */
+  late: number;
+  serverErrors: { fiveXx: number, other: Record<string, number> };
+  rounds: Summary[];
+}
+
+export interface OpenLoopPlan {
+  rounds: number;
+  /** How long each R runs per round (ms). */
+  durationMs: (reporters: number) => number;
+  /** A closed-loop warm-up of the server on the largest fleet first (ms). */
+  warmMs: number;
+}
+
+/**
+ * The open loop: per round, each R in turn (the order alternates between rounds), every reporter
+ * of that fleet reporting once per second at its own phase — uniform in the second, drawn from a
+ * fixed seed, so every run offers the same arrival times — for `durationMs(R)`.
+ */
+export async function runOpenLoop (ctx: BenchContext, fleets: RolloutFleets, levels: number[], plan: OpenLoopPlan): Promise<OpenLoopLevel[]> {
+  const perLevel = new Map<number, { samples: OpenLoopSamples[] }>();
+  for (const reporters of levels) perLevel.set(reporters, { samples: [] });
+  const largest = await fleets.get(Math.max(...levels), REPORTER_NODES);
+  await httpLoop(ctx, 'server', ctx.server.url, { concurrency: Math.min(10, largest.reporters.length), total: Number.MAX_SAFE_INTEGER, maxMs: plan.warmMs },
+    (client, w) => postReport(client, largest.reporters[w] as Reporter));
+  for (let round = 1; round <= plan.rounds; round++) {
+    const order = round % 2 === 1 ? levels : [...levels].reverse();
+    for (const reporters of order) {
+      const fleet = await fleets.get(reporters, REPORTER_NODES);
+      const random = seededRandom(reporters * 7919 + round);
+      const offsets = fleet.reporters.map(() => random() * 1000);
+      const client = new HttpClient(ctx.server.url, reporters);
+      try {
+        const samples = await openLoop({
+          senders: reporters,
+          periodMs: 1000,
+          durationMs: plan.durationMs(reporters),
+          offsets,
+          cpu: probesFor(ctx, 'server'),
+          op: (s) => postReport(client, fleet.reporters[s] as Reporter),
+        });
+        perLevel.get(reporters)?.samples.push(samples);
+        const s = summarize(samples);
+        ctx.opts.log(`  open loop, ${reporters} reports/s offered: round ${round}/${plan.rounds}: ${s.throughput.toFixed(0)}/s done, ` +
+          `p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms (from the scheduled time), ${samples.late} late`);
+      } finally {
+        client.close();
+      }
+    }
+  }
+  return levels.map((reporters) => {
+    const all = perLevel.get(reporters)?.samples ?? [];
+    const summary = summarize(all.reduce((into, s) => merge(into, s), emptySamples()));
+    const late = all.reduce((n, s) => n + s.late, 0);
+    return { reporters, offeredPerSecond: reporters, summary, late, serverErrors: errorsOf(summary), rounds: all.map(summarize) };
+  });
+}
