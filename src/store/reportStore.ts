@@ -22,6 +22,9 @@ const claimId = (rolloutId: string, kind: 'node' | 'session', name: string): str
 
 const toRecord = ({ _id, ...rest }: ReportDocument): ReportRecord => ({ id: _id, ...rest });
 
+/** Rounds of "look, claim" a report may take against reporters that win a claim and give it back. */
+const CLAIM_ATTEMPTS = 20;
+
 /**
  * Snapshot reports, one document per (rollout or service, reporter), each written whole with
  * compare-and-swap on its version: the fence of the report path (a refused or superseded report
@@ -65,31 +68,39 @@ export class ReportStore implements ReportRepository {
   }
 
   /**
-   * Another reporter's claims are found first, so a refused report inserts nothing; only a claim
-   * that a concurrent reporter won in between refuses the insert itself (unique `_id`), and then
-   * the claims this call inserted are given back: a refused report holds nothing.
+   * Another reporter's claims are found first, so a refused report inserts nothing. The claims
+   * are then inserted in one ordered write, sorted by id: two reporters after the same ids meet
+   * at the first one they share, and only one of them gets past it. A claim a concurrent reporter
+   * won in between refuses the insert (unique `_id`); the claims this call inserted are given
+   * back (a refused report holds nothing) and, when the winner gave its own back too (it lost
+   * elsewhere), the claim is tried again: success is answered only while every claim is held.
    */
   async claim (rolloutId: string, reporterId: string, claims: ReadonlyArray<{ kind: 'node' | 'session', name: string }>, now: number): Promise<ClaimRefusal[]> {
     if (claims.length === 0) return [];
-    const ids = claims.map(({ kind, name }) => claimId(rolloutId, kind, name));
-    const held = await this.othersClaims(ids, claims, reporterId);
-    if (held.length > 0) return held;
-    // Filter on `_id` and `reporterId`: another reporter's claim does not match, so the upsert
-    // tries to insert its `_id` and the unique `_id` refuses it (E11000).
-    const operations: Array<AnyBulkWriteOperation<ClaimDocument>> = ids.map((_id) => ({
-      updateOne: { filter: { _id, reporterId }, update: { $setOnInsert: { rolloutId, createdAt: now } }, upsert: true },
-    }));
-    try {
-      await this.claims.bulkWrite(operations, { ordered: false });
-      return [];
-    } catch (err) {
-      if (!(err instanceof MongoBulkWriteError)) throw err;
-      const writeErrors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-      if (writeErrors.some((writeError) => writeError.code !== DUPLICATE_KEY)) throw err;
-      const inserted = Object.keys(err.result.upsertedIds).flatMap((index) => ids[Number(index)] ?? []);
-      if (inserted.length > 0) await this.claims.deleteMany({ _id: { $in: inserted }, reporterId, createdAt: now });
-      return this.othersClaims(ids, claims, reporterId);
+    const wanted = claims.map((c) => ({ ...c, id: claimId(rolloutId, c.kind, c.name) })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const ids = wanted.map((c) => c.id);
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+      const held = await this.othersClaims(ids, wanted, reporterId);
+      if (held.length > 0) return held;
+      // Filter on `_id` and `reporterId`: another reporter's claim does not match, so the upsert
+      // tries to insert its `_id` and the unique `_id` refuses it (E11000).
+      const operations: Array<AnyBulkWriteOperation<ClaimDocument>> = ids.map((_id) => ({
+        updateOne: { filter: { _id, reporterId }, update: { $setOnInsert: { rolloutId, createdAt: now } }, upsert: true },
+      }));
+      try {
+        await this.claims.bulkWrite(operations, { ordered: true });
+        return [];
+      } catch (err) {
+        if (!(err instanceof MongoBulkWriteError)) throw err;
+        const writeErrors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+        if (writeErrors.some((writeError) => writeError.code !== DUPLICATE_KEY)) throw err;
+        const inserted = Object.keys(err.result.upsertedIds).flatMap((index) => ids[Number(index)] ?? []);
+        if (inserted.length > 0) await this.claims.deleteMany({ _id: { $in: inserted }, reporterId, createdAt: now });
+      }
+      // The winner may have given its claim back already: look again, after a short random pause.
+      await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 5 * (attempt + 1))));
     }
+    throw new Error(`the claims of reporter '${reporterId}' on rollout '${rolloutId}' kept being contended`);
   }
 
   /** The claims among `ids` that reporters other than `reporterId` hold. */
@@ -98,7 +109,7 @@ export class ReportStore implements ReportRepository {
     const ownerOf = new Map(holders.map((h) => [h._id, h.reporterId]));
     return claims.flatMap((c, i) => {
       const owner = ownerOf.get(ids[i] ?? '');
-      return owner !== undefined && owner !== reporterId ? [{ ...c, owner }] : [];
+      return owner !== undefined && owner !== reporterId ? [{ kind: c.kind, name: c.name, owner }] : [];
     });
   }
 
