@@ -15,7 +15,7 @@ import { machineBusyMs, projectDir } from './lib/processes.js';
 import { formatProfile, profilesIn, summarizeProfile } from './lib/profile.js';
 import { RolloutFleets } from './lib/fleet.js';
 import {
-  openLoopTable, readPathFigures, reportersFigures, reportersTable, reportSizeFigures, reportSizeTable, rolloutCriteria,
+  openLoopTable, readPathFigures, reportersFigures, reportersTable, reportSizeFigures, reportSizeTable, rolloutCriteria, roundTripsTable,
 } from './lib/rolloutOutput.js';
 import { runIngestion, type FleetShape, type IngestionResult } from './scenarios/reports.js';
 import { runListing, type ListingStage } from './scenarios/listing.js';
@@ -58,7 +58,7 @@ const plan = quick
       headlinePerBlock: 120,
       promotionPerBlock: { uncontended: 60, contended: 60 },
       listing: [{ releases: 1_000, perBlock: 20 }, { releases: 10_000, perBlock: 10 }, { releases: 100_000, perBlock: 4 }],
-      reporters: { rounds: 1, perBlock: (r: number) => Math.max(30, 2 * r), warmMs: 500 },
+      reporters: { rounds: 1, perBlock: (r: number) => Math.max(30, 2 * r), warmMs: 500, roundTrips: 30 },
       openLoop: { rounds: 1, durationMs: () => 3_000, warmMs: 500 },
       reportSize: { rounds: 1, perBlock: (n: number) => (n <= 10 ? 15 : n <= 100 ? 8 : 3), warmMs: 500, bytesReports: 5 },
       readPath: { connections: 50, perBlock: 50, rounds: 1, warmMs: 500 },
@@ -73,11 +73,11 @@ const plan = quick
       headlinePerBlock: 250,
       promotionPerBlock: { uncontended: 200, contended: 150 },
       listing: [{ releases: 1_000, perBlock: 50 }, { releases: 10_000, perBlock: 25 }, { releases: 100_000, perBlock: 8 }],
-      reporters: { rounds: 3, perBlock: (r: number) => (r === 1 ? 100 : Math.max(200, 4 * r)), warmMs: 1_500 },
-      // R = 10 runs longest: its p99 is the open-loop criterion's denominator (≥ 300 samples).
-      openLoop: { rounds: 2, durationMs: (r: number) => (r === 1 ? 5_000 : r === 10 ? 15_000 : 8_000), warmMs: 1_500 },
-      reportSize: { rounds: 3, perBlock: (n: number) => (n <= 10 ? 60 : n <= 100 ? 30 : n <= 500 ? 10 : 6), warmMs: 1_500, bytesReports: 20 },
-      readPath: { connections: 50, perBlock: 150, rounds: 3, warmMs: 1_500 },
+      reporters: { rounds: 3, perBlock: (r: number) => (r === 1 ? 100 : Math.max(200, 2 * r)), warmMs: 1_500, roundTrips: 100 },
+      // R = 10 runs longest: its p99 is the open-loop criterion's denominator (≥ 200 samples).
+      openLoop: { rounds: 2, durationMs: (r: number) => (r === 1 ? 2_000 : r === 10 ? 10_000 : 5_000), warmMs: 1_500 },
+      reportSize: { rounds: 3, perBlock: (n: number) => (n <= 10 ? 60 : n <= 100 ? 30 : n <= 500 ? 6 : 4), warmMs: 1_500, bytesReports: 20 },
+      readPath: { connections: 50, perBlock: 50, rounds: 3, warmMs: 1_500 },
     };
 /** The one-rollout parts: reporters per rollout (4 nodes × 2 replicas each), report sizes (nodes of one reporter). */
 const REPORTERS = [1, 10, 50, 150];
@@ -287,6 +287,7 @@ const cpuTable = [
   }),
 ].join('\n');
 const checks = criteriaList(criteria);
+const roundTrips = roundTripsTable(reportersCurve);
 
 let profileText = '';
 if (profiling) {
@@ -353,6 +354,7 @@ const output = [
   checks,
   '',
   ...(reportersCurve.length > 0 ? ['### Reporters curve (one rollout, closed loop)', '', reportersTable(reportersCurve), ''] : []),
+  ...(roundTrips !== '' ? ['### A report\'s round trips, one at a time (twins of the rollout\'s documents)', '', roundTrips, ''] : []),
   ...(openLoop.length > 0 ? ['### Open loop (each reporter once per second, latency from the scheduled time)', '', openLoopTable(openLoop), ''] : []),
   ...(reportSize ? ['### Report size (one reporter, one report in flight) and bytes per report', '', reportSizeTable(reportSize), ''] : []),
   '### CPU per operation (ms, user + system, from /proc)',

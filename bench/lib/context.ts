@@ -169,31 +169,42 @@ export async function httpLoop (
   }
 }
 
-/** The three subjects' merged figures, and each round's (to show how much they moved). */
-export type Triple = Record<Subject, Summary> & { rounds: Array<Record<Subject, Summary>> };
+/** The three subjects' merged figures, and each round's (to show how much they moved); `extra`: other blocks measured in the same rounds. */
+export type Triple = Record<Subject, Summary> & { rounds: Array<Record<Subject, Summary>>, extra?: Record<string, Summary> };
 
 /**
  * Runs the three subjects in `rounds` interleaved rounds (server, plain Fastify, bare driver;
  * the next round in reverse order; …) so that drift (JIT, GC, collection growth, other load on
- * the machine) hits all three alike, and merges each subject's blocks.
+ * the machine) hits all three alike, and merges each subject's blocks. `extra` blocks (another
+ * floor) run in the same rounds, after the three (before them in the reversed rounds).
  */
-export async function measureTriple (ctx: BenchContext, label: string, rounds: number, blocks: Record<Subject, () => Promise<Samples>>): Promise<Triple> {
+export async function measureTriple (
+  ctx: BenchContext, label: string, rounds: number, blocks: Record<Subject, () => Promise<Samples>>, extra: Record<string, () => Promise<Samples>> = {},
+): Promise<Triple> {
   const merged: Record<Subject, Samples> = { server: emptySamples(), fastify: emptySamples(), driver: emptySamples() };
+  const mergedExtra: Record<string, Samples> = Object.fromEntries(Object.keys(extra).map((k) => [k, emptySamples()]));
   const perRound: Array<Record<Subject, Summary>> = [];
+  const runExtra = async (): Promise<void> => {
+    for (const [name, block] of Object.entries(extra)) merge(mergedExtra[name] ?? emptySamples(), await block());
+  };
   for (let round = 1; round <= rounds; round++) {
     const order: Subject[] = round % 2 === 1 ? ['server', 'fastify', 'driver'] : ['driver', 'fastify', 'server'];
     const these: Partial<Record<Subject, Summary>> = {};
+    if (round % 2 === 0) await runExtra();
     for (const subject of order) {
       const block = await blocks[subject]();
       these[subject] = summarize(block);
       merge(merged[subject], block);
     }
+    if (round % 2 === 1) await runExtra();
     const r = these as Record<Subject, Summary>;
     perRound.push(r);
     ctx.opts.log(`  ${label}: round ${round}/${rounds}: server ${r.server.throughput.toFixed(0)}/s p50 ${r.server.p50.toFixed(1)} ms, ` +
       `bare driver ${r.driver.throughput.toFixed(0)}/s p50 ${r.driver.p50.toFixed(1)} ms, plain Fastify ${r.fastify.throughput.toFixed(0)}/s`);
   }
-  return { server: summarize(merged.server), fastify: summarize(merged.fastify), driver: summarize(merged.driver), rounds: perRound };
+  const triple: Triple = { server: summarize(merged.server), fastify: summarize(merged.fastify), driver: summarize(merged.driver), rounds: perRound };
+  if (Object.keys(extra).length > 0) triple.extra = Object.fromEntries(Object.entries(mergedExtra).map(([k, v]) => [k, summarize(v)]));
+  return triple;
 }
 
 /**

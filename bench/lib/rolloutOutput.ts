@@ -1,7 +1,9 @@
 import type { OpenLoopLevel, ReportersLevel } from '../scenarios/reporters.js';
+import type { RoundTripCost } from '../scenarios/roundTrips.js';
 import type { ReadPathResult } from '../scenarios/readPath.js';
 import type { ReportSizeResult, SizeLevel } from '../scenarios/reportSize.js';
 import { latencyFigures, ratio, type Criterion, type Figure } from './output.js';
+import type { Summary } from './stats.js';
 
 /**
  * Figures, criteria and detail tables of the one-rollout parts (reporters curve, open loop,
@@ -55,14 +57,36 @@ export function readPathFigures (r: ReadPathResult): Figure[] {
 export function reportersTable (levels: ReportersLevel[]): string {
   return [
     '| R (reporters in flight) | accepted reports/s | p50 | p99 | 5xx | server CPU / report | database CPU / report | service document | ' +
-      'one record | floor reports/s | server ÷ floor |',
-    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      'one record | floor (one upsert) reports/s | server ÷ floor | the server\'s round trips, bare driver: reports/s | … lost publishes / report |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...levels.map((l) => {
       const s = l.triple.server;
       return `| ${l.reporters} | ${n1(l.acceptedPerSecond.server)} | ${ms(s.p50)} ms | ${ms(s.p99)} ms | ${l.serverErrors.fiveXx} | ` +
         `${n2(s.cpuPerOpMs['service'] ?? Number.NaN)} ms | ${n2(s.cpuPerOpMs['db'] ?? Number.NaN)} ms | ${kib(l.serviceDocumentBytes)} | ` +
-        `${kib(l.recordBytes)} | ${n1(l.acceptedPerSecond.floor)} | ${n2(ratio(l.acceptedPerSecond.server, l.acceptedPerSecond.floor))} |`;
+        `${kib(l.recordBytes)} | ${n1(l.acceptedPerSecond.floor)} | ${n2(ratio(l.acceptedPerSecond.server, l.acceptedPerSecond.floor))} | ` +
+        `${n1(l.serverRoundTrips?.accepted ?? Number.NaN)} | ${n2(l.serverRoundTrips?.lostPublishesPerReport ?? Number.NaN)} |`;
     }),
+  ].join('\n');
+}
+
+/** A report's round trips one by one, for each R that measured them (mean latency, database CPU per operation). */
+export function roundTripsTable (levels: ReportersLevel[]): string {
+  const measured = levels.filter((l) => l.roundTrips !== undefined);
+  const first = measured[0]?.roundTrips ?? [];
+  if (first.length === 0) return '';
+  const heads = measured.map((l) => `R = ${l.reporters}: latency | R = ${l.reporters}: database CPU`);
+  const rows = first.map((trip, i) => `| ${trip.name} | ${measured.map((l) => {
+    const t = l.roundTrips?.[i];
+    return t ? `${ms(t.meanMs)} ms | ${n2(t.dbCpuMs)} ms` : 'n/a | n/a';
+  }).join(' | ')} |`);
+  const sum = (l: ReportersLevel, pick: (t: RoundTripCost) => number): number =>
+    (l.roundTrips ?? []).slice(0, 6).reduce((a, t) => a + pick(t), 0);
+  return [
+    `| round trip (alone, one in flight) | ${heads.join(' | ')} |`,
+    `| --- | ${measured.map(() => '---: | ---:').join(' | ')} |`,
+    ...rows,
+    `| **a report's six (without the re-read)** | ${measured.map((l) => `${ms(sum(l, (t) => t.meanMs))} ms | ${n2(sum(l, (t) => t.dbCpuMs))} ms`)
+      .join(' | ')} |`,
   ].join('\n');
 }
 
@@ -108,6 +132,25 @@ export interface RolloutParts {
   readPath: ReadPathResult | undefined;
 }
 
+const cpuOf = (s: Summary, process: string): number => s.cpuPerOpMs[process] ?? Number.NaN;
+
+/**
+ * CPU per report of the whole machine's work (from /proc) at one R: the server's request (server + database + load generator),
+ * an HTTP request that does nothing (plain Fastify + load generator), and the one-upsert floor (bench process + database). When
+ * the machine is CPU-bound, throughput goes as the inverse, so this bounds what any HTTP server doing the upsert could reach.
+ */
+function cpuBound (l: ReportersLevel): string {
+  const t = l.triple;
+  const server = cpuOf(t.server, 'service') + cpuOf(t.server, 'db') + cpuOf(t.server, 'client');
+  const http = cpuOf(t.fastify, 'service') + cpuOf(t.fastify, 'client');
+  const floor = cpuOf(t.driver, 'service') + cpuOf(t.driver, 'db');
+  return `CPU per report on this machine: the server's ${n2(server)} ms (server ${n2(cpuOf(t.server, 'service'))}, database ` +
+    `${n2(cpuOf(t.server, 'db'))}, load generator ${n2(cpuOf(t.server, 'client'))}) against the floor's ${n2(floor)} ms (driver ` +
+    `${n2(cpuOf(t.driver, 'service'))}, database ${n2(cpuOf(t.driver, 'db'))}); an HTTP request that does nothing costs ${n2(http)} ms ` +
+    `(plain Fastify + load generator), so a server doing only HTTP and the one upsert would reach about ${n2(floor / (http + floor))} of the floor ` +
+    'when the machine is CPU-bound';
+}
+
 export function rolloutCriteria (parts: RolloutParts): Criterion[] {
   const criteria: Criterion[] = [];
   const at = (r: number) => parts.reporters.find((l) => l.reporters === r);
@@ -121,6 +164,12 @@ export function rolloutCriteria (parts: RolloutParts): Criterion[] {
       measured: `${n1(r150.acceptedPerSecond.server)} ÷ ${n1(r10.acceptedPerSecond.server)} reports/s = ${n2(q)} ≥ 0.8; ` +
         `5xx over R = ${parts.reporters.map((l) => l.reporters).join(', ')}: ${fiveXx}${other > 0 ? ` (other non-200 answers: ${other})` : ''}`,
       holds: q >= 0.8 && fiveXx === 0,
+      note: `Per report from R = 10 to R = 150: server CPU ${n2(cpuOf(r10.triple.server, 'service'))} → ${n2(cpuOf(r150.triple.server, 'service'))} ms, ` +
+        `database CPU ${n2(cpuOf(r10.triple.server, 'db'))} → ${n2(cpuOf(r150.triple.server, 'db'))} ms; the service document (every report ` +
+        `writes it twice) ${kib(r10.serviceDocumentBytes)} → ${kib(r150.serviceDocumentBytes)}; published-seq updates lost to another report ` +
+        `${n2(r10.serverRoundTrips?.lostPublishesPerReport ?? Number.NaN)} → ${n2(r150.serverRoundTrips?.lostPublishesPerReport ?? Number.NaN)} ` +
+        `per report (the bare driver making the same round trips: ${n1(r10.serverRoundTrips?.accepted ?? Number.NaN)} → ` +
+        `${n1(r150.serverRoundTrips?.accepted ?? Number.NaN)} reports/s)`,
     });
   }
   if (r50) {
@@ -130,6 +179,7 @@ export function rolloutCriteria (parts: RolloutParts): Criterion[] {
       name: 'at R = 50 the server accepts at least 0.7 × the reports/s of the bare driver doing one conditional upsert per report',
       measured: `${n1(r50.acceptedPerSecond.server)} ÷ ${n1(r50.acceptedPerSecond.floor)} reports/s = ${n2(q)}${spread(rounds)} ≥ 0.7`,
       holds: q >= 0.7,
+      note: cpuBound(r50),
     });
   }
   const o10 = parts.openLoop.find((l) => l.reporters === 10);
@@ -141,6 +191,13 @@ export function rolloutCriteria (parts: RolloutParts): Criterion[] {
       name: 'open loop (1 report/s per reporter, latency from the scheduled time): p99 at R = 150 is at most 2 × p99 at R = 10, and no 5xx',
       measured: `${ms(o150.summary.p99)} ms ÷ ${ms(o10.summary.p99)} ms = ${n2(q)} ≤ 2 (${o150.summary.ops} and ${o10.summary.ops} reports); 5xx: ${fiveXx}`,
       holds: q <= 2 && fiveXx === 0,
+      ...(r150 && r150.acceptedPerSecond.server < o150.offeredPerSecond
+        ? {
+            note: `150 reports/s offered, ${n1(o150.summary.throughput)} completed; the closed loop at R = 150 accepted ` +
+              `${n1(r150.acceptedPerSecond.server)} reports/s: the server's capacity there is below the offered load, so the queue grows for ` +
+              `as long as the run lasts (${o150.late} of ${o150.summary.ops} reports started late)`,
+          }
+        : {}),
     });
   }
   const size = parts.reportSize;

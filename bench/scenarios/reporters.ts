@@ -5,6 +5,8 @@ import { bearer } from '../lib/fixtures.js';
 import { nextReport, reporterIdOf, type ReadyFleet, type Reporter, type RolloutFleets } from '../lib/fleet.js';
 import { HttpClient, closedLoop, openLoop, seededRandom, type OpenLoopSamples } from '../lib/load.js';
 import { emptySamples, merge, summarize, type Summary } from '../lib/stats.js';
+import { driverReport } from './reports.js';
+import { measureRoundTrips, type RoundTripCost } from './roundTrips.js';
 
 /**
  * One rollout, many reporters: one service placed on R clusters, each reporter the Coreflow of
@@ -19,6 +21,7 @@ import { emptySamples, merge, summarize, type Summary } from '../lib/stats.js';
  */
 
 export const REPORTER_NODES = 4;
+const SERVER_ROUND_TRIPS = 'the server\'s round trips (bare driver)';
 
 /** One R of the reporters curve. */
 export interface ReportersLevel {
@@ -33,6 +36,13 @@ export interface ReportersLevel {
   serviceDocumentBytes: number;
   /** One reporter's record (BSON bytes). */
   recordBytes: number;
+  /**
+   * The bare driver making the server's round trips for each report (bench/scenarios/reports.ts `driverReport`), R in flight:
+   * reports/s, p50, and how often a report's published-seq update lost to a later report (a re-read and another try).
+   */
+  serverRoundTrips?: { accepted: number, p50: number, lostPublishesPerReport: number };
+  /** The database cost of each of a report's round trips, alone (smallest and largest R only). */
+  roundTrips?: RoundTripCost[];
 }
 
 /** Answers ≥ 500 and any other non-200 outcome of a summary. */
@@ -107,6 +117,8 @@ export interface ReportersPlan {
   warmMs: number;
   /** The first level's warm-up (longer when nothing ran before: JIT of the processes and the database). */
   firstWarmMs: number;
+  /** Times each round trip runs alone, for the smallest and the largest R. */
+  roundTrips: number;
 }
 
 /** The reporters curve: per R, warm-up, then the server, plain Fastify and the upsert floor in interleaved rounds. */
@@ -128,13 +140,24 @@ export async function runReportersCurve (ctx: BenchContext, fleets: RolloutFleet
     await httpBlock('server', Number.MAX_SAFE_INTEGER, warmMs);
     await floorBlock(Number.MAX_SAFE_INTEGER, warmMs / 3);
     await httpBlock('fastify', Number.MAX_SAFE_INTEGER, 300);
+    // The server's own round trips from the bare driver (the headline floor): how much of the curve the storage itself makes.
+    const publishConflicts = { n: 0 };
+    const tripsOp = driverReport(ctx, publishConflicts);
+    const tripsBlock = (total: number, maxMs?: number) => closedLoop({
+      concurrency: reporters, total, ...(maxMs === undefined ? {} : { maxMs }), cpu: probesFor(ctx, 'driver'), op: (w) => tripsOp(reporterOf(w)),
+    });
+    await tripsBlock(Number.MAX_SAFE_INTEGER, warmMs / 3);
+    publishConflicts.n = 0;
     const perBlock = plan.perBlock(reporters);
     const triple = await measureTriple(ctx, `reporters curve, one rollout, ${reporters} reporters in flight`, plan.rounds, {
       server: () => httpBlock('server', perBlock),
       fastify: () => httpBlock('fastify', perBlock),
       driver: () => floorBlock(perBlock),
-    });
+    }, { [SERVER_ROUND_TRIPS]: () => tripsBlock(perBlock) });
+    const trips = triple.extra?.[SERVER_ROUND_TRIPS];
     const sizes = await sizesOf(ctx, fleet);
+    const ends = reporters === Math.min(...levels) || reporters === Math.max(...levels);
+    const roundTrips = ends ? await measureRoundTrips(ctx, fleet, plan.roundTrips) : undefined;
     out.push({
       reporters,
       triple,
@@ -142,6 +165,8 @@ export async function runReportersCurve (ctx: BenchContext, fleets: RolloutFleet
       serverErrors: errorsOf(triple.server),
       serviceDocumentBytes: sizes.service,
       recordBytes: sizes.record,
+      ...(trips ? { serverRoundTrips: { accepted: accepted(trips), p50: trips.p50, lostPublishesPerReport: publishConflicts.n / trips.ops } } : {}),
+      ...(roundTrips ? { roundTrips } : {}),
     });
     const errors = errorsOf(triple.server);
     if (errors.fiveXx > 0 || Object.keys(errors.other).length > 0) {

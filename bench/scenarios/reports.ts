@@ -19,7 +19,7 @@ import { closedLoop } from '../lib/load.js';
 export type { FleetShape } from '../lib/fleet.js';
 
 /** The summary fields the status write returns (src/store/serviceStore.ts `statusHead`). */
-const STATUS_HEAD = {
+export const STATUS_HEAD = {
   ...Object.fromEntries(['rolloutId', 'totals', 'mismatched', 'seq', 'updatedAt'].map((field) => [`rolloutStatus.${field}`, 1])),
   statusRevision: 1,
   statusPublished: 1,
@@ -38,7 +38,7 @@ const STATUS_HEAD = {
  * writes, a real change), and the summary entry at the record's new version, so it runs on the
  * server's own documents and the server's next report of that reporter finds them consistent.
  */
-function driverReport (ctx: BenchContext, conflicts: { n: number }) {
+export function driverReport (ctx: BenchContext, conflicts: { n: number }) {
   const services = ctx.db.collection('services') as Collection<Document>;
   const nodes = ctx.db.collection('nodes') as Collection<Document>;
   const reports = ctx.db.collection('reports') as Collection<Document>;

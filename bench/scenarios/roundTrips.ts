@@ -1,0 +1,97 @@
+import { performance } from 'node:perf_hooks';
+import type { Collection, Document } from 'mongodb';
+import { rolloutRecordId } from '../../src/domain/reports.js';
+import { reporterKeyOf } from '../../src/domain/rolloutStatus.js';
+import type { BenchContext } from '../lib/context.js';
+import { reporterIdOf, type ReadyFleet, type Reporter } from '../lib/fleet.js';
+import { STATUS_HEAD } from './reports.js';
+
+/**
+ * Where a report's database time goes: each round trip the server makes for a report of a
+ * reporter that reported before (the headline floor's list, bench/scenarios/reports.ts), run
+ * alone `times` times in a row, one in flight, with the database's CPU per operation (from /proc)
+ * and the mean latency. It runs on twins of the fleet's service document and of one reporter's
+ * record (same bytes, other ids), so the server's own documents are untouched; comparing a small
+ * rollout's fleet with a large one's shows which round trips grow with the rollout.
+ */
+
+export interface RoundTripCost {
+  name: string;
+  meanMs: number;
+  /** Database CPU per operation (ms); NaN without the local development database. */
+  dbCpuMs: number;
+  /** This process's CPU per operation (ms): the driver's work, both ways. */
+  driverCpuMs: number;
+}
+
+/** `times` measured runs of each round trip, after `times / 2` unmeasured ones (JIT of the driver's and the database's paths). */
+export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, times: number): Promise<RoundTripCost[]> {
+  const services = ctx.db.collection('services') as Collection<Document>;
+  const reports = ctx.db.collection('reports') as Collection<Document>;
+  const nodes = ctx.db.collection('nodes') as Collection<Document>;
+  const r = fleet.reporters[Math.floor(fleet.reporters.length / 2)] as Reporter;
+  const twinId = `${r.serviceId}~trips`;
+  const service = await services.findOne({ _id: r.serviceId as never });
+  const stored = await reports.findOne({ _id: rolloutRecordId(r.plan.rolloutId, reporterIdOf(r)) as never });
+  if (!service || !stored) throw new Error('round trips: the fleet has no service document or record');
+  const data = service['data'] as Document;
+  await services.insertOne({ ...service, _id: twinId as never, data: { ...data, name: `${data['name'] as string}~trips` } });
+  const recordId = `${String(stored['_id'])}~trips`;
+  const { _id, ...record } = stored;
+  await reports.insertOne({ ...record, _id: recordId as never });
+  const path = `rolloutStatus.entries.${reporterKeyOf(reporterIdOf(r))}`;
+  const current = { _id: twinId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId };
+  const published = service['statusPublished'] as Document;
+  let version = record['version'] as number;
+  let entryVersion = version;
+  let seq = ((service['rolloutStatus'] as Document)['seq'] as number) + 1_000_000;
+  const ops: Array<[string, () => Promise<unknown>]> = [
+    ['findOne service (report target: immutable flag and plan)', () =>
+      services.findOne({ _id: twinId as never }, { projection: { 'data.immutableImageRequired': 1, 'data.imageDeployment': 1 } })],
+    ['find node owners (`_id` $in the reporter\'s nodes)', () =>
+      nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray()],
+    ['findOne the reporter\'s record (whole)', () => reports.findOne({ _id: recordId as never })],
+    ['replaceOne the record (CAS on version)', async () => {
+      await reports.replaceOne({ _id: recordId as never, version }, { ...record, version: version + 1 });
+      version++;
+    }],
+    ['findOneAndUpdate the summary entry (guarded by its version, $inc seq, returns the status head)', async () => {
+      const entry = { ...(record['entry'] as Document), reportedAt: Date.now() };
+      await services.findOneAndUpdate(
+        { ...current, [`${path}.version`]: entryVersion },
+        { $set: { [path]: { entry, version: entryVersion + 1 }, 'rolloutStatus.updatedAt': Date.now() }, $inc: { 'rolloutStatus.seq': 1 } },
+        { returnDocument: 'after', projection: STATUS_HEAD },
+      );
+      entryVersion++;
+    }],
+    ['updateOne the published seq', async () => {
+      seq++;
+      await services.updateOne(
+        { ...current, 'statusPublished.rolloutId': r.plan.rolloutId, 'statusPublished.key': published['key'], 'statusPublished.seq': { $lt: seq } },
+        { $set: { 'statusPublished.seq': seq } },
+      );
+    }],
+    ['findOne the status head (after a lost publish)', () => services.findOne(current, { projection: STATUS_HEAD })],
+  ];
+  const out: RoundTripCost[] = [];
+  try {
+    for (const [name, op] of ops) {
+      for (let i = 0; i < times / 2; i++) await op();
+      const db0 = ctx.probes.db?.read() ?? Number.NaN;
+      const self0 = ctx.probes.self.read();
+      const t0 = performance.now();
+      for (let i = 0; i < times; i++) await op();
+      const elapsed = performance.now() - t0;
+      out.push({
+        name,
+        meanMs: elapsed / times,
+        dbCpuMs: ((ctx.probes.db?.read() ?? Number.NaN) - db0) / times,
+        driverCpuMs: (ctx.probes.self.read() - self0) / times,
+      });
+    }
+  } finally {
+    await services.deleteOne({ _id: twinId as never });
+    await reports.deleteOne({ _id: recordId as never });
+  }
+  return out;
+}
