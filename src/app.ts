@@ -26,9 +26,11 @@ import { StatusHub } from './http/sse/hub.js';
 import { typedRequestMethods } from './http/typedRequest/methods.js';
 import { typedRequestRoute } from './http/typedRequest/route.js';
 import { Metrics } from './metrics.js';
+import { abort } from './operations/abort.js';
 import { clusterOperations } from './operations/clusters.js';
 import type { Operations } from './operations/index.js';
 import { rolloutIssuer } from './operations/issueRollout.js';
+import { rolloutLifecycle, type LifecycleLog } from './operations/lifecycle.js';
 import { observePushEvent } from './operations/observePushEvent.js';
 import { promote } from './operations/promote.js';
 import { rolloutReads } from './operations/readRollout.js';
@@ -48,6 +50,8 @@ export interface BuildAppOptions {
   fault?: FaultHook;
   /** SSE status stream timing (tests); defaults: poll every 250 ms, keep-alive every 15 s. */
   statusStream?: { pollIntervalMs?: number, heartbeatMs?: number };
+  /** The use cases' clock (tests of deadlines and stability windows); defaults to Date.now. */
+  now?: () => number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -108,18 +112,29 @@ function serverOptions (config: AppConfig, onFrameworkError: (code: ErrorCode) =
 const reportBodyLimit = (config: AppConfig): number => Math.max(config.BODY_LIMIT_BYTES, config.REPORT_BODY_LIMIT_BYTES);
 
 /** Every use case, each from the module named after it. */
-function composeOperations (repos: Repositories, telemetry: Telemetry, config: AppConfig, fault: FaultHook): Operations {
-  const now = Date.now;
+interface Composition {
+  repos: Repositories;
+  telemetry: Telemetry;
+  config: AppConfig;
+  fault: FaultHook;
+  log: LifecycleLog;
+  now: () => number;
+}
+
+function composeOperations ({ repos, telemetry, config, fault, log, now }: Composition): Operations {
   const rollouts = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault });
+  const lifecycle = rolloutLifecycle({ repos, rollouts, telemetry, now, log });
   return {
+    lifecycle,
+    abort: abort({ rollouts, telemetry }),
     services: serviceOperations({ repos, now }),
     clusters: clusterOperations({ repos, now }),
     releases: releaseReads({ repos }),
-    rollouts: rolloutReads({ repos }),
+    rollouts: rolloutReads({ repos, now }),
     promote: promote({ rollouts, telemetry }),
     rollBack: rollBack({ rollouts, telemetry }),
     observePushEvent: observePushEvent({ repos, rollouts, telemetry, now }),
-    reportSnapshot: reportSnapshot({ repos, telemetry, now, fault }),
+    reportSnapshot: reportSnapshot({ repos, telemetry, now, fault, afterStatusChange: lifecycle.afterStatusChange }),
   };
 }
 
@@ -202,7 +217,9 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   const repos = store.repositories;
-  const operations = composeOperations(repos, metrics, config, opts.fault ?? faultHookFromConfig(faultPointsOf(config)));
+  const operations = composeOperations({
+    repos, telemetry: metrics, config, fault: opts.fault ?? faultHookFromConfig(faultPointsOf(config)), log: app.log, now: opts.now ?? Date.now,
+  });
   const verifier = await createTokenVerifier(authKey);
   // One status hub per process: polls the database for services with SSE listeners.
   const hub = new StatusHub({
@@ -230,5 +247,9 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(rolloutStatusRoutes, { rollouts: operations.rollouts, verifier, hub });
   await app.register(consolePlugin);
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);
+  // Progress deadlines, milestones and follow-ups of rollouts in progress: every process sweeps (compare-and-swap decides).
+  let sweeper: { stop: () => Promise<void> } | undefined;
+  app.addHook('onReady', async () => { sweeper = operations.lifecycle.startSweeper(config.LIFECYCLE_SWEEP_INTERVAL_MS); });
+  app.addHook('preClose', async () => { await sweeper?.stop(); });
   return app;
 }

@@ -78,6 +78,12 @@ export const EnvSchema = Type.Object({
     default: 600_000,
     description: 'how often each process deletes idempotency records past their 48 h retention (for databases without TTL indexes)',
   }),
+  LIFECYCLE_SWEEP_INTERVAL_MS: Type.Integer({
+    minimum: 50,
+    maximum: 600_000,
+    default: 5_000,
+    description: 'how often each process looks at rollouts in progress: progress deadlines, milestones, automatic rollback, waiting pushes',
+  }),
   METRICS_TOKEN: Type.Optional(Type.String({
     minLength: 16,
     maxLength: 4096,

@@ -33,6 +33,7 @@ export const errorCatalogue = {
   'rollback-target-not-accepted': { status: 409, title: 'The rollback target was never accepted' },
   'rollback-target-is-current': { status: 409, title: 'The rollback target is the digest deployed now' },
   'no-current-rollout': { status: 409, title: 'The service has no rollout to roll back' },
+  'no-verified-release': { status: 409, title: 'There is no verified release to return to' },
   'service-already-exists': { status: 409, title: 'A service with this name already exists' },
   'node-name-taken': { status: 409, title: 'The node name is registered to another cluster' },
   'release-identity-conflict': { status: 409, title: 'The release id and the release identity disagree' },
@@ -166,6 +167,10 @@ export const errors = {
   }),
   noCurrentRollout: (serviceId: string, current: CurrentRollout): AppError => new AppError('no-current-rollout', {
     detail: `service '${serviceId}' has no rollout to roll back`,
+    details: { ...current },
+  }),
+  noVerifiedRelease: (serviceId: string, current: CurrentRollout): AppError => new AppError('no-verified-release', {
+    detail: `service '${serviceId}' has no release that succeeded before, other than the one deployed now: nothing to abort to`,
     details: { ...current },
   }),
   serviceAlreadyExists: (name: string, serviceId: string | undefined): AppError => new AppError('service-already-exists', {

@@ -11,7 +11,9 @@ import type { Telemetry } from './operations/telemetry.js';
  *
  * Every label value comes from a closed set (route patterns, HTTP methods and
  * status codes, error codes, upstream mismatch reasons, rollout modes), never
- * from a request's ids or free text, so the number of series stays bounded.
+ * from a request's ids or free text, so the number of series stays bounded —
+ * except the delivery series, labelled by service id: services are created by
+ * admins, so their number is the operator's, not a caller's.
  */
 
 export type RolloutOutcome = 'success' | 'replayed' | 'conflict' | 'refused' | 'error';
@@ -77,6 +79,35 @@ export class Metrics implements Telemetry {
   readonly errors = this.counter('cloudly_release_errors_total',
     'Error answers by stable code, REST and TypedRequest alike (TypedRequest errors are HTTP 200, so this is where they show);' +
     ' database-unavailable counts database outages seen by requests', ['code']);
+
+  readonly rolloutOutcomes = this.counter('cloudly_release_rollout_outcomes_total',
+    'Rollout milestones by mode and outcome — succeeded (rolled-back for a rollback), failed / mismatched (the first failure before' +
+    ' any success), deadline-exceeded — each counted once across processes, by the process whose compare-and-swap decided it', ['mode', 'outcome']);
+
+  readonly automaticRollbacks = this.counter('cloudly_release_automatic_rollbacks_total',
+    'Automatic rollbacks by trigger (failed, mismatched, deadline) and outcome (issued, refused)', ['trigger', 'outcome']);
+
+  readonly deployments = this.counter('cloudly_release_deployments_total',
+    'Deployments (promotions, manual or automatic, that succeeded) by service id: rate() is the deployment frequency', ['service']);
+
+  readonly changeFailures = this.counter('cloudly_release_change_failures_total',
+    'Failed changes by service id: promotions that failed or mismatched before succeeding, or were rolled back or aborted', ['service']);
+
+  readonly leadTime = new Histogram<'service'>({
+    name: 'cloudly_release_lead_time_seconds',
+    help: 'Lead time of each deployment by service id: from the first observation of its digest (push) to the rollout succeeding',
+    labelNames: ['service'],
+    buckets: [60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600, 7 * 24 * 3600],
+    registers: [this.registry],
+  });
+
+  readonly timeToRestore = new Histogram<'service'>({
+    name: 'cloudly_release_time_to_restore_seconds',
+    help: 'Time to restore by service id: from a failed change (its first failure, else the rollback that ended it) to the next success',
+    labelNames: ['service'],
+    buckets: [30, 60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 24 * 3600],
+    registers: [this.registry],
+  });
 
   readonly databaseHeartbeatFailures = this.counter('cloudly_release_mongodb_heartbeat_failures_total',
     'MongoDB server monitor heartbeats that failed (the database was unreachable), counted whether or not requests were waiting');
@@ -169,5 +200,26 @@ export class Metrics implements Telemetry {
   /** A rollout status write lost to a concurrent report (the use case retries it). */
   statusConflict (): void {
     this.casConflicts.inc({ kind: 'rollout-status-revision' });
+  }
+
+  milestone (mode: TImmutableImageRolloutMode, outcome: 'succeeded' | 'failed' | 'mismatched' | 'deadline-exceeded'): void {
+    this.rolloutOutcomes.inc({ mode, outcome });
+  }
+
+  automaticRollback (trigger: string, outcome: 'issued' | 'refused'): void {
+    this.automaticRollbacks.inc({ trigger, outcome });
+  }
+
+  deployment (serviceId: string, leadTimeSeconds: number | undefined): void {
+    this.deployments.inc({ service: serviceId });
+    if (leadTimeSeconds !== undefined) this.leadTime.observe({ service: serviceId }, leadTimeSeconds);
+  }
+
+  changeFailure (serviceId: string): void {
+    this.changeFailures.inc({ service: serviceId });
+  }
+
+  restored (serviceId: string, seconds: number): void {
+    this.timeToRestore.observe({ service: serviceId }, seconds);
   }
 }

@@ -23,6 +23,7 @@ export * from './immutableImage.js';
 export * from './registry.js';
 export * from './image.js';
 export * from './deployment.js';
+export * from './rolloutPolicy.js';
 export * from './service.js';
 export * from './identity.js';
 export * from './requests.js';

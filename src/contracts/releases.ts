@@ -47,8 +47,12 @@ export type ReportImmutableRegistryPushEventRequest = Static<typeof ReportImmuta
 
 /** What automatic promotion (deployOnPush) did with this event. */
 export const AutomaticPromotionOutcome = strictObject({
-  outcome: Type.Union([Type.Literal('promoted'), Type.Literal('skipped'), Type.Literal('conflict')]),
-  /** skipped: not-enabled | on-hold | already-current; conflict: a concurrent rollout took the generation. */
+  outcome: Type.Union([Type.Literal('promoted'), Type.Literal('queued'), Type.Literal('skipped'), Type.Literal('conflict')]),
+  /**
+   * skipped: not-enabled | on-hold | already-current | older-than-current | newer-release-waiting | tag-filtered: …;
+   * queued: the current rollout is in progress, the push promotes once it settles (unless a newer one arrives first);
+   * conflict: a concurrent rollout took the generation.
+   */
   reason: Type.Optional(Type.String()),
   rolloutId: Type.Optional(Id),
   rolloutGeneration: Type.Optional(Type.Integer({ minimum: 0 })),

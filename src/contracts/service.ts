@@ -12,15 +12,16 @@
  * hosted-app lifecycle, app-store published ports, domain routes, public port
  * mappings, target ports, the rolling-update flag.
  *
- * Project extension (not upstream): `data.placement?` names the clusters a service
+ * Project extensions (not upstream): `data.placement?` names the clusters a service
  * runs on and the replicas per node; promotion computes the rollout target scope
- * from it and the registered nodes.
+ * from it and the registered nodes. `data.rolloutPolicy?` holds the lifecycle settings.
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, Name, contractLimits, strictObject } from './common.js';
 import { IImageRolloutStatus, IImmutableImageDeploymentPlan } from './immutableImage.js';
 import { literalUnion } from './literals.js';
 import { IRegistryTarget } from './registry.js';
+import { IRolloutPolicy } from './rolloutPolicy.js';
 
 /**
  * Map keys are stored as document field names: they must never start with `$` or
@@ -79,6 +80,8 @@ export const IServiceData = strictObject({
   imageRolloutStatus: Type.Optional(IImageRolloutStatus),
   /** Project extension: target clusters and replicas per node. */
   placement: Type.Optional(IServicePlacement),
+  /** Project extension: progress deadline, stability window, automatic rollback, automatic promotion filter (src/contracts/rolloutPolicy.ts). */
+  rolloutPolicy: Type.Optional(IRolloutPolicy),
 });
 export type IServiceData = Static<typeof IServiceData>;
 

@@ -1,12 +1,16 @@
 /**
- * This project's service listing (not upstream): `listServices` over TypedRequest and
- * `GET /v1/services` over REST — find services again by name, in cursor pages, with each
- * service's current rollout in brief (never the reporters list).
+ * This project's own service methods (not upstream):
+ * - `listServices` over TypedRequest and `GET /v1/services` over REST — find services again by
+ *   name, in cursor pages, with each service's current rollout in brief (never the reporters list);
+ * - `abortServiceRollout` over TypedRequest and `POST /v1/services/:serviceId/rollout/abort` over
+ *   REST — roll the current rollout back to the last verified release (Idempotency-Key and
+ *   compare-and-swap as `rollbackServiceImageRelease`).
  */
 import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
-import { Id, Name, strictObject } from './common.js';
+import { contractLimits, Id, Name, NonNegativeSafeInteger, strictObject } from './common.js';
 import { IIdentity } from './identity.js';
 import { TImmutableImageMismatchReason, TImmutableImageRolloutMode, TImmutableImageRolloutStatus, TSha256Digest } from './immutableImage.js';
+import { IService } from './service.js';
 
 export const servicePageLimits = { maxPageSize: 200, defaultPageSize: 50 } as const;
 
@@ -62,7 +66,23 @@ const serviceContract = <M extends string, Req extends TObject, Res extends TSch
 
 export const IRequest_Any_Cloudly_ListServices = serviceContract('listServices', ListServicesRequest, ServicePage);
 
+export const AbortServiceRolloutRequest = strictObject({
+  identity: IIdentity,
+  serviceId: Id,
+  idempotencyKey: Type.String({ minLength: 1, maxLength: contractLimits.idempotencyKeyLength }),
+  expectedCurrentRolloutId: Id,
+  expectedRolloutGeneration: NonNegativeSafeInteger,
+  reason: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'why (kept in the rollout history)' })),
+});
+export type AbortServiceRolloutRequest = Static<typeof AbortServiceRolloutRequest>;
+
+export const AbortServiceRolloutResponse = strictObject({ service: IService });
+export type AbortServiceRolloutResponse = Static<typeof AbortServiceRolloutResponse>;
+
+export const IRequest_Any_Cloudly_AbortServiceRollout = serviceContract('abortServiceRollout', AbortServiceRolloutRequest, AbortServiceRolloutResponse);
+
 /** method → `{ method, request, payload, response }` of this project's service methods. */
 export const serviceTypedRequestContracts = {
   listServices: IRequest_Any_Cloudly_ListServices,
+  abortServiceRollout: IRequest_Any_Cloudly_AbortServiceRollout,
 } as const;

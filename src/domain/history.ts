@@ -1,6 +1,23 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { IImmutableImageTargetScope, TImmutableImageRolloutMode, TSha256Digest } from '../contracts/index.js';
+import { IImmutableImageTargetScope, TImmutableImageMismatchReason, TImmutableImageRolloutMode, TSha256Digest } from '../contracts/index.js';
+import { literalUnion } from '../contracts/literals.js';
 import { keyHashOfRolloutRef, type RolloutRecord } from './rollouts.js';
+
+/**
+ * A rollout's outcome, from its milestones: succeeded (rolled-back, for a rollback) once it ever
+ * did; else failed or mismatched (its first failure; `failedBy` says whether the deadline decided
+ * it); else how it ended without an outcome (superseded, aborted, rolled-back by a later
+ * rollout); else in-progress.
+ */
+export const RolloutOutcome = literalUnion(['in-progress', 'succeeded', 'rolled-back', 'failed', 'mismatched', 'superseded', 'aborted']);
+export type RolloutOutcome = Static<typeof RolloutOutcome>;
+
+export function outcomeOf (r: Pick<RolloutRecord, 'mode' | 'succeededAt' | 'failure' | 'ended'>): RolloutOutcome {
+  if (r.succeededAt !== undefined) return r.mode === 'rollback' ? 'rolled-back' : 'succeeded';
+  if (r.failure) return r.failure.status;
+  if (r.ended) return r.ended.by === 'aborted' ? 'aborted' : r.ended.by === 'rolled-back' ? 'rolled-back' : 'superseded';
+  return 'in-progress';
+}
 
 /** One entry of the rollout history (the audit trail): the plan and why it was issued. */
 export const RolloutHistoryItem = Type.Object({
@@ -21,6 +38,20 @@ export const RolloutHistoryItem = Type.Object({
   state: Type.Union([Type.Literal('pending'), Type.Literal('applied')]),
   idempotencyKeyHash: Type.String({ description: 'hex sha256 of `<serviceId>\\u0000<Idempotency-Key>` of the request that issued it' }),
   createdAt: Type.Integer(),
+  trigger: Type.Optional(Type.Object({
+    kind: literalUnion(['abort', 'automatic-rollback', 'deferred-promotion']),
+    cause: Type.Optional(literalUnion(['failed', 'mismatched', 'deadline'])),
+    ofRolloutId: Type.Optional(Type.String()),
+    afterRolloutId: Type.Optional(Type.String()),
+    reason: Type.Optional(Type.String()),
+  }, { description: 'why the server issued it by itself: an abort, an automatic rollback (and its cause), a push that waited for a rollout' })),
+  outcome: RolloutOutcome,
+  succeededAt: Type.Optional(Type.Integer({ description: 'the first time it succeeded (rolled back): sticky' })),
+  failedAt: Type.Optional(Type.Integer({ description: 'the first time it failed or mismatched before succeeding' })),
+  failureReason: Type.Optional(TImmutableImageMismatchReason),
+  failedBy: Type.Optional(literalUnion(['report', 'deadline'])),
+  endedAt: Type.Optional(Type.Integer({ description: 'when the next rollout replaced it' })),
+  endedBy: Type.Optional(Type.Object({ kind: literalUnion(['superseded', 'rolled-back', 'aborted']), rolloutId: Type.String() })),
 });
 export type RolloutHistoryItem = Static<typeof RolloutHistoryItem>;
 
@@ -53,4 +84,12 @@ export const historyItemOf = (r: RolloutRecord): RolloutHistoryItem => ({
   state: r.state,
   idempotencyKeyHash: keyHashOfRolloutRef(r.idempotencyRecordId),
   createdAt: r.createdAt,
+  trigger: r.trigger,
+  outcome: outcomeOf(r),
+  succeededAt: r.succeededAt,
+  failedAt: r.failure?.at,
+  failureReason: r.failure?.reason,
+  failedBy: r.failure?.by,
+  endedAt: r.ended?.at,
+  endedBy: r.ended ? { kind: r.ended.by, rolloutId: r.ended.rolloutId } : undefined,
 });

@@ -1,11 +1,12 @@
 import type {
-  IImageRelease, IImageRolloutReporterStatus, IImmutableImageDeploymentPlan, IImmutableRegistryPushEvent, IService, ImageTagHistoryEntry,
+  IImageRelease, IImageRolloutReporterStatus, IImmutableImageDeploymentPlan, IRolloutPolicy, IImmutableRegistryPushEvent, IService, ImageTagHistoryEntry,
   ServiceSummary, TServiceWritableData,
 } from '../contracts/index.js';
 import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from './clusters.js';
 import type { KeysetPosition, ReleaseIdentity } from './releases.js';
+import type { DeadlineDecision, FailureMilestone, FollowUp, QueuedPromotion, RolloutLifecycle, VerifiedRelease } from './lifecycle.js';
 import type { ClaimRefusal, ReportRecord } from './reports.js';
-import type { AutomationHold, RolloutRecord } from './rollouts.js';
+import type { AutomationHold, RolloutEnd, RolloutRecord } from './rollouts.js';
 import type { MismatchCounts, StatusEvent, StatusSummary, StatusTotals, SummaryEntry } from './rolloutStatus.js';
 
 /**
@@ -26,11 +27,16 @@ export type ApplyRolloutResult = 'applied' | 'already-applied' | 'service-missin
 export interface ServiceWithHold {
   service: IService;
   automationHold?: AutomationHold;
+  /** The service's latest rollouts that succeeded, oldest first (where an abort returns to). */
+  verifiedReleases?: VerifiedRelease[];
 }
 
 /** What the rollout view reads: the service (its status composed) with its status revision. */
 export interface ServiceRolloutState extends ServiceWithHold {
   statusRevision: number;
+  /** The current rollout's lifecycle (absent: no summary of the current plan). */
+  lifecycle?: RolloutLifecycle;
+  automationQueue?: QueuedPromotion;
 }
 
 /** What a snapshot report needs of its service: whether it requires immutable images, and its plan. */
@@ -38,11 +44,13 @@ export interface ReportTarget {
   serviceId: string;
   immutableImageRequired: boolean;
   plan?: IImmutableImageDeploymentPlan;
+  /** The service's lifecycle settings (stability window, clock tolerance, …), as stored. */
+  policy?: IRolloutPolicy;
 }
 
 /** The status summary of the current rollout and what was last published of it (the SSE log's head). */
 export interface StatusState {
-  summary: Pick<StatusSummary, 'rolloutId' | 'totals' | 'mismatched' | 'seq' | 'updatedAt'>;
+  summary: Pick<StatusSummary, 'rolloutId' | 'totals' | 'mismatched' | 'seq' | 'updatedAt' | 'lifecycle'>;
   statusRevision: number;
   /** The state the last status event describes: its summary seq and aggregate key. */
   published?: { rolloutId: string, seq: number, key: string };
@@ -85,6 +93,26 @@ export interface StatusSnapshot {
   events: StatusEvent[];
 }
 
+/** What lifecycle control reads of a service: plan, settings, the summary head, hold, queue, verified releases. */
+export interface LifecycleView {
+  serviceId: string;
+  plan?: IImmutableImageDeploymentPlan;
+  policy?: IRolloutPolicy;
+  /** The current rollout's summary head (absent: none, or not the current plan's). */
+  state?: StatusState;
+  automationHold?: AutomationHold;
+  automationQueue?: QueuedPromotion;
+  verifiedReleases: VerifiedRelease[];
+}
+
+/** A lifecycle write of the current rollout (it applies only while that rollout's summary is the service's). */
+export interface LifecycleTarget {
+  serviceId: string;
+  rolloutId: string;
+}
+
+export type QueueResult = 'queued' | 'newer-waiting' | 'not-current';
+
 export interface ServiceRepository {
   insert(service: IService, now: number): Promise<InsertServiceResult>;
   findById(id: string): Promise<IService | null>;
@@ -116,6 +144,29 @@ export interface ServiceRepository {
   publishStatus(publication: StatusPublication): Promise<boolean>;
   /** The status events after `revision`, oldest first (SSE); null: no such service. */
   statusEventsAfter(id: string, revision: number): Promise<StatusSnapshot | null>;
+
+  // Lifecycle control (src/operations/lifecycle.ts): each write is a compare-and-swap that applies once.
+  findLifecycle(id: string): Promise<LifecycleView | null>;
+  /** Services whose current rollout still has lifecycle work (deadline to watch, history to write, follow-ups). */
+  openLifecycles(limit: number): Promise<LifecycleView[]>;
+  /** Starts the lifecycle of a summary written before lifecycles existed. */
+  ensureLifecycle(target: LifecycleTarget, at: number): Promise<void>;
+  /** Raises the progress maxima to `totals` (where higher) and stamps the time; false: no count grew. */
+  recordProgress(target: LifecycleTarget, totals: StatusTotals, at: number): Promise<boolean>;
+  /** The first success (sticky), and the release on the verified list; false: set already, or the deadline decided first. */
+  markSucceeded(target: LifecycleTarget, at: number, verified: VerifiedRelease): Promise<boolean>;
+  /** The first failure before any success; false: set already, or succeeded. */
+  markFailure(target: LifecycleTarget, failure: FailureMilestone): Promise<boolean>;
+  /** The deadline's verdict, if the summary is still at `seenSeq` (no report since): exactly one process decides. */
+  decideDeadline(target: LifecycleTarget, seenSeq: number, decision: DeadlineDecision, failure: FailureMilestone | undefined, at: number): Promise<boolean>;
+  /** A follow-up attempted (once). */
+  markFollowUp(target: LifecycleTarget, kind: 'autoRollback' | 'deferredPromotion', followUp: FollowUp): Promise<boolean>;
+  /** No more lifecycle work, if nothing changed since the caller looked (`seenChanges`). */
+  closeLifecycle(target: LifecycleTarget, seenChanges: number): Promise<boolean>;
+  /** Queues a push to promote once the current rollout settles: kept only if newer (first observation) than what waits. */
+  queuePromotion(target: LifecycleTarget, queued: QueuedPromotion): Promise<QueueResult>;
+  /** Forgets the queued promotion of this release (it was promoted, or refused for good). */
+  clearQueuedPromotion(id: string, releaseId: string): Promise<void>;
 }
 
 // Releases and push events -------------------------------------------------------
@@ -135,6 +186,8 @@ export type RecordObservationResult =
 
 export interface ReleaseRepository {
   findById(releaseId: string): Promise<IImageRelease | null>;
+  /** When each of these releases was first observed (releases that do not exist are absent). */
+  firstObservedAt(releaseIds: readonly string[]): Promise<Map<string, number>>;
   /** The releases whose id is `identity.releaseId` or whose (service, host, repository, digest) is the identity's: at most two. */
   findByIdOrTuple(identity: ReleaseIdentity): Promise<IImageRelease[]>;
   /** The idempotent upsert of one observation; never lowers a counter, never sets acceptedAt. */
@@ -186,6 +239,10 @@ export interface RolloutRepository {
   countPromotions(releaseId: string): Promise<number>;
   /** History page, newest generation first; `beforeGeneration` is the keyset cursor. */
   list(serviceId: string, limit: number, beforeGeneration?: number): Promise<RolloutRecord[]>;
+  /** Copies a rollout's milestones into its history record (idempotent: each is set once in the status summary first). */
+  recordMilestones(rolloutId: string, milestones: Pick<RolloutRecord, 'succeededAt' | 'failure' | 'deadline'>): Promise<void>;
+  /** How the rollout ended (once: the first writer's end stays). */
+  markEnded(rolloutId: string, end: RolloutEnd): Promise<void>;
 }
 
 /** What a completed request answered: replayed verbatim for the same key and request. */

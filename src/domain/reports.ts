@@ -2,6 +2,7 @@ import type { IImageRolloutReporterStatus, IImmutableImageDeploymentPlan } from 
 import type { ReportDeploymentSnapshotsInput, ReportedDeployment } from '../contracts/reports.js';
 import { errors, type AppError, type Problem } from '../errors.js';
 import { verifyReplicaEvidence } from './evidence.js';
+import { replicaStability, type EffectivePolicy } from './lifecycle.js';
 import type { Principal } from './principal.js';
 import { countReporterReplicas, type ReplicaDetail } from './rolloutStatus.js';
 
@@ -102,24 +103,46 @@ export function envelopeRefusal (
   return undefined;
 }
 
+/** What stability is judged against: the reporter's previous report of the rollout, when this one arrived, the service's window. */
+export interface StabilityContext {
+  previous: readonly ReplicaDetail[];
+  receivedAt: number;
+  policy: Pick<EffectivePolicy, 'stabilityWindowSeconds' | 'clockToleranceSeconds'>;
+}
+
+const replicaKey = (nodeName: string, deploymentId: string): string => `${nodeName}\u0000${deploymentId}`;
+
 /** The reporter's entry in the rollout status and its per-replica verdicts, from the server's own verification. */
 export function reporterEntryOf (
   plan: IImmutableImageDeploymentPlan,
   input: ReportDeploymentSnapshotsInput & { immutableReport: NonNullable<ReportDeploymentSnapshotsInput['immutableReport']> },
-  reporter: { reporterId: string, clusterId: string }
+  reporter: { reporterId: string, clusterId: string },
+  stability: StabilityContext
 ): { entry: IImageRolloutReporterStatus, replicas: ReplicaDetail[] } {
   const envelope = input.immutableReport;
   const reporterNodes = [...new Set(envelope.reporterNodeNames)].sort();
+  const previous = new Map(stability.previous.map((r) => [replicaKey(r.nodeName, r.deploymentId), r]));
   const replicas: ReplicaDetail[] = input.deployments.map((d) => {
     const verdict = verifyReplicaEvidence(plan, d);
+    const nodeName = d.nodeName ?? '';
+    const stable = replicaStability({
+      previous: previous.get(replicaKey(nodeName, d.id)),
+      running: verdict.health === 'healthy',
+      verified: verdict.verification === 'verified',
+      deployedAt: d.deployedAt,
+      reportedAt: input.reportedAt,
+      receivedAt: stability.receivedAt,
+      policy: stability.policy,
+    });
     return {
-      nodeName: d.nodeName ?? '',
+      nodeName,
       deploymentId: d.id,
       deploymentStatus: d.status,
       health: verdict.health,
       verification: verdict.verification,
       mismatchReason: verdict.mismatchReason,
       counted: false,
+      ...stable,
     };
   });
   const { counts, replicas: detail } = countReporterReplicas(plan, reporterNodes, replicas);

@@ -4,6 +4,7 @@ import {
   immutableImageMismatchReasons, validateImageRolloutStatus,
   type IImageRolloutStatus, type IImmutableImageDeploymentPlan,
 } from '../contracts/index.js';
+import { initialLifecycle, type DeadlineDecision, type RolloutLifecycle } from './lifecycle.js';
 import { pick } from './objects.js';
 
 /**
@@ -11,6 +12,7 @@ import { pick } from './objects.js';
  * (DESIGN §5 "Rollout status"), and the read models that describe it. The README's
  * transition table is `statusOf`'s case analysis:
  *
+ *   the progress deadline passed (decided once, sticky)  → failed, with the reason it names
  *   any reporter whose evidence does not match the plan  → mismatched
  *   else any replica failed                              → failed
  *   else every required replica observed, healthy, verified,
@@ -63,6 +65,12 @@ export const ReplicaDetail = Type.Object({
   verification: ReplicaVerification,
   mismatchReason: Type.Optional(TImmutableImageMismatchReason),
   counted: Type.Boolean({ description: 'counts toward the rollout (false: beyond replicasPerNode on its node, or of another rollout)' }),
+  runningSince: Type.Optional(Type.Integer({ description: 'since when (ms, server\'s clock) the replica has been seen running, without a break' })),
+  verifiedSince: Type.Optional(Type.Integer({
+    description: 'since when (ms, server\'s clock) the replica has been seen running with verified evidence, without a break',
+  })),
+  runningStable: Type.Optional(Type.Boolean({ description: 'running for the whole stability window: only then it counts as healthy' })),
+  stable: Type.Optional(Type.Boolean({ description: 'running with verified evidence for the whole stability window: only then it counts as verified' })),
 });
 export type ReplicaDetail = Static<typeof ReplicaDetail>;
 
@@ -94,6 +102,8 @@ export interface StatusSummary {
   /** +1 on every entry change: orders the states for the status events. */
   seq: number;
   updatedAt: number;
+  /** Progress, milestones and follow-ups (absent in a summary written before they existed). */
+  lifecycle?: RolloutLifecycle;
 }
 
 /** A field-name-safe key for a reporter id (ids may hold `.` or start with `$`). */
@@ -109,6 +119,7 @@ export const emptySummary = (plan: IImmutableImageDeploymentPlan, now: number): 
   entries: {},
   seq: 0,
   updatedAt: now,
+  lifecycle: initialLifecycle(now),
 });
 
 const totalsOf = (entry: IImageRolloutReporterStatus | undefined): StatusTotals => (entry
@@ -149,7 +160,13 @@ const firstMismatch = (mismatched: MismatchCounts) => immutableImageMismatchReas
 /** The state table above, from the summary's sums. */
 type StatusAndReason = Pick<IImageRolloutStatus, 'status' | 'mismatchReason'>;
 
-export function statusOf (plan: IImmutableImageDeploymentPlan, totals: StatusTotals, mismatched: MismatchCounts): StatusAndReason {
+export function statusOf (
+  plan: IImmutableImageDeploymentPlan,
+  totals: StatusTotals,
+  mismatched: MismatchCounts,
+  deadline?: Pick<DeadlineDecision, 'reason'>
+): StatusAndReason {
+  if (deadline) return { status: 'failed', mismatchReason: deadline.reason };
   const mismatch = firstMismatch(mismatched);
   if (mismatch) return { status: 'mismatched', mismatchReason: mismatch };
   if (totals.failed > 0) return { status: 'failed', mismatchReason: 'replica-failed' };
@@ -170,13 +187,16 @@ export const aggregateKey = (s: Pick<IImageRolloutStatus, 'status' | 'mismatchRe
 /** The aggregate without the reporters list: the status, its counts and its reason (events, report answers). */
 export type RolloutAggregate = Omit<IImageRolloutStatus, 'reporters'>;
 
-export function aggregateOf (plan: IImmutableImageDeploymentPlan, summary: Pick<StatusSummary, 'totals' | 'mismatched' | 'updatedAt'>): RolloutAggregate {
+export function aggregateOf (
+  plan: IImmutableImageDeploymentPlan,
+  summary: Pick<StatusSummary, 'totals' | 'mismatched' | 'updatedAt' | 'lifecycle'>
+): RolloutAggregate {
   const { totals } = summary;
   return {
     rolloutId: plan.rolloutId,
     rolloutGeneration: plan.rolloutGeneration,
     expectedDigest: plan.requestedDigest,
-    ...statusOf(plan, totals, summary.mismatched),
+    ...statusOf(plan, totals, summary.mismatched, summary.lifecycle?.deadline),
     requiredReplicaCount: plan.targetScope.requiredReplicaCount,
     observedReplicaCount: totals.observed,
     healthyReplicaCount: totals.healthy,
@@ -219,11 +239,17 @@ export function aggregateStatus (plan: IImmutableImageDeploymentPlan, reporters:
 export const statusEventOf = (status: Omit<IImageRolloutStatus, 'reporters'>, revision: number, at: number): StatusEvent =>
   ({ revision, ...pick(status, ['rolloutId', 'rolloutGeneration', 'status', ...replicaCountKeys]), at });
 
-/** The rank that decides which replicas of a node count: verified before unverified, healthy before not. */
-const rank = (r: ReplicaDetail): number => (r.verification === 'verified' ? 0 : 2) + (r.health === 'healthy' ? 0 : 1);
+/** The rank that decides which replicas of a node count: stable first, then verified before unverified, healthy before not. */
+const rank = (r: ReplicaDetail): number => (r.stable === true ? 0 : 1) + (r.verification === 'verified' ? 0 : 4) + (r.health === 'healthy' ? 0 : 2);
+
+/** A counted replica is healthy in the counts once it ran for the stability window, verified once it ran verified for it. */
+const countsHealthy = (r: ReplicaDetail): boolean => r.health === 'healthy' && r.runningStable === true;
+const countsVerified = (r: ReplicaDetail): boolean => r.verification === 'verified' && r.stable === true;
 
 /**
- * Counts one reporter's replicas. At most replicasPerNode replicas count per node (the best ones);
+ * Counts one reporter's replicas. A replica counts as healthy once it has run for the service's
+ * stability window (`runningStable`), as verified once it has run with verified evidence for it
+ * (`stable`; src/domain/lifecycle.ts `replicaStability`). At most replicasPerNode replicas count per node (the best ones);
  * replicas of other rollouts never count. A RUNNING replica of this rollout whose evidence does
  * not verify blocks success even when it is beyond the node's count (another replica on the same
  * node verifying proves nothing about it): it sets the reporter's mismatch.
@@ -250,8 +276,8 @@ export function countReporterReplicas (
     counts: {
       requiredReplicaCount: nodeNames.length * plan.targetScope.replicasPerNode,
       observedReplicaCount: mine.length,
-      healthyReplicaCount: mine.filter((r) => r.health === 'healthy').length,
-      verifiedReplicaCount: mine.filter((r) => r.verification === 'verified').length,
+      healthyReplicaCount: mine.filter(countsHealthy).length,
+      verifiedReplicaCount: mine.filter(countsVerified).length,
       failedReplicaCount: failed,
       mismatchReason: mismatch?.mismatchReason ?? (failed > 0 ? 'replica-failed' : undefined),
     },

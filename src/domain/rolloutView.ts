@@ -3,6 +3,8 @@ import {
   IImageRolloutStatus, IImmutableImageDeploymentPlan, TImmutableImageMismatchReason,
 } from '../contracts/index.js';
 import { literalUnion } from '../contracts/literals.js';
+import { TAutoRollbackTrigger } from '../contracts/rolloutPolicy.js';
+import { deadlineAt, isInProgress, stabilityStateOf, type EffectivePolicy, type QueuedPromotion, type RolloutLifecycle } from './lifecycle.js';
 import { compareNames } from './names.js';
 import { AutomationHold } from './rollouts.js';
 import { ReplicaCountFields, ReplicaDetail } from './rolloutStatus.js';
@@ -15,12 +17,17 @@ import { ReplicaCountFields, ReplicaDetail } from './rolloutStatus.js';
  */
 
 /**
+ * - progress-deadline-exceeded: the rollout made no progress for its deadline and failed (sticky);
  * - node-not-reported: a target node that no reporter of this rollout covers (all its replicas are missing);
  * - replicas-missing: a covered node with fewer counted replicas than replicasPerNode;
  * - replica-unhealthy: a counted replica that is not healthy (starting, unhealthy or failed);
- * - replica-unverified: a counted replica whose runtime evidence does not verify against the plan.
+ * - replica-unverified: a counted replica whose runtime evidence does not verify against the plan;
+ * - replica-not-stable: a counted replica running verified, but not yet for the stability window
+ *   ("not yet stable, N s of M s"), or for long enough with no report since ("waiting for a report").
  */
-export const BlockingKind = literalUnion(['node-not-reported', 'replicas-missing', 'replica-unhealthy', 'replica-unverified']);
+export const BlockingKind = literalUnion([
+  'progress-deadline-exceeded', 'node-not-reported', 'replicas-missing', 'replica-unhealthy', 'replica-unverified', 'replica-not-stable',
+]);
 export type BlockingKind = Static<typeof BlockingKind>;
 
 export const BlockingReason = Type.Object({
@@ -34,6 +41,18 @@ export const BlockingReason = Type.Object({
 });
 export type BlockingReason = Static<typeof BlockingReason>;
 
+/** Where a replica running verified stands against the stability window, at the time of the read. */
+export const ReplicaStability = Type.Object({
+  state: literalUnion(['stable', 'not-yet-stable', 'waiting-for-report']),
+  windowMs: Type.Integer({ description: 'the service\'s stability window' }),
+  runningVerifiedSince: Type.Optional(Type.Integer({ description: 'since when it has run verified, without a break (ms, server\'s clock)' })),
+  stableAt: Type.Optional(Type.Integer({ description: 'when the window is (was) over (ms): a report received after it counts the replica' })),
+});
+export type ReplicaStability = Static<typeof ReplicaStability>;
+
+export const ReplicaView = Type.Composite([ReplicaDetail, Type.Object({ stability: Type.Optional(ReplicaStability) })]);
+export type ReplicaView = Static<typeof ReplicaView>;
+
 export const RolloutReporterView = Type.Composite([
   Type.Object({ reporterId: Type.String(), clusterId: Type.String(), reporterSessionId: Type.String() }),
   Type.Object({
@@ -44,8 +63,39 @@ export const RolloutReporterView = Type.Composite([
     nodeNames: Type.Array(Type.String()),
   }),
   ReplicaCountFields,
-  Type.Object({ replicas: Type.Array(ReplicaDetail, { description: 'per-replica detail of that report, as the server re-verified it' }) }),
+  Type.Object({ replicas: Type.Array(ReplicaView, { description: 'per-replica detail of that report, as the server re-verified it' }) }),
 ]);
+
+const Milestone = Type.Object({
+  status: literalUnion(['failed', 'mismatched']),
+  reason: TImmutableImageMismatchReason,
+  at: Type.Integer(),
+  by: literalUnion(['report', 'deadline']),
+});
+
+/** The rollout's lifecycle: the settings in force, progress and its deadline, milestones, follow-ups. */
+export const RolloutLifecycleView = Type.Object({
+  policy: Type.Object({
+    progressDeadlineSeconds: Type.Integer(),
+    stabilityWindowSeconds: Type.Integer(),
+    clockToleranceSeconds: Type.Integer(),
+    autoRollback: Type.Object({ enabled: Type.Boolean(), triggers: Type.Array(TAutoRollbackTrigger) }),
+    automaticPromotion: Type.Object({ tagPattern: Type.Optional(Type.String()), semverRange: Type.Optional(Type.String()) }),
+  }, { description: 'the service\'s rolloutPolicy with every default filled in' }),
+  lastProgressAt: Type.Integer({ description: 'when the observed, healthy or verified count last grew (ms; the rollout\'s start before that)' }),
+  deadlineAt: Type.Optional(Type.Integer({ description: 'while in progress: when it fails unless it progresses first (ms)' })),
+  succeededAt: Type.Optional(Type.Integer({ description: 'the first time it succeeded (rolled back): sticky' })),
+  failure: Type.Optional(Milestone),
+  deadlineExceeded: Type.Optional(Type.Object({
+    at: Type.Integer(), reason: TImmutableImageMismatchReason, lastProgressAt: Type.Integer(), deadlineSeconds: Type.Integer(),
+  })),
+  automaticRollback: Type.Optional(Type.Object({ at: Type.Integer(), outcome: Type.String() })),
+  deferredPromotion: Type.Optional(Type.Object({ at: Type.Integer(), outcome: Type.String() })),
+  queuedPromotion: Type.Optional(Type.Object({
+    releaseId: Type.String(), tag: Type.String(), firstObservedAt: Type.Integer(), queuedAt: Type.Integer(), eventId: Type.String(),
+  }, { description: 'the newest push waiting for this rollout to settle before it promotes automatically' })),
+});
+export type RolloutLifecycleView = Static<typeof RolloutLifecycleView>;
 export type RolloutReporterView = Static<typeof RolloutReporterView>;
 
 export const RolloutView = Type.Object({
@@ -56,6 +106,7 @@ export const RolloutView = Type.Object({
   reporters: Type.Array(RolloutReporterView),
   blocking: Type.Array(BlockingReason, { description: 'why the rollout has not succeeded yet; empty once succeeded / rolled-back or without a plan' }),
   automationHold: Type.Optional(AutomationHold),
+  lifecycle: Type.Optional(RolloutLifecycleView),
 });
 export type RolloutView = Static<typeof RolloutView>;
 
@@ -75,16 +126,26 @@ export interface RolloutViewInput {
   revision: number;
   evidence?: readonly ReporterEvidence[] | undefined;
   automationHold?: AutomationHold | undefined;
+  /** The current rollout's lifecycle, the service's effective settings, a push waiting, and the time of the read. */
+  lifecycle?: RolloutLifecycle | undefined;
+  policy?: EffectivePolicy | undefined;
+  queued?: QueuedPromotion | undefined;
+  now?: number;
 }
 
 const FINISHED = new Set<string>(['succeeded', 'rolled-back']);
 
 const KIND_ORDER: Record<BlockingKind, number> = {
-  'node-not-reported': 0,
-  'replicas-missing': 1,
-  'replica-unhealthy': 2,
-  'replica-unverified': 3,
+  'progress-deadline-exceeded': 0,
+  'node-not-reported': 1,
+  'replicas-missing': 2,
+  'replica-unhealthy': 3,
+  'replica-unverified': 4,
+  'replica-not-stable': 5,
 };
+
+/** The stability settings and the time the blocking reasons and stability states are judged at. */
+interface StabilityClock { windowSeconds: number, now: number }
 
 type Evidence = readonly ReporterEvidence[] | undefined;
 
@@ -103,8 +164,18 @@ const describeUnverified = (replica: ReplicaDetail, reason: string): string => {
   return `${which} does not run the planned digest: ${reason}${replica.counted ? '' : ' (an extra running replica: it still blocks)'}`;
 };
 
+const describeUnstable = (replica: ReplicaDetail, clock: StabilityClock): string => {
+  const which = `replica '${replica.deploymentId}' on node '${replica.nodeName}'`;
+  const state = stabilityStateOf(replica, clock.windowSeconds, clock.now);
+  if (state?.state === 'waiting-for-report') {
+    return `${which} has run verified for the ${clock.windowSeconds} s stability window: waiting for a report after it (the agent reports again)`;
+  }
+  const elapsed = state?.state === 'not-yet-stable' ? state.elapsedSeconds : 0;
+  return `${which} is not yet stable: running verified ${Math.min(elapsed, clock.windowSeconds)} s of ${clock.windowSeconds} s`;
+};
+
 /** What one replica contributes to the blocking list: counted replicas that are not healthy or not verified, extra running mismatches. */
-function replicaBlocking (replica: ReplicaDetail, reporterId: string): BlockingReason[] {
+function replicaBlocking (replica: ReplicaDetail, reporterId: string, clock: StabilityClock): BlockingReason[] {
   const extraMismatch = !replica.counted && replica.verification === 'mismatched' && replica.deploymentStatus === 'running';
   if (!replica.counted && !extraMismatch) return [];
   const where = { nodeName: replica.nodeName, deploymentId: replica.deploymentId, reporterId };
@@ -120,6 +191,8 @@ function replicaBlocking (replica: ReplicaDetail, reporterId: string): BlockingR
   if (replica.verification !== 'verified') {
     const reason = replica.mismatchReason ?? 'runtime-attestation-missing';
     reasons.push({ kind: 'replica-unverified', reason, ...where, detail: describeUnverified(replica, reason) });
+  } else if (replica.counted && replica.health === 'healthy' && replica.stable !== true) {
+    reasons.push({ kind: 'replica-not-stable', reason: 'replica-unhealthy', ...where, detail: describeUnstable(replica, clock) });
   }
   return reasons;
 }
@@ -145,7 +218,9 @@ function replicaBlocking (replica: ReplicaDetail, reporterId: string): BlockingR
 export function blockingReasons (
   plan: IImmutableImageDeploymentPlan | undefined,
   status: IImageRolloutStatus | undefined,
-  evidence: Evidence
+  evidence: Evidence,
+  lifecycle?: Pick<RolloutLifecycle, 'deadline'>,
+  clock: StabilityClock = { windowSeconds: 0, now: Date.now() }
 ): BlockingReason[] {
   if (!plan) return [];
   if (status && status.rolloutId === plan.rolloutId && FINISHED.has(status.status)) return [];
@@ -159,7 +234,7 @@ export function blockingReasons (
   for (const r of reporters) {
     for (const replica of replicasOf(r.reporterId)) {
       if (replica.counted) counted.set(replica.nodeName, (counted.get(replica.nodeName) ?? 0) + 1);
-      result.push(...replicaBlocking(replica, r.reporterId));
+      result.push(...replicaBlocking(replica, r.reporterId, clock));
     }
   }
 
@@ -191,6 +266,16 @@ export function blockingReasons (
     }
   }
 
+  const deadline = lifecycle?.deadline;
+  if (deadline) {
+    result.push({
+      kind: 'progress-deadline-exceeded',
+      reason: deadline.reason,
+      detail: `no progress for ${deadline.deadlineSeconds} s (last at ${new Date(deadline.lastProgressAt).toISOString()}): the rollout failed` +
+        ` at ${new Date(deadline.at).toISOString()} (${deadline.reason}); promote again to retry`,
+    });
+  }
+
   return result.sort((a, b) =>
     compareNames(a.nodeName ?? '', b.nodeName ?? '') ||
     compareNames(a.deploymentId ?? '', b.deploymentId ?? '') ||
@@ -202,7 +287,8 @@ export function blockingReasons (
 function reporterViews (
   plan: IImmutableImageDeploymentPlan | undefined,
   status: IImageRolloutStatus | undefined,
-  evidence: Evidence
+  evidence: Evidence,
+  clock: StabilityClock
 ): RolloutReporterView[] {
   const { reporters, replicasOf, evidenceOf } = currentOf(plan, status, evidence);
   return [...reporters]
@@ -224,19 +310,49 @@ function reporterViews (
       mismatchReason: r.mismatchReason,
       replicas: [...replicasOf(r.reporterId)]
         .sort((x, y) => compareNames(x.nodeName, y.nodeName) || compareNames(x.deploymentId, y.deploymentId))
-        .map((x) => ({ ...x })),
+        .map((x) => {
+          const stability = stabilityStateOf(x, clock.windowSeconds, clock.now);
+          if (!stability) return { ...x };
+          const windowMs = clock.windowSeconds * 1000;
+          const since = x.verifiedSince;
+          const stableAt = since === undefined ? undefined : since + windowMs;
+          return { ...x, stability: { state: stability.state, windowMs, runningVerifiedSince: since, stableAt } };
+        }),
     }));
+}
+
+/** The lifecycle as the view shows it. */
+function lifecycleView (input: RolloutViewInput, status: IImageRolloutStatus | undefined): RolloutLifecycleView | undefined {
+  const { lifecycle, policy, plan } = input;
+  if (!lifecycle || !policy || !plan) return undefined;
+  const settled = lifecycle.succeededAt !== undefined || lifecycle.deadline !== undefined || (status !== undefined && !isInProgress(status.status));
+  const queued = input.queued;
+  return {
+    policy,
+    lastProgressAt: lifecycle.progress.at,
+    deadlineAt: settled ? undefined : deadlineAt(lifecycle.progress.at, policy),
+    succeededAt: lifecycle.succeededAt,
+    failure: lifecycle.failure,
+    deadlineExceeded: lifecycle.deadline,
+    automaticRollback: lifecycle.autoRollback,
+    deferredPromotion: lifecycle.deferredPromotion,
+    queuedPromotion: queued && queued.afterRolloutId === plan.rolloutId
+      ? { releaseId: queued.releaseId, tag: queued.tag, firstObservedAt: queued.firstObservedAt, queuedAt: queued.queuedAt, eventId: queued.eventId }
+      : undefined,
+  };
 }
 
 export function rolloutView (input: RolloutViewInput): RolloutView {
   const { plan, status, evidence } = input;
+  const clock = { windowSeconds: input.policy?.stabilityWindowSeconds ?? 0, now: input.now ?? Date.now() };
   return {
     serviceId: input.serviceId,
     plan,
     status,
     revision: input.revision,
-    reporters: reporterViews(plan, status, evidence),
-    blocking: blockingReasons(plan, status, evidence),
+    reporters: reporterViews(plan, status, evidence, clock),
+    blocking: blockingReasons(plan, status, evidence, input.lifecycle, clock),
     automationHold: input.automationHold,
+    lifecycle: lifecycleView(input, status),
   };
 }

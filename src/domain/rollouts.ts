@@ -7,6 +7,7 @@ import {
   type IImmutableImageTargetScope, type IService, type TImmutableImageRolloutMode, type TSha256Digest,
 } from '../contracts/index.js';
 import { errors, type AppError, type CurrentRollout } from '../errors.js';
+import type { DeadlineDecision, FailureMilestone } from './lifecycle.js';
 import type { Principal } from './principal.js';
 
 /**
@@ -41,6 +42,20 @@ export const AutomationHold = Type.Object({
 }, { description: 'set by a manual rollback: automatic promotion is off until the next explicit promotion' });
 export type AutomationHold = Static<typeof AutomationHold>;
 
+/** How a rollout stopped being current: a newer promotion, a rollback of it, an abort of it. */
+export interface RolloutEnd {
+  at: number;
+  by: 'superseded' | 'rolled-back' | 'aborted';
+  /** The rollout that replaced it. */
+  rolloutId: string;
+}
+
+/** What made the server issue a rollout no one asked for directly (absent: an operator, CI or a push asked). */
+export type RolloutTrigger =
+  | { kind: 'abort' }
+  | { kind: 'automatic-rollback', cause: 'failed' | 'mismatched' | 'deadline', ofRolloutId: string, reason: string }
+  | { kind: 'deferred-promotion', afterRolloutId: string };
+
 /** One entry of the rollout history: the plan and why it was issued (the stored document, not an API shape). */
 export interface RolloutRecord {
   rolloutId: string;
@@ -62,11 +77,19 @@ export interface RolloutRecord {
   /** pending until the service document carries the plan; any process may finish it. */
   state: 'pending' | 'applied';
   createdAt: number;
+  trigger?: RolloutTrigger;
+  /** Milestones, each written once (src/operations/lifecycle.ts): the first success (sticky), the first failure before it, the deadline's verdict. */
+  succeededAt?: number;
+  failure?: FailureMilestone;
+  deadline?: DeadlineDecision;
+  /** Set when the next rollout replaced it. */
+  ended?: RolloutEnd;
 }
 
 export type RolloutIntent =
   | { kind: 'promotion', mode: 'promotion' | 'automatic', expectedCurrentRolloutId?: string }
-  | { kind: 'rollback', expectedCurrentRolloutId: string };
+  /** `toLastVerified`: the target is the last verified release, found when planning (abort, automatic rollback). */
+  | { kind: 'rollback', expectedCurrentRolloutId: string, toLastVerified?: boolean };
 
 /** The operation name of an intent: idempotency records, metrics and fingerprints use it. */
 export const operationOf = (intent: RolloutIntent): TImmutableImageRolloutMode => (intent.kind === 'rollback' ? 'rollback' : intent.mode);
@@ -92,6 +115,21 @@ function rollbackRefusal (service: IService, release: IImageRelease, releaseId: 
   return undefined;
 }
 
+/** The compare-and-swap preconditions: a rollout to roll back, the expected generation, the expected current rollout. */
+export function casRefusal (service: IService, expectedRolloutGeneration: number, intent: RolloutIntent): AppError | undefined {
+  const current = service.data.imageDeployment;
+  const generation = currentGeneration(service);
+  if (intent.kind === 'rollback' && !current) return errors.noCurrentRollout(service.id, currentRolloutOf(service));
+  if (expectedRolloutGeneration !== generation) {
+    const detail = `expected rollout generation ${expectedRolloutGeneration} but the service is at ${generation}`;
+    return errors.rolloutGenerationConflict(detail, currentRolloutOf(service));
+  }
+  if (intent.expectedCurrentRolloutId !== undefined && intent.expectedCurrentRolloutId !== current?.rolloutId) {
+    return errors.currentRolloutMismatch(intent.expectedCurrentRolloutId, currentRolloutOf(service));
+  }
+  return undefined;
+}
+
 /**
  * The preconditions against the current service and release, in a fixed order: the first
  * that fails is the refusal. Every refusal is deterministic for the request, so the
@@ -99,38 +137,33 @@ function rollbackRefusal (service: IService, release: IImageRelease, releaseId: 
  */
 export function preconditionRefusal (input: PreconditionInput): { release: IImageRelease } | { refusal: AppError } {
   const { service, release, releaseId, expectedRolloutGeneration, intent } = input;
-  const current = service.data.imageDeployment;
-  const generation = currentGeneration(service);
-  if (intent.kind === 'rollback' && !current) return { refusal: errors.noCurrentRollout(service.id, currentRolloutOf(service)) };
-  if (expectedRolloutGeneration !== generation) {
-    const detail = `expected rollout generation ${expectedRolloutGeneration} but the service is at ${generation}`;
-    return { refusal: errors.rolloutGenerationConflict(detail, currentRolloutOf(service)) };
-  }
-  if (intent.expectedCurrentRolloutId !== undefined && intent.expectedCurrentRolloutId !== current?.rolloutId) {
-    return { refusal: errors.currentRolloutMismatch(intent.expectedCurrentRolloutId, currentRolloutOf(service)) };
-  }
+  const cas = casRefusal(service, expectedRolloutGeneration, intent);
+  if (cas) return { refusal: cas };
   if (!release || release.data.serviceId !== service.id) return { refusal: errors.releaseNotFound(service.id, releaseId) };
   const refusal = intent.kind === 'rollback' ? rollbackRefusal(service, release, releaseId) : undefined;
   return refusal ? { refusal } : { release };
 }
 
 /** Why a push event does not promote automatically; undefined when it may. */
-export type AutomaticPromotionSkip = 'not-enabled' | 'on-hold' | 'already-current';
+export type AutomaticPromotionSkip = 'not-enabled' | 'on-hold' | 'already-current' | 'older-than-current';
 
 /**
  * deployOnPush (DESIGN §5): only services with deployOnPush that were explicitly promoted once
  * (immutableImageRequired), never while an operator's rollback holds automation, never to the
- * digest that is deployed already.
+ * digest that is deployed already, never to a release first observed before the current one
+ * (a late push of an old digest).
  */
 export function automaticPromotionSkip (
   service: IService,
   hold: AutomationHold | undefined,
-  release: IImageRelease | null
+  release: IImageRelease | null,
+  currentRelease?: IImageRelease | null
 ): AutomaticPromotionSkip | undefined {
   if (!service.data.deployOnPush || !service.data.immutableImageRequired) return 'not-enabled';
   if (hold) return 'on-hold';
   const current = service.data.imageDeployment;
   if (current && release && isSameImage(current, release)) return 'already-current';
+  if (release && currentRelease && release.data.firstObservedAt < currentRelease.data.firstObservedAt) return 'older-than-current';
   return undefined;
 }
 
@@ -138,6 +171,7 @@ export const automaticPromotionSkipDetail = (skip: AutomaticPromotionSkip, hold:
   'not-enabled': 'automatic promotion needs deployOnPush and a first explicit promotion',
   'on-hold': `automatic promotion is on hold since the rollback in rollout '${hold?.rolloutId ?? ''}'`,
   'already-current': 'the pushed digest is already deployed',
+  'older-than-current': 'the pushed digest was first observed before the one deployed now: automation never goes back',
 })[skip];
 
 const planCheck = TypeCompiler.Compile(PlanSchema);

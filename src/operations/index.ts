@@ -1,4 +1,6 @@
+import type { abort } from './abort.js';
 import type { ClusterOperations } from './clusters.js';
+import type { RolloutLifecycleControl } from './lifecycle.js';
 import type { observePushEvent } from './observePushEvent.js';
 import type { promote } from './promote.js';
 import type { RolloutReads } from './readRollout.js';
@@ -21,4 +23,7 @@ export interface Operations {
   rollBack: ReturnType<typeof rollBack>;
   observePushEvent: ReturnType<typeof observePushEvent>;
   reportSnapshot: ReturnType<typeof reportSnapshot>;
+  abort: ReturnType<typeof abort>;
+  /** Lifecycle control: the sweeper (started by src/app.ts) and the pass after each status change. */
+  lifecycle: RolloutLifecycleControl;
 }

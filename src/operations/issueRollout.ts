@@ -3,10 +3,11 @@ import type { IImageRelease, IService } from '../contracts/index.js';
 import { computeTargetScope } from '../domain/clusters.js';
 import type { Clock, Repositories, ServiceWithHold, StoredOutcome } from '../domain/ports.js';
 import {
-  automaticPromotionSkip, automaticPromotionSkipDetail, buildPlan, currentGeneration, currentRolloutOf, idempotencyRecordId, operationOf,
+  automaticPromotionSkip, automaticPromotionSkipDetail, buildPlan, casRefusal, currentGeneration, currentRolloutOf, idempotencyRecordId, operationOf,
   preconditionRefusal, requestFingerprint, rolloutRefFor, serviceAfterRollout,
-  type AutomaticPromotionSkip, type Issuer, type RolloutIntent, type RolloutRecord,
+  type AutomaticPromotionSkip, type Issuer, type RolloutEnd, type RolloutIntent, type RolloutRecord, type RolloutTrigger,
 } from '../domain/rollouts.js';
+import { lastVerifiedRelease } from '../domain/lifecycle.js';
 import { errors, type AppError, type ErrorCode } from '../errors.js';
 import type { FaultHook } from '../faults.js';
 import { refusal, success, type Result } from './result.js';
@@ -46,6 +47,8 @@ export interface RolloutRequest {
   reason: string;
   /** Extra request members that make a request different for Idempotency-Key reuse detection. */
   fingerprintExtra?: unknown[];
+  /** Why the server issues it by itself (abort, automatic rollback, a push that waited): kept in the history. */
+  trigger?: RolloutTrigger;
 }
 
 /** A rollout was issued (or had been, for a replay), or an automatic promotion did not apply. */
@@ -59,7 +62,7 @@ const RETENTION_MS = 48 * 60 * 60 * 1000;
 /** Refusals that follow from the request and the state it met: stored and replayed for the same key. */
 const deterministic = new Set<ErrorCode>([
   'service-not-found', 'release-not-found', 'rollout-generation-conflict', 'current-rollout-mismatch',
-  'no-current-rollout', 'rollback-target-not-accepted', 'rollback-target-is-current', 'invalid-deployment-plan',
+  'no-current-rollout', 'rollback-target-not-accepted', 'rollback-target-is-current', 'invalid-deployment-plan', 'no-verified-release',
 ]);
 
 /** What planning reads: the service (with its hold) and the release. */
@@ -86,8 +89,29 @@ function fromStored (outcome: StoredOutcome, replayed: boolean): Result<IssueOut
 export function rolloutIssuer (deps: IssueRolloutDeps) {
   const { repos, fault } = deps;
 
+  /**
+   * Before the plan replaces the previous rollout's status summary: that rollout's milestones go
+   * into its history record (normally there already; a crash may have kept them from it).
+   */
+  async function keepMilestonesOfPrevious (record: RolloutRecord): Promise<void> {
+    if (!record.previous) return;
+    const view = await repos.services.findLifecycle(record.serviceId);
+    const lifecycle = view?.plan?.rolloutId === record.previous.rolloutId ? view.state?.summary.lifecycle : undefined;
+    if (!lifecycle) return;
+    const { succeededAt, failure, deadline } = lifecycle;
+    await repos.rollouts.recordMilestones(record.previous.rolloutId, { succeededAt, failure, deadline });
+  }
+
+  /** How the previous rollout ended: this rollout replaced it. */
+  const endOf = (record: RolloutRecord): RolloutEnd => ({
+    at: record.createdAt,
+    by: record.trigger?.kind === 'abort' ? 'aborted' : record.mode === 'rollback' ? 'rolled-back' : 'superseded',
+    rolloutId: record.rolloutId,
+  });
+
   /** Steps 3–5 for one recorded rollout. Safe to run twice and in several processes at once. */
   async function finish (record: RolloutRecord): Promise<void> {
+    await keepMilestonesOfPrevious(record);
     const applied = await repos.services.applyRollout(record, deps.now());
     if (applied === 'service-missing') throw new Error(`service '${record.serviceId}' of rollout '${record.rolloutId}' is gone`);
     fault('after-plan-write');
@@ -96,6 +120,8 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
       await repos.releases.recordPromotion(record.releaseId, record.createdAt, count);
     }
     fault('after-release-update');
+    if (record.previous) await repos.rollouts.markEnded(record.previous.rolloutId, endOf(record));
+    if (record.mode === 'automatic') await repos.services.clearQueuedPromotion(record.serviceId, record.releaseId);
     await repos.rollouts.markApplied(record.rolloutId);
     await forgetReportsBefore(record);
   }
@@ -156,6 +182,7 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
       serviceAfter: serviceAfterRollout(service, plan),
       state: 'pending',
       createdAt: now,
+      ...(req.trigger ? { trigger: req.trigger } : {}),
     };
     return { record };
   }
@@ -176,12 +203,25 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
     await finishAll(pending);
     const { found, release } = pending.length === 0 ? inputs : await readPlanInputs(req);
     if (!found) return errors.serviceNotFound(req.serviceId);
+    const current = found.service.data.imageDeployment;
     if (req.intent.kind === 'promotion' && req.intent.mode === 'automatic') {
-      const skip = automaticPromotionSkip(found.service, found.automationHold, release);
+      const currentRelease = current ? await repos.releases.findById(current.releaseId) : null;
+      const skip = automaticPromotionSkip(found.service, found.automationHold, release, currentRelease);
       if (skip) return { skipped: skip, detail: automaticPromotionSkipDetail(skip, found.automationHold) };
     }
     const expected = req.expectedRolloutGeneration ?? currentGeneration(found.service);
-    const checked = preconditionRefusal({ service: found.service, release, releaseId: req.releaseId, expectedRolloutGeneration: expected, intent: req.intent });
+    let target = { release, releaseId: req.releaseId };
+    if (req.intent.kind === 'rollback' && req.intent.toLastVerified) {
+      // Abort / automatic rollback: the target is the last verified release, once the compare-and-swap holds.
+      const cas = casRefusal(found.service, expected, req.intent);
+      if (cas) return cas;
+      const verified = lastVerifiedRelease(found.verifiedReleases, current);
+      if (!verified) return errors.noVerifiedRelease(req.serviceId, currentRolloutOf(found.service));
+      target = { release: await repos.releases.findById(verified.releaseId), releaseId: verified.releaseId };
+    }
+    const checked = preconditionRefusal({
+      service: found.service, release: target.release, releaseId: target.releaseId, expectedRolloutGeneration: expected, intent: req.intent,
+    });
     if ('refusal' in checked) return checked.refusal;
     const placement = found.service.data.placement;
     const clusters = await repos.clusters.findClustersWithNodes(placement?.clusterIds ?? []);

@@ -1,5 +1,5 @@
 import type { IService } from '../contracts/index.js';
-import { issuerOf, type RolloutIntent } from '../domain/rollouts.js';
+import { issuerOf, type RolloutIntent, type RolloutTrigger } from '../domain/rollouts.js';
 import type { RolloutIssuer } from './issueRollout.js';
 import { success, type Actor, type Result } from './result.js';
 import type { Telemetry } from './telemetry.js';
@@ -29,9 +29,11 @@ export async function issueManualRollout (
   deps: ManualRolloutDeps,
   input: ManualRolloutInput,
   intent: RolloutIntent,
-  actor: Actor
+  actor: Actor,
+  trigger?: RolloutTrigger
 ): Promise<Result<RolloutAnswer>> {
   const mode = intent.kind === 'rollback' ? 'rollback' : intent.mode;
+  const what = trigger?.kind === 'abort' ? 'abort' : intent.kind === 'rollback' ? 'manual rollback' : 'manual promotion';
   const result = await deps.telemetry.rollout(mode, deps.rollouts.issueRollout({
     serviceId: input.serviceId,
     releaseId: input.releaseId,
@@ -39,15 +41,18 @@ export async function issueManualRollout (
     expectedRolloutGeneration: input.expectedRolloutGeneration,
     intent,
     issuer: issuerOf(actor.principal),
-    reason: input.reason ?? (intent.kind === 'rollback' ? 'manual rollback' : 'manual promotion'),
+    reason: input.reason ?? what,
     fingerprintExtra: [input.reason ?? null],
+    ...(trigger ? { trigger } : {}),
   }));
   if (!result.ok) return result;
   // Only automatic promotions are ever skipped.
   if (!result.value.issued) throw new Error('a manual rollout was skipped');
   const { service, rolloutId } = result.value;
   if (!result.replayed) {
-    actor.log.info({ serviceId: input.serviceId, releaseId: input.releaseId, rolloutId }, intent.kind === 'rollback' ? 'rolled back' : 'promoted');
+    const releaseId = service.data.imageDeployment?.releaseId;
+    const done = trigger?.kind === 'abort' ? 'aborted' : intent.kind === 'rollback' ? 'rolled back' : 'promoted';
+    actor.log.info({ serviceId: input.serviceId, releaseId, rolloutId }, done);
   }
   return success({ service, rolloutId }, result.replayed);
 }

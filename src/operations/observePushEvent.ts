@@ -5,6 +5,8 @@ import type { Clock, Repositories, StoredPushEvent } from '../domain/ports.js';
 import {
   identityConflict, isSameRelease, pushEventFingerprint, pushEventProblems, registryTargetRefusal, releaseIdentityOf,
 } from '../domain/releases.js';
+import { effectiveRolloutPolicy, isSettled, tagFilterRefusal, type EffectivePolicy } from '../domain/lifecycle.js';
+import { aggregateOf } from '../domain/rolloutStatus.js';
 import { automaticPromotionSkip } from '../domain/rollouts.js';
 import { errors, type AppError } from '../errors.js';
 import type { RolloutIssuer } from './issueRollout.js';
@@ -73,9 +75,45 @@ export function observePushEvent (deps: ObservePushEventDeps) {
     throw new Error(`push event '${event.eventId}' could not be recorded: its id keeps being taken and released`);
   }
 
-  /** At most once per event (the idempotency key is the event id), never while an operator's rollback holds. */
+  /**
+   * While the current rollout is in progress (not settled, inside its deadline), a push waits:
+   * the newest (by first observation) is kept and promoted once the rollout settles
+   * (src/operations/lifecycle.ts). undefined: nothing in progress, promote now.
+   */
+  async function queueBehindRollout (service: IService, release: IImageRelease, event: IImmutableRegistryPushEvent, actor: Actor, policy: EffectivePolicy) {
+    const view = await repos.services.findLifecycle(service.id);
+    const plan = view?.plan;
+    if (!plan || !view.state || view.automationHold || plan.releaseId === release.id) return undefined;
+    if (isSettled(aggregateOf(plan, view.state.summary).status, view.state.summary.lifecycle, policy, deps.now())) return undefined;
+    const current = await repos.releases.findById(plan.releaseId);
+    if (current && release.data.firstObservedAt < current.data.firstObservedAt) return { outcome: 'skipped', reason: 'older-than-current' } as const;
+    const queued = await repos.services.queuePromotion({ serviceId: service.id, rolloutId: plan.rolloutId }, {
+      releaseId: release.id,
+      firstObservedAt: release.data.firstObservedAt,
+      tag: event.tag,
+      eventId: event.eventId,
+      pushedBy: event.actorUserId ?? actor.principal.subject,
+      queuedAt: deps.now(),
+      afterRolloutId: plan.rolloutId,
+    });
+    if (queued === 'queued') {
+      return { outcome: 'queued', reason: `rollout '${plan.rolloutId}' is in progress: promoted once it settles, unless a newer push arrives first` } as const;
+    }
+    return queued === 'newer-waiting' ? { outcome: 'skipped', reason: 'newer-release-waiting' } as const : undefined;
+  }
+
+  /**
+   * At most once per event (the idempotency key is the event id), never while an operator's
+   * rollback holds, only for tags the service's filter lets through, never to an older release;
+   * while a rollout is in progress the push waits for it to settle.
+   */
   async function promoteAutomatically (service: IService, release: IImageRelease, event: IImmutableRegistryPushEvent, actor: Actor) {
     if (automaticPromotionSkip(service, undefined, null) === 'not-enabled') return { outcome: 'skipped', reason: 'not-enabled' } as const;
+    const policy = effectiveRolloutPolicy(service.data.rolloutPolicy);
+    const filtered = tagFilterRefusal(policy, event.tag);
+    if (filtered) return { outcome: 'skipped', reason: `tag-filtered: ${filtered}` } as const;
+    const waiting = await queueBehindRollout(service, release, event, actor, policy);
+    if (waiting) return waiting;
     const result = await deps.telemetry.rollout('automatic', deps.rollouts.issueRollout({
       serviceId: service.id,
       releaseId: release.id,

@@ -1,7 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ReportedDeployment } from '../contracts/reports.js';
+import { deliveryMetrics, metricsWindow, type DeliveryMetrics, type DeliveryMetricsQuery } from '../domain/deliveryMetrics.js';
+import { effectiveRolloutPolicy } from '../domain/lifecycle.js';
 import { historyItemOf, type RolloutHistoryPage, type RolloutHistoryQuery } from '../domain/history.js';
-import type { Repositories, StatusSnapshot } from '../domain/ports.js';
+import type { Clock, Repositories, StatusSnapshot } from '../domain/ports.js';
 import { rolloutRecordId, type ReportRecord } from '../domain/reports.js';
 import { rolloutView, type RolloutView } from '../domain/rolloutView.js';
 import { errors } from '../errors.js';
@@ -29,7 +31,10 @@ const deploymentsOf = (records: readonly ReportRecord[]): StoredDeployments['dep
     a.deployment.id.localeCompare(b.deployment.id));
 
 /** Read where a rollout stands: the rollout view, its status changes (SSE), the stored deployments and the rollout history. */
-export function rolloutReads ({ repos }: { repos: Pick<Repositories, 'services' | 'rollouts' | 'reports'> }) {
+/** The whole history the delivery metrics look at, at most (newest first). */
+const METRICS_HISTORY_LIMIT = 10_000;
+
+export function rolloutReads ({ repos, now }: { repos: Pick<Repositories, 'services' | 'rollouts' | 'reports' | 'releases'>, now: Clock }) {
   /** The current rollout's reports (by `_id`: the reporters its status names). */
   const rolloutReports = (rolloutId: string, reporterIds: readonly string[]): Promise<ReportRecord[]> =>
     repos.reports.findRecords(reporterIds.map((reporterId) => rolloutRecordId(rolloutId, reporterId)));
@@ -48,6 +53,10 @@ export function rolloutReads ({ repos }: { repos: Pick<Repositories, 'services' 
         revision: state.statusRevision,
         evidence: records.map((r) => ({ reporterId: r.reporterId, rolloutId: r.rolloutId ?? '', receivedAt: r.position.receivedAt, replicas: r.replicas })),
         automationHold: state.automationHold,
+        lifecycle: state.lifecycle,
+        policy: effectiveRolloutPolicy(state.service.data.rolloutPolicy),
+        queued: state.automationQueue,
+        now: now(),
       }));
     },
 
@@ -68,6 +77,15 @@ export function rolloutReads ({ repos }: { repos: Pick<Repositories, 'services' 
     async readStatusEvents (serviceId: string, revision: number): Promise<Result<StatusSnapshot>> {
       const snapshot = await repos.services.statusEventsAfter(serviceId, revision);
       return snapshot ? success(snapshot) : refusal(errors.serviceNotFound(serviceId));
+    },
+
+    /** Deployment frequency, lead time, change-failure rate and time to restore over a window (src/domain/deliveryMetrics.ts). */
+    async readDeliveryMetrics (serviceId: string, query: DeliveryMetricsQuery): Promise<Result<DeliveryMetrics>> {
+      if (!(await repos.services.exists(serviceId))) return refusal(errors.serviceNotFound(serviceId));
+      const { from, to } = metricsWindow(query, now());
+      const rollouts = await repos.rollouts.list(serviceId, METRICS_HISTORY_LIMIT);
+      const firstObservedAt = await repos.releases.firstObservedAt(rollouts.map((r) => r.releaseId));
+      return success(deliveryMetrics({ serviceId, rollouts, firstObservedAt, from, to }));
     },
 
     /** The audit trail: every rollout of a service, newest generation first, keyset-paged by generation. */

@@ -6,10 +6,12 @@ import {
   RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes, reporterEntryOf, reporterIdOf, rolloutRecordId, serviceRecordId, staleReport,
   type ReportRecord,
 } from '../domain/reports.js';
-import { aggregateKey, aggregateOf, entryDelta, reporterKeyOf, statusEventOf, type RolloutAggregate, type SummaryEntry } from '../domain/rolloutStatus.js';
+import { aggregateOf, entryDelta, reporterKeyOf, type RolloutAggregate, type SummaryEntry } from '../domain/rolloutStatus.js';
+import { effectiveRolloutPolicy, type EffectivePolicy } from '../domain/lifecycle.js';
 import { errors, type AppError } from '../errors.js';
 import type { FaultHook } from '../faults.js';
 import { invalid, refusal, success, type Actor, type Result } from './result.js';
+import { statusPublisher } from './statusEvents.js';
 import type { Telemetry } from './telemetry.js';
 
 /**
@@ -36,6 +38,8 @@ export interface ReportSnapshotDeps {
   telemetry: Telemetry;
   now: Clock;
   fault: FaultHook;
+  /** Lifecycle control after the status changed (src/operations/lifecycle.ts): progress, milestones, follow-ups. */
+  afterStatusChange: (serviceId: string, plan: IImmutableImageDeploymentPlan, state: StatusState) => Promise<void>;
 }
 
 /** Rounds of read → decide → write a report may take against its own reporter's concurrent reports. */
@@ -45,8 +49,8 @@ type ImmutableInput = ReportDeploymentSnapshotsInput & { immutableReport: NonNul
 
 interface Reporter { reporterId: string, clusterId: string }
 
-/** A report on an immutable rollout: the plan it is for, the input, who reports. */
-interface RolloutReport { plan: IImmutableImageDeploymentPlan, input: ImmutableInput, reporter: Reporter }
+/** A report on an immutable rollout: the plan it is for, the service's settings, the input, who reports. */
+interface RolloutReport { plan: IImmutableImageDeploymentPlan, policy: EffectivePolicy, input: ImmutableInput, reporter: Reporter }
 
 /** What an admitted report is about. */
 interface Admitted { target: ReportTarget, reporter: Reporter, scope: string[] | undefined }
@@ -54,22 +58,7 @@ interface Admitted { target: ReportTarget, reporter: Reporter, scope: string[] |
 export function reportSnapshot (deps: ReportSnapshotDeps) {
   const { repos } = deps;
 
-  /** Appends the status event of a summary state, unless a later state was published already. */
-  async function publish (serviceId: string, plan: IImmutableImageDeploymentPlan, state: StatusState): Promise<void> {
-    let head: StatusState | null = state;
-    const seq = state.summary.seq;
-    const aggregate = aggregateOf(plan, state.summary);
-    const key = aggregateKey(aggregate);
-    for (let round = 0; head && round < MAX_ROUNDS; round++) {
-      const published = head.published?.rolloutId === plan.rolloutId ? head.published : undefined;
-      if (published && published.seq >= seq) return;
-      const changes = published?.key !== key;
-      const revision = head.statusRevision;
-      const event = changes ? statusEventOf(aggregate, revision + 1, deps.now()) : undefined;
-      if (await repos.services.publishStatus({ serviceId, rolloutId: plan.rolloutId, seq, key, revision, event })) return;
-      head = await repos.services.readStatusState(serviceId, plan.rolloutId);
-    }
-  }
+  const publish = statusPublisher(deps);
 
   /**
    * The record's entry into the status summary: its delta from what the summary holds for the
@@ -108,6 +97,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     if (state instanceof Error) return refusal(state);
     deps.fault('after-report-status');
     await publish(record.serviceId, plan, state);
+    await deps.afterStatusChange(record.serviceId, plan, state);
     return success(aggregateOf(plan, state.summary));
   }
 
@@ -137,9 +127,10 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
   }
 
   /** The record this report writes: the envelope's position, the entry, the verdicts and the deployments. */
-  function nextRecord ({ plan, input, reporter }: RolloutReport, previous: ReportRecord | null, retire: string | undefined): ReportRecord {
+  function nextRecord ({ plan, policy, input, reporter }: RolloutReport, previous: ReportRecord | null, retire: string | undefined): ReportRecord {
     const envelope = input.immutableReport;
-    const { entry, replicas } = reporterEntryOf(plan, input, reporter);
+    const receivedAt = deps.now();
+    const { entry, replicas } = reporterEntryOf(plan, input, reporter, { previous: previous?.replicas ?? [], receivedAt, policy });
     const retired = retire === undefined ? previous?.retiredSessions ?? [] : [...(previous?.retiredSessions ?? []), retire].slice(-RETIRED_SESSIONS_KEPT);
     return {
       id: rolloutRecordId(plan.rolloutId, reporter.reporterId),
@@ -148,7 +139,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       reporterId: reporter.reporterId,
       clusterId: reporter.clusterId,
       version: (previous?.version ?? 0) + 1,
-      position: { sessionId: envelope.reporterSessionId, sequence: envelope.reportSequence, reportedAt: input.reportedAt, receivedAt: deps.now() },
+      position: { sessionId: envelope.reporterSessionId, sequence: envelope.reportSequence, reportedAt: input.reportedAt, receivedAt },
       retiredSessions: retired,
       nodeNames: entry.reporterNodeNames,
       entry,
@@ -229,7 +220,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     // capability was checked before schema validation, by `precheck`.)
     const unacceptable = envelopeRefusal(target, input, reporter.clusterId);
     if (unacceptable || !target.plan) return refusal(unacceptable ?? errors.immutablePlanMissing(target.serviceId));
-    return reportOnRollout({ plan: target.plan, input: input as ImmutableInput, reporter });
+    return reportOnRollout({ plan: target.plan, policy: effectiveRolloutPolicy(target.policy), input: input as ImmutableInput, reporter });
   }
 
   const reportSnapshotOf = async (input: ReportDeploymentSnapshotsInput, actor: Actor): Promise<Result<ReportOutcome>> => {

@@ -1,5 +1,6 @@
 import type { IService, IServiceData, ServiceListQuery, ServicePage, TServiceWritableData } from '../contracts/index.js';
 import type { Clock, Repositories, ServiceWithHold } from '../domain/ports.js';
+import { rolloutPolicyProblems } from '../domain/lifecycle.js';
 import { decodeNameCursor, encodeNameCursor, newServiceId } from '../domain/services.js';
 import { errors } from '../errors.js';
 import { invalid, refusal, success, type Result } from './result.js';
@@ -15,7 +16,10 @@ export interface ServiceDeps {
 
 export function serviceOperations ({ repos, now }: ServiceDeps) {
   return {
+    /** Problem paths are relative to the service data (the adapters say where that is in their request). */
     async createService (serviceData: TServiceWritableData): Promise<Result<{ service: IService }>> {
+      const problems = rolloutPolicyProblems(serviceData.rolloutPolicy, '/rolloutPolicy');
+      if (problems.length > 0) return invalid(problems);
       const service: IService = { id: newServiceId(), data: serviceData as IServiceData };
       const inserted = await repos.services.insert(service, now());
       if (inserted.kind === 'name-taken') return refusal(errors.serviceAlreadyExists(serviceData.name, inserted.serviceId));
@@ -29,6 +33,8 @@ export function serviceOperations ({ repos, now }: ServiceDeps) {
     },
 
     async updateService (serviceId: string, serviceData: TServiceWritableData): Promise<Result<{ service: IService }>> {
+      const problems = rolloutPolicyProblems(serviceData.rolloutPolicy, '/rolloutPolicy');
+      if (problems.length > 0) return invalid(problems);
       const replaced = await repos.services.replaceWritableData(serviceId, serviceData, now());
       if (replaced.kind === 'missing') return refusal(errors.serviceNotFound(serviceId));
       if (replaced.kind === 'name-taken') return refusal(errors.serviceAlreadyExists(serviceData.name, replaced.serviceId));

@@ -17,4 +17,12 @@ export interface Telemetry {
   pushEventReplayed(): void;
   /** A rollout status compare-and-swap lost to a concurrent report (which the use case retries). */
   statusConflict(): void;
+  /** A lifecycle milestone this process decided (the compare-and-swap winner counts it: once across processes). */
+  milestone(mode: TImmutableImageRolloutMode, outcome: 'succeeded' | 'failed' | 'mismatched' | 'deadline-exceeded'): void;
+  /** An automatic rollback attempt that ended: issued, or refused (no verified release, lost to a concurrent rollout, …). */
+  automaticRollback(trigger: string, outcome: 'issued' | 'refused'): void;
+  /** Delivery metrics as events: a promotion succeeded (its lead time when known), a change failed, a failure restored. */
+  deployment(serviceId: string, leadTimeSeconds: number | undefined): void;
+  changeFailure(serviceId: string): void;
+  restored(serviceId: string, seconds: number): void;
 }

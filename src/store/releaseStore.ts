@@ -65,6 +65,13 @@ export class ReleaseStore implements ReleaseRepository {
     return doc ? toRelease(doc) : null;
   }
 
+  /** When each release was first observed, by id (`$in` on `_id`). */
+  async firstObservedAt (releaseIds: readonly string[]): Promise<Map<string, number>> {
+    if (releaseIds.length === 0) return new Map();
+    const docs = await this.collection.find({ _id: { $in: [...new Set(releaseIds)] } }, { projection: { 'data.firstObservedAt': 1 } }).toArray();
+    return new Map(docs.map((d) => [d._id, d.data.firstObservedAt]));
+  }
+
   async findByIdOrTuple (identity: ReleaseIdentity): Promise<IImageRelease[]> {
     const docs = await this.collection.find({ $or: [{ _id: identity.releaseId }, tupleFilter(identity)] }).limit(2).toArray();
     return docs.map(toRelease);

@@ -1,6 +1,6 @@
 import { type Collection } from 'mongodb';
 import type { InsertRolloutResult, RolloutRepository } from '../domain/ports.js';
-import type { RolloutRecord } from '../domain/rollouts.js';
+import type { RolloutEnd, RolloutRecord } from '../domain/rollouts.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
@@ -58,5 +58,15 @@ export class RolloutStore implements RolloutRepository {
     const filter = beforeGeneration === undefined ? { serviceId } : { serviceId, generation: { $lt: beforeGeneration } };
     const docs = await this.collection.find(filter, { projection: { serviceAfter: 0 } }).sort({ generation: -1 }).limit(limit).toArray();
     return docs.map((doc) => toRecord({ ...doc, serviceAfter: undefined as never }));
+  }
+
+  async recordMilestones (rolloutId: string, milestones: Pick<RolloutRecord, 'succeededAt' | 'failure' | 'deadline'>): Promise<void> {
+    const set: Record<string, unknown> = {};
+    for (const [field, value] of Object.entries(milestones)) if (value !== undefined) set[field] = value;
+    if (Object.keys(set).length > 0) await this.collection.updateOne({ _id: rolloutId }, { $set: set });
+  }
+
+  async markEnded (rolloutId: string, end: RolloutEnd): Promise<void> {
+    await this.collection.updateOne({ _id: rolloutId, ended: { $exists: false } }, { $set: { ended: end } });
   }
 }

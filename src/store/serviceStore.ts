@@ -1,14 +1,18 @@
 import { type Collection } from 'mongodb';
 import type { IService, IServiceData, ServiceSummary, TServiceWritableData } from '../contracts/index.js';
+import {
+  initialLifecycle, VERIFIED_RELEASES_KEPT,
+  type DeadlineDecision, type FailureMilestone, type FollowUp, type QueuedPromotion, type VerifiedRelease,
+} from '../domain/lifecycle.js';
 import type {
-  ApplyRolloutResult, EntryWrite, EntryWriteResult, InsertServiceResult, ReplaceServiceResult, ReportTarget, ServiceRepository, ServiceRolloutState,
-  ServiceWithHold, StatusPublication, StatusSnapshot, StatusState,
+  ApplyRolloutResult, EntryWrite, EntryWriteResult, InsertServiceResult, LifecycleTarget, LifecycleView, QueueResult, ReplaceServiceResult,
+  ReportTarget, ServiceRepository, ServiceRolloutState, ServiceWithHold, StatusPublication, StatusSnapshot, StatusState,
 } from '../domain/ports.js';
 import type { AutomationHold, RolloutRecord } from '../domain/rollouts.js';
 import { pick } from '../domain/objects.js';
 import {
   aggregateKey, aggregateOf, composeStatus, emptySummary, replicaCountKeys, STATUS_EVENTS_KEPT, statusEventOf,
-  type RolloutAggregate, type StatusEvent, type StatusSummary, type SummaryEntry,
+  type RolloutAggregate, type StatusEvent, type StatusSummary, type StatusTotals, type SummaryEntry,
 } from '../domain/rolloutStatus.js';
 import { writableServiceDataFields } from '../domain/services.js';
 import { isDuplicateKeyError } from './driverErrors.js';
@@ -32,6 +36,10 @@ export interface ServiceDocument {
   statusEvents?: StatusEvent[];
   /** The summary state the last status event describes. */
   statusPublished?: { rolloutId: string, seq: number, key: string };
+  /** The latest rollouts that succeeded, oldest first (at most VERIFIED_RELEASES_KEPT): where an abort returns to. */
+  verifiedReleases?: VerifiedRelease[];
+  /** The newest push waiting for the current rollout to settle before it promotes automatically. */
+  automationQueue?: QueuedPromotion;
   createdAt: number;
   updatedAt: number;
 }
@@ -58,11 +66,11 @@ const publishedBefore = (rolloutId: string, seq: number) =>
  * STATUS_EVENTS_KEPT entries, only the SSE stream reads it) and the per-replica evidence can be
  * larger than the rest of the document, and every report, promotion and listing reads a service.
  */
-const summaryHead = ['rolloutId', 'totals', 'mismatched', 'seq', 'updatedAt'].map((field) => [`rolloutStatus.${field}`, 1] as const);
+const summaryHead = ['rolloutId', 'totals', 'mismatched', 'seq', 'updatedAt', 'lifecycle'].map((field) => [`rolloutStatus.${field}`, 1] as const);
 const statusHead = { ...Object.fromEntries(summaryHead), statusRevision: 1, statusPublished: 1 };
 const serviceWithStatus = { data: 1, rolloutStatus: 1 } as const;
-const serviceWithHold = { data: 1, automationHold: 1 } as const;
-const rolloutState = { data: 1, rolloutStatus: 1, statusRevision: 1, automationHold: 1 } as const;
+const serviceWithHold = { data: 1, automationHold: 1, verifiedReleases: 1 } as const;
+const rolloutState = { data: 1, rolloutStatus: 1, statusRevision: 1, automationHold: 1, automationQueue: 1 } as const;
 
 /**
  * The service as the API shows it: `data.imageRolloutStatus` composed from the summary of the
@@ -113,6 +121,35 @@ const rolloutSummaryOf = (plan: NonNullable<IServiceData['imageDeployment']>) =>
 
 const statusSummaryOf = (status: RolloutAggregate) => pick(status, ['status', ...replicaCountKeys, 'updatedAt']);
 
+const LIFECYCLE = 'rolloutStatus.lifecycle';
+
+/** Lifecycle writes apply to the current rollout's summary only. */
+const currentRollout = (target: LifecycleTarget) => ({ _id: target.serviceId, 'rolloutStatus.rolloutId': target.rolloutId });
+
+/** What lifecycle control reads: never the entries (every reporter's) or the status events. */
+const lifecycleProjection = {
+  'data.imageDeployment': 1,
+  'data.rolloutPolicy': 1,
+  ...statusHead,
+  automationHold: 1,
+  automationQueue: 1,
+  verifiedReleases: 1,
+} as const;
+
+function lifecycleViewOf (doc: ServiceDocument): LifecycleView {
+  const plan = doc.data?.imageDeployment;
+  const state = stateOf(doc);
+  return {
+    serviceId: doc._id,
+    plan,
+    policy: doc.data?.rolloutPolicy,
+    state: plan && state?.summary.rolloutId === plan.rolloutId ? state : undefined,
+    automationHold: doc.automationHold,
+    automationQueue: doc.automationQueue,
+    verifiedReleases: doc.verifiedReleases ?? [],
+  };
+}
+
 export class ServiceStore implements ServiceRepository {
   constructor (database: Database, readonly collection: Collection<ServiceDocument> = database.db.collection(collections.services)) {}
 
@@ -149,22 +186,34 @@ export class ServiceStore implements ServiceRepository {
     const doc = await this.collection.findOne({ _id: id }, { projection: serviceWithHold });
     if (!doc) return null;
     const { imageRolloutStatus: _status, ...data } = doc.data;
-    return { service: { id: doc._id, data }, automationHold: doc.automationHold };
+    return { service: { id: doc._id, data }, automationHold: doc.automationHold, verifiedReleases: doc.verifiedReleases ?? [] };
   }
 
   async findServiceView (id: string): Promise<ServiceWithHold | null> {
-    const doc = await this.collection.findOne({ _id: id }, { projection: { ...serviceWithStatus, automationHold: 1 } });
-    return doc ? { service: toService(doc), automationHold: doc.automationHold } : null;
+    const doc = await this.collection.findOne({ _id: id }, { projection: { ...serviceWithStatus, automationHold: 1, verifiedReleases: 1 } });
+    return doc ? { service: toService(doc), automationHold: doc.automationHold, verifiedReleases: doc.verifiedReleases ?? [] } : null;
   }
 
   async findRolloutState (id: string): Promise<ServiceRolloutState | null> {
     const doc = await this.collection.findOne({ _id: id }, { projection: rolloutState });
-    return doc ? { service: toService(doc), statusRevision: doc.statusRevision ?? 0, automationHold: doc.automationHold } : null;
+    if (!doc) return null;
+    const plan = doc.data.imageDeployment;
+    const lifecycle = plan && doc.rolloutStatus?.rolloutId === plan.rolloutId ? doc.rolloutStatus.lifecycle : undefined;
+    return {
+      service: toService(doc),
+      statusRevision: doc.statusRevision ?? 0,
+      automationHold: doc.automationHold,
+      lifecycle,
+      automationQueue: doc.automationQueue,
+    };
   }
 
   async findReportTarget (id: string): Promise<ReportTarget | null> {
-    const doc = await this.collection.findOne({ _id: id }, { projection: { 'data.immutableImageRequired': 1, 'data.imageDeployment': 1 } });
-    return doc ? { serviceId: doc._id, immutableImageRequired: doc.data?.immutableImageRequired === true, plan: doc.data?.imageDeployment } : null;
+    const projection = { 'data.immutableImageRequired': 1, 'data.imageDeployment': 1, 'data.rolloutPolicy': 1 };
+    const doc = await this.collection.findOne({ _id: id }, { projection });
+    if (!doc) return null;
+    const data = doc.data;
+    return { serviceId: doc._id, immutableImageRequired: data?.immutableImageRequired === true, plan: data?.imageDeployment, policy: data?.rolloutPolicy };
   }
 
   /**
@@ -247,6 +296,8 @@ export class ServiceStore implements ServiceRepository {
     if (record.hold === 'set') set['automationHold'] = { since: record.createdAt, rolloutId: record.rolloutId, by: record.issuedBy.subject };
     const unset: Record<string, ''> = { 'data.imageRolloutStatus': '', rolloutEvidence: '' };
     if (record.hold === 'cleared') unset['automationHold'] = '';
+    // An operator's rollout (and an automatic rollback) makes a push waiting for the old rollout moot.
+    if (record.mode !== 'automatic') unset['automationQueue'] = '';
     // Compare-and-swap on the generation (the plan) and on the status revision (so that the
     // status event gets the next revision number even while events of the old rollout land).
     for (let attempt = 0; attempt < 50; attempt++) {
@@ -262,6 +313,111 @@ export class ServiceStore implements ServiceRepository {
       if (result.matchedCount === 1) return 'applied';
     }
     throw new Error(`could not apply rollout ${record.rolloutId}: the status kept changing`);
+  }
+
+  async findLifecycle (id: string): Promise<LifecycleView | null> {
+    const doc = await this.collection.findOne({ _id: id }, { projection: lifecycleProjection });
+    return doc ? lifecycleViewOf(doc) : null;
+  }
+
+  async openLifecycles (limit: number): Promise<LifecycleView[]> {
+    const docs = await this.collection.find({ 'rolloutStatus.lifecycle.open': true }, { projection: lifecycleProjection }).limit(limit).toArray();
+    return docs.map(lifecycleViewOf);
+  }
+
+  async ensureLifecycle (target: LifecycleTarget, at: number): Promise<void> {
+    await this.collection.updateOne(
+      { ...currentRollout(target), 'rolloutStatus.lifecycle': { $exists: false } },
+      { $set: { 'rolloutStatus.lifecycle': initialLifecycle(at) } }
+    );
+  }
+
+  async recordProgress (target: LifecycleTarget, totals: StatusTotals, at: number): Promise<boolean> {
+    const grew = (['observed', 'healthy', 'verified'] as const).map((k) => ({ [`${LIFECYCLE}.progress.${k}`]: { $lt: totals[k] } }));
+    const result = await this.collection.updateOne(
+      { ...currentRollout(target), $or: grew },
+      {
+        $max: Object.fromEntries((['observed', 'healthy', 'verified'] as const).map((k) => [`${LIFECYCLE}.progress.${k}`, totals[k]])),
+        $set: { [`${LIFECYCLE}.progress.at`]: at },
+      }
+    );
+    return result.modifiedCount === 1;
+  }
+
+  async markSucceeded (target: LifecycleTarget, at: number, verified: VerifiedRelease): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      { ...currentRollout(target), [`${LIFECYCLE}.succeededAt`]: { $exists: false }, [`${LIFECYCLE}.deadline`]: { $exists: false } },
+      {
+        $set: { [`${LIFECYCLE}.succeededAt`]: at, [`${LIFECYCLE}.open`]: true },
+        $inc: { [`${LIFECYCLE}.changes`]: 1 },
+        $push: { verifiedReleases: { $each: [verified], $slice: -VERIFIED_RELEASES_KEPT } },
+      }
+    );
+    return result.modifiedCount === 1;
+  }
+
+  async markFailure (target: LifecycleTarget, failure: FailureMilestone): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      { ...currentRollout(target), [`${LIFECYCLE}.failure`]: { $exists: false }, [`${LIFECYCLE}.succeededAt`]: { $exists: false } },
+      { $set: { [`${LIFECYCLE}.failure`]: failure, [`${LIFECYCLE}.open`]: true }, $inc: { [`${LIFECYCLE}.changes`]: 1 } }
+    );
+    return result.modifiedCount === 1;
+  }
+
+  async decideDeadline (
+    target: LifecycleTarget, seenSeq: number, decision: DeadlineDecision, failure: FailureMilestone | undefined, at: number
+  ): Promise<boolean> {
+    const set: Record<string, unknown> = { [`${LIFECYCLE}.deadline`]: decision, [`${LIFECYCLE}.open`]: true, 'rolloutStatus.updatedAt': at };
+    if (failure) set[`${LIFECYCLE}.failure`] = failure;
+    const result = await this.collection.updateOne(
+      {
+        ...currentRollout(target),
+        'rolloutStatus.seq': seenSeq,
+        [`${LIFECYCLE}.deadline`]: { $exists: false },
+        [`${LIFECYCLE}.succeededAt`]: { $exists: false },
+        // The failure milestone is written only where none is (the caller read it absent).
+        ...(failure ? { [`${LIFECYCLE}.failure`]: { $exists: false } } : {}),
+      },
+      { $set: set, $inc: { 'rolloutStatus.seq': 1, [`${LIFECYCLE}.changes`]: 1 } }
+    );
+    return result.modifiedCount === 1;
+  }
+
+  async markFollowUp (target: LifecycleTarget, kind: 'autoRollback' | 'deferredPromotion', followUp: FollowUp): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      { ...currentRollout(target), [`${LIFECYCLE}.${kind}`]: { $exists: false } },
+      { $set: { [`${LIFECYCLE}.${kind}`]: followUp }, $inc: { [`${LIFECYCLE}.changes`]: 1 } }
+    );
+    return result.modifiedCount === 1;
+  }
+
+  async closeLifecycle (target: LifecycleTarget, seenChanges: number): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      { ...currentRollout(target), [`${LIFECYCLE}.changes`]: seenChanges, [`${LIFECYCLE}.open`]: true },
+      { $set: { [`${LIFECYCLE}.open`]: false } }
+    );
+    return result.modifiedCount === 1;
+  }
+
+  async queuePromotion (target: LifecycleTarget, queued: QueuedPromotion): Promise<QueueResult> {
+    const result = await this.collection.updateOne(
+      {
+        ...currentRollout(target),
+        $or: [
+          { automationQueue: { $exists: false } },
+          { 'automationQueue.firstObservedAt': { $lt: queued.firstObservedAt } },
+          { 'automationQueue.releaseId': queued.releaseId },
+        ],
+      },
+      // Open again: the sweeper promotes it should the rollout have settled meanwhile.
+      { $set: { automationQueue: queued, [`${LIFECYCLE}.open`]: true }, $inc: { [`${LIFECYCLE}.changes`]: 1 } }
+    );
+    if (result.matchedCount === 1) return 'queued';
+    return (await this.collection.findOne(currentRollout(target), { projection: { _id: 1 } })) ? 'newer-waiting' : 'not-current';
+  }
+
+  async clearQueuedPromotion (id: string, releaseId: string): Promise<void> {
+    await this.collection.updateOne({ _id: id, 'automationQueue.releaseId': releaseId }, { $unset: { automationQueue: '' } });
   }
 
   async replaceWritableData (id: string, data: TServiceWritableData, now: number): Promise<ReplaceServiceResult> {

@@ -106,6 +106,10 @@ export function callTypedRequest (app: Caller, method: string, request: Record<s
 }
 
 /** A minimal valid `TServiceWritableData`. */
+/**
+ * A valid TServiceWritableData. Its stability window is 0: most tests report a replica once and
+ * expect it counted at once; the tests of the window (and of the default) set `rolloutPolicy`.
+ */
 export function serviceData (overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     name: `svc-${randomBytes(4).toString('hex')}`,
@@ -118,6 +122,7 @@ export function serviceData (overrides: Record<string, unknown> = {}): Record<st
     ports: { web: 8080 },
     domains: [],
     deploymentIds: [],
+    rolloutPolicy: { stabilityWindowSeconds: 0 },
     ...overrides,
   };
 }

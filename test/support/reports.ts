@@ -83,3 +83,22 @@ export function reportsFor (plan: IImmutableImageDeploymentPlan, serviceId: stri
     full: (nodeNames: string[]) => fullReplicas(plan, serviceId, nodeNames),
   };
 }
+
+/** The part of test/support/fixtures.ts `Caller` a report needs. */
+interface ReportCaller {
+  inject(opts: { method: string, url: string, headers?: Record<string, string>, payload?: unknown }): Promise<{ statusCode: number, body: string, json(): any }>;
+}
+
+/**
+ * Reports every replica of these nodes running and verified for the plan, as their cluster's
+ * Coreflow (a `cluster` token of that cluster): with the fixtures' stability window of 0, a
+ * rollout whose target nodes these are succeeds. Throws unless answered 200.
+ */
+export async function reportVerified (
+  app: ReportCaller, clusterToken: string, plan: IImmutableImageDeploymentPlan, serviceId: string, nodeNames: string[], sequence = 1
+): Promise<{ status: Record<string, unknown> }> {
+  const payload = reportBody(plan, serviceId, { sequence, nodeNames, deployments: fullReplicas(plan, serviceId, nodeNames) });
+  const res = await app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: { authorization: `Bearer ${clusterToken}` }, payload });
+  if (res.statusCode !== 200) throw new Error(`report of ${nodeNames.join(',')}: ${res.statusCode} ${res.body}`);
+  return res.json();
+}

@@ -52,7 +52,7 @@ export interface RolloutSnapshot extends ReplicaCounts {
 }
 
 export interface BlockingReason {
-  /** node-not-reported | replicas-missing | replica-unhealthy | replica-unverified (more may come). */
+  /** progress-deadline-exceeded | node-not-reported | replicas-missing | replica-unhealthy | replica-unverified | replica-not-stable (more may come). */
   kind: string;
   reason: string;
   nodeName?: string;
@@ -67,6 +67,7 @@ export interface ReplicaStability {
   state: string; // stable | not-yet-stable | waiting-for-report
   windowMs: number;
   runningVerifiedSince?: number;
+  stableAt?: number;
 }
 
 export interface ReplicaDetail {

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Id, NonNegativeSafeInteger } from '../../contracts/index.js';
+import { DeliveryMetrics, DeliveryMetricsQuery } from '../../domain/deliveryMetrics.js';
 import { RolloutHistoryPage, RolloutHistoryQuery } from '../../domain/history.js';
 import { permissions } from '../../domain/principal.js';
 import { errors } from '../../errors.js';
@@ -13,7 +14,7 @@ import { ServiceParams, ServiceReply } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
 
 export interface RolloutRoutesOptions {
-  operations: Pick<Operations, 'promote' | 'rollBack' | 'rollouts'>;
+  operations: Pick<Operations, 'promote' | 'rollBack' | 'abort' | 'rollouts'>;
   verifier: TokenVerifier;
 }
 
@@ -53,9 +54,13 @@ const promoteSummary = 'Promote a release: issue a new immutable-digest rollout 
 const promoteDescription = `${keyRule} Compare-and-swap on \`expectedRolloutGeneration\` (0 before the first rollout).`;
 const rollbackSummary = 'Roll back to a previously accepted release (admin, api)';
 const rollbackDescription = `${keyRule} Puts automatic promotion on hold until the next explicit promotion.`;
-const historySummary = 'Rollout history: every plan ever issued, newest first (the audit trail)';
+const historySummary = 'Rollout history: every plan ever issued, newest first, with its outcome (the audit trail)';
+const abortSummary = 'Abort the current rollout: roll back to the last verified release (admin, api)';
+const abortDescription = `${keyRule} The target is the newest release whose rollout succeeded, other than the digest deployed now` +
+  ' (409 no-verified-release when there is none). Same compare-and-swap and automation hold as a rollback.';
+const metricsSummary = 'Delivery metrics of a service over a window: deployment frequency, lead time, change-failure rate, time to restore';
 
-/** REST adapters for promotion, rollback and the rollout history. */
+/** REST adapters for promotion, rollback, abort, the rollout history and the delivery metrics. */
 export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (app, { operations, verifier }) => {
   const guard = guardWith(verifier);
 
@@ -79,6 +84,20 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
     const result = await operations.rollBack({ ...request.params, ...request.body, idempotencyKey: keyOf(request) }, actorOf(request));
     return { service: valueOf(result, reply, '/body').service };
   });
+
+  app.post('/v1/services/:serviceId/rollout/abort', {
+    ...guard(permissions.rollBack, {
+      tags, summary: abortSummary, description: abortDescription, params: ServiceParams, body: RollbackBody, response: replies(ServiceReply),
+    }),
+    preValidation: requireIdempotencyKey,
+  }, async (request, reply) => {
+    const result = await operations.abort({ ...request.params, ...request.body, idempotencyKey: keyOf(request) }, actorOf(request));
+    return { service: valueOf(result, reply, '/body').service };
+  });
+
+  app.get('/v1/services/:serviceId/delivery-metrics', guard(permissions.readRolloutHistory, {
+    tags, summary: metricsSummary, params: ServiceParams, querystring: DeliveryMetricsQuery, response: replies(DeliveryMetrics),
+  }), async ({ params, query }, reply) => valueOf(await operations.rollouts.readDeliveryMetrics(params.serviceId, query), reply, '/querystring'));
 
   app.get('/v1/services/:serviceId/rollouts', guard(permissions.readRolloutHistory, {
     tags, summary: historySummary, params: ServiceParams, querystring: RolloutHistoryQuery, response: replies(RolloutHistoryPage),

@@ -76,6 +76,7 @@ export function typedRequestMethods (operations: Operations): TypedRequestMethod
       payload: c.createService.payload,
       response: c.createService.response,
       precheck: (payload) => serverManagedFieldRefusal(serviceDataOf(payload), '/request/serviceData'),
+      inputAt: '/request/serviceData',
       run: ({ serviceData }) => services.createService(serviceData),
     }),
     define({
@@ -84,6 +85,7 @@ export function typedRequestMethods (operations: Operations): TypedRequestMethod
       payload: c.updateService.payload,
       response: c.updateService.response,
       precheck: (payload) => serverManagedFieldRefusal(serviceDataOf(payload), '/request/serviceData'),
+      inputAt: '/request/serviceData',
       run: ({ serviceId, serviceData }) => services.updateService(serviceId, serviceData),
     }),
     define({
@@ -114,6 +116,13 @@ export function typedRequestMethods (operations: Operations): TypedRequestMethod
       payload: c.rollbackServiceImageRelease.payload,
       response: c.rollbackServiceImageRelease.response,
       run: async (input, actor) => project(await operations.rollBack(input, actor), ({ service }) => ({ service })),
+    }),
+    define({
+      method: serviceTypedRequestContracts.abortServiceRollout.method,
+      permission: permissions.rollBack,
+      payload: serviceTypedRequestContracts.abortServiceRollout.payload,
+      response: serviceTypedRequestContracts.abortServiceRollout.response,
+      run: async (input, actor) => project(await operations.abort(input, actor), ({ service }) => ({ service })),
     }),
     define({
       method: c.reportDeploymentSnapshots.method,

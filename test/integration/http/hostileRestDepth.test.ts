@@ -205,6 +205,14 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
       body: () => ({ expectedCurrentRolloutId: s.plan.rolloutId, expectedRolloutGeneration: s.plan.rolloutGeneration, reason: 'hostile' }),
       ok: 200,
     },
+    // Accepted once a release other than the current one has succeeded (the base bodies run in an order that makes it so).
+    'POST /v1/services/{serviceId}/rollout/abort': {
+      url: () => `/v1/services/${s.svc.id}/rollout/abort`,
+      token: () => api,
+      headers: () => ({ 'idempotency-key': key() }),
+      body: () => ({ expectedCurrentRolloutId: s.plan.rolloutId, expectedRolloutGeneration: s.plan.rolloutGeneration, reason: 'hostile' }),
+      ok: 200,
+    },
   };
 
   /** One valid payload (the request without identity) per TypedRequest method. */
@@ -229,6 +237,10 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     getCluster: { token: () => admin, payload: () => ({ clusterId: 'c1' }) },
     listClusters: { token: () => admin, payload: () => ({ limit: 10 }) },
     listServices: { token: () => admin, payload: () => ({ limit: 10 }) },
+    abortServiceRollout: {
+      token: () => api,
+      payload: () => ({ serviceId: s.svc.id, idempotencyKey: key(), expectedCurrentRolloutId: s.plan.rolloutId, expectedRolloutGeneration: s.plan.rolloutGeneration }),
+    },
   };
 
   /** The request schema of every TypedRequest method (identity included), from the contracts. */
@@ -477,8 +489,10 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
 
   // Last: writes. Proves every refusal above is due to the hostile value, not to a base body refused anyway.
   it('the base bodies unmodified are accepted (REST and TypedRequest)', async () => {
+    // The report verifies the current release; after the promotion, the abort returns to it.
     const order = ['POST /v1/deployment-snapshots', 'POST /v1/services', 'PUT /v1/services/{serviceId}', 'PUT /v1/clusters/{clusterId}', 'POST /v1/registry/push-events',
-      'POST /v1/services/{serviceId}/image-releases/{releaseId}/promote', 'POST /v1/services/{serviceId}/image-releases/{releaseId}/rollback'];
+      'POST /v1/services/{serviceId}/image-releases/{releaseId}/promote', 'POST /v1/services/{serviceId}/rollout/abort',
+      'POST /v1/services/{serviceId}/image-releases/{releaseId}/rollback'];
     expect([...order].sort()).toEqual(Object.keys(restBases).sort());
     for (const routeKey of order) {
       const res = await restSend(routeKey, JSON.stringify(restBases[routeKey]!.body()));

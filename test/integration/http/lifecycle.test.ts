@@ -4,6 +4,7 @@ import { buildTestApp, callTypedRequest, type TestApp } from '../../support/app.
 import {
   createFixtureService, promote, pushRelease, registerCluster, rollback, rolloutHistory, type FixtureService, bearer,
 } from '../../support/fixtures.js';
+import { reportVerified } from '../../support/reports.js';
 
 describe('promotion and rollback', () => {
   let t: TestApp;
@@ -314,10 +315,13 @@ describe('automatic promotion on push', () => {
 
   it('promotes once per event, holds after a manual rollback, resumes after an explicit promotion', async () => {
     const svc = await createFixtureService(t.app, admin, { deployOnPush: true });
+    const cluster = await t.token('cluster');
     // Before the first explicit promotion the service does not require immutable images: no automation.
     const first = await pushRelease(t.app, api, svc, { tag: 'v1' });
     expect(await history(svc.id)).toHaveLength(0);
     const g1 = (await promote(t.app, api, svc.id, first.releaseId, { generation: 0 })).json().service.data.imageDeployment;
+    // A push promotes once the current rollout has settled (a push during a rollout waits: test/integration/lifecycle).
+    await reportVerified(t.app, cluster, g1, svc.id, ['n1']);
 
     const v2Event = { tag: 'v2', eventId: 'evt-v2', seed: `v2-${svc.id}`, observedAt: Date.now() };
     const v2 = await pushRelease(t.app, api, svc, v2Event);
@@ -342,6 +346,7 @@ describe('automatic promotion on push', () => {
 
     const explicit = await promote(t.app, api, svc.id, v3.releaseId, { generation: 3 });
     expect(explicit.statusCode).toBe(200);
+    await reportVerified(t.app, cluster, explicit.json().service.data.imageDeployment, svc.id, ['n1']);
     rollouts = await history(svc.id);
     expect(rollouts[0]).toMatchObject({ mode: 'promotion', automationHold: 'cleared' });
     expect((await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}`, headers: bearer(admin) })).json().automationHold).toBeUndefined();

@@ -6,6 +6,10 @@ import { buildTestApp, type TestApp } from '../../support/app.js';
 import { bearer, createFixtureService, promote, promotedService, registerCluster, rollback } from '../../support/fixtures.js';
 import { fullReplicas, reportBody, reportsFor, verifiedReplica } from '../../support/reports.js';
 
+/** The stability fields of a replica running (and verified) since `at`, stable for a window of 0. */
+const stableSince = (at: number, verified: boolean) =>
+  ({ runningSince: at, runningStable: true, ...(verified ? { verifiedSince: at, stable: true } : { stable: false }) });
+
 describe('GET /v1/services/:serviceId/rollout', () => {
   let t: TestApp;
   let admin: string;
@@ -143,7 +147,12 @@ describe('GET /v1/services/:serviceId/rollout', () => {
       failedReplicaCount: 0,
       mismatchReason: 'pulled-digest-mismatch',
       replicas: [
-        { nodeName: 'n1', deploymentId: 'n1-task-0', deploymentStatus: 'running', health: 'healthy', verification: 'verified', counted: true },
+        {
+          nodeName: 'n1', deploymentId: 'n1-task-0', deploymentStatus: 'running', health: 'healthy', verification: 'verified', counted: true,
+          // Stable at once: the fixtures' stability window is 0.
+          ...stableSince(v.reporters[0].lastReceivedAt, true),
+          stability: { state: 'stable', windowMs: 0, runningVerifiedSince: v.reporters[0].lastReceivedAt, stableAt: v.reporters[0].lastReceivedAt },
+        },
         {
           nodeName: 'n1',
           deploymentId: 'n1-task-1',
@@ -152,6 +161,8 @@ describe('GET /v1/services/:serviceId/rollout', () => {
           verification: 'missing',
           mismatchReason: 'runtime-attestation-missing',
           counted: true,
+          runningStable: false,
+          stable: false,
         },
         {
           nodeName: 'n2',
@@ -161,6 +172,10 @@ describe('GET /v1/services/:serviceId/rollout', () => {
           verification: 'mismatched',
           mismatchReason: 'pulled-digest-mismatch',
           counted: true,
+          // Running for the window counts as healthy; never as verified.
+          runningSince: v.reporters[0].lastReceivedAt,
+          runningStable: true,
+          stable: false,
         },
       ],
     });
@@ -276,7 +291,7 @@ describe('GET /v1/services/:serviceId/rollout', () => {
     const doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
     const op = doc.paths['/v1/services/{serviceId}/rollout'].get;
     expect(Object.keys(op.responses['200'].content['application/json'].schema.properties)).toEqual(
-      ['serviceId', 'plan', 'status', 'revision', 'reporters', 'blocking', 'automationHold']);
+      ['serviceId', 'plan', 'status', 'revision', 'reporters', 'blocking', 'automationHold', 'lifecycle']);
     expect(Object.keys(doc.paths['/v1/services/{serviceId}/rollout/events'].get.responses['200'].content)).toEqual(['text/event-stream']);
   });
 });
@@ -325,7 +340,7 @@ describe('blockingReasons (pure)', () => {
     reporters: [reporter(nodeNames)],
   });
   const replica = (nodeName: string, deploymentId: string, extra: Partial<ReplicaDetail> = {}): ReplicaDetail => ({
-    nodeName, deploymentId, deploymentStatus: 'running', health: 'healthy', verification: 'verified', counted: true, ...extra,
+    nodeName, deploymentId, deploymentStatus: 'running', health: 'healthy', verification: 'verified', counted: true, runningStable: true, stable: true, ...extra,
   });
   const evidence = (replicas: ReplicaDetail[], rolloutId = 'ro_1'): ReporterEvidence[] =>
     [{ reporterId: 'c1/r', rolloutId, receivedAt: 1, replicas }];

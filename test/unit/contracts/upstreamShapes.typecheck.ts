@@ -445,9 +445,19 @@ declare namespace Upstream {
 
 // ---- This project's extension of IService['data'] (not upstream) ----
 type PlacementExtension = { placement?: { clusterIds: string[]; replicasPerNode: number } };
-type ServedServiceData = Flat<Upstream.IService['data'] & PlacementExtension>;
+type RolloutPolicyExtension = {
+  rolloutPolicy?: {
+    progressDeadlineSeconds?: number;
+    stabilityWindowSeconds?: number;
+    clockToleranceSeconds?: number;
+    autoRollback?: { enabled: boolean; triggers?: Array<'failed' | 'mismatched' | 'deadline'> };
+    automaticPromotion?: { tagPattern?: string; semverRange?: string };
+  };
+};
+type Extensions = PlacementExtension & RolloutPolicyExtension;
+type ServedServiceData = Flat<Upstream.IService['data'] & Extensions>;
 type ServedService = { id: string; data: ServedServiceData };
-type ServedWritableData = Flat<Upstream.TServiceWritableData & PlacementExtension>;
+type ServedWritableData = Flat<Upstream.TServiceWritableData & Extensions>;
 
 // ---- immutableimage.ts: every type, exactly ----
 export type ImmutableImageShapes = [
@@ -496,11 +506,12 @@ export type DataShapes = [
   Expect<Equals<C.IImage, Upstream.IImage>>,
   Expect<Equals<C.IDeployment, Upstream.IDeployment>>,
   Expect<Equals<C.IIdentity, Upstream.IIdentity>>,
-  // Without the project extension, IService['data'] is upstream's; with it, exactly upstream + placement.
-  Expect<Equals<Flat<Omit<C.IService['data'], 'placement'>>, Upstream.IService['data']>>,
+  // Without the project extensions, IService['data'] is upstream's; with them, exactly upstream + placement + rolloutPolicy.
+  Expect<Equals<Flat<Omit<C.IService['data'], 'placement' | 'rolloutPolicy'>>, Upstream.IService['data']>>,
   Expect<Equals<C.IService['data'], ServedServiceData>>,
   Expect<Equals<C.IService, ServedService>>,
-  Expect<Equals<Flat<Omit<C.TServiceWritableData, 'placement'>>, Flat<Upstream.TServiceWritableData>>>,
+  Expect<Equals<Flat<Omit<C.TServiceWritableData, 'placement' | 'rolloutPolicy'>>, Flat<Upstream.TServiceWritableData>>>,
+  Expect<Equals<C.IRolloutPolicy, NonNullable<RolloutPolicyExtension['rolloutPolicy']>>>,
   Expect<Equals<C.TServiceWritableData, ServedWritableData>>,
   Expect<Equals<C.IServicePlacement, NonNullable<PlacementExtension['placement']>>>,
 ];

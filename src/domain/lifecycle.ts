@@ -1,0 +1,281 @@
+import semver from 'semver';
+import {
+  autoRollbackTriggers, rolloutPolicyDefaults,
+  type IImmutableImageDeploymentPlan, type IRolloutPolicy, type TAutoRollbackTrigger, type TImmutableImageMismatchReason,
+  type TImmutableImageRolloutStatus,
+} from '../contracts/index.js';
+import type { Problem } from '../errors.js';
+
+/**
+ * Pure rules of rollout lifecycle control (DESIGN §5 "Lifecycle control"): the effective
+ * settings of a service, when a replica counts as stable, what progress is and when the
+ * progress deadline has passed, which outcome triggers an automatic rollback, and which pushed
+ * tags may promote automatically. src/operations/lifecycle.ts sequences the writes.
+ */
+
+/** The settings with every default filled in, in milliseconds where the rules compute. */
+export interface EffectivePolicy {
+  progressDeadlineSeconds: number;
+  stabilityWindowSeconds: number;
+  clockToleranceSeconds: number;
+  autoRollback: { enabled: boolean, triggers: TAutoRollbackTrigger[] };
+  automaticPromotion: { tagPattern?: string, semverRange?: string };
+}
+
+export function effectiveRolloutPolicy (policy: IRolloutPolicy | undefined): EffectivePolicy {
+  return {
+    progressDeadlineSeconds: policy?.progressDeadlineSeconds ?? rolloutPolicyDefaults.progressDeadlineSeconds,
+    stabilityWindowSeconds: policy?.stabilityWindowSeconds ?? rolloutPolicyDefaults.stabilityWindowSeconds,
+    clockToleranceSeconds: policy?.clockToleranceSeconds ?? rolloutPolicyDefaults.clockToleranceSeconds,
+    autoRollback: {
+      enabled: policy?.autoRollback?.enabled ?? false,
+      triggers: [...(policy?.autoRollback?.triggers ?? autoRollbackTriggers)],
+    },
+    automaticPromotion: { ...policy?.automaticPromotion },
+  };
+}
+
+/** Problems of a policy the schema cannot see: a semver range node-semver cannot parse. */
+export function rolloutPolicyProblems (policy: IRolloutPolicy | undefined, fieldPath: string): Problem[] {
+  const range = policy?.automaticPromotion?.semverRange;
+  if (range === undefined || semver.validRange(range) !== null) return [];
+  return [{ field: `${fieldPath}/automaticPromotion/semverRange`, message: 'must be a semver range (e.g. ^1.4.0, >=2 <3)' }];
+}
+
+// Stability -------------------------------------------------------------------
+
+/** What one report says about one replica, as far as stability is concerned. */
+export interface StabilityInput {
+  /** The same replica (node and deployment id) in the reporter's previous accepted report of this rollout. */
+  previous?: { runningSince?: number, verifiedSince?: number };
+  running: boolean;
+  verified: boolean;
+  /** The deployment's `deployedAt` (reporter's clock). */
+  deployedAt?: number;
+  /** The report's `reportedAt` (reporter's clock) and when the server received it (server's clock). */
+  reportedAt: number;
+  receivedAt: number;
+  policy: Pick<EffectivePolicy, 'stabilityWindowSeconds' | 'clockToleranceSeconds'>;
+}
+
+export interface Stability {
+  /** Since when (server's clock) the replica has been running, without a break; absent while it is not. */
+  runningSince?: number;
+  /** Since when (server's clock) it has been running with verified evidence, without a break; absent while it is not. */
+  verifiedSince?: number;
+  /** Running for the whole stability window: it counts as healthy. */
+  runningStable: boolean;
+  /** Running with verified evidence for the whole stability window: it counts as verified. */
+  stable: boolean;
+}
+
+/**
+ * A replica counts as healthy once it has been running for the window, and as verified once it
+ * has been running with verified evidence for the window, measured on the server's clock: from
+ * the receipt of the first report of an unbroken run of reports that show it so (the previous
+ * report's times carry the run on), or — when the report's own clock agrees with the server's
+ * within the tolerance — from its `deployedAt`, translated to the server's clock. A report
+ * whose clock is further off proves nothing by its own times.
+ */
+export function replicaStability (input: StabilityInput): Stability {
+  const { reportedAt, receivedAt, deployedAt, policy, previous } = input;
+  const windowMs = policy.stabilityWindowSeconds * 1000;
+  const clockAgrees = Math.abs(reportedAt - receivedAt) <= policy.clockToleranceSeconds * 1000;
+  const claimed = clockAgrees && deployedAt !== undefined && deployedAt <= reportedAt ? receivedAt - (reportedAt - deployedAt) : receivedAt;
+  const since = (carried: number | undefined): number => Math.min(carried ?? receivedAt, receivedAt, claimed);
+  if (!input.running) return { runningStable: false, stable: false };
+  const runningSince = since(previous?.runningSince);
+  const runningStable = receivedAt - runningSince >= windowMs;
+  if (!input.verified) return { runningSince, runningStable, stable: false };
+  const verifiedSince = since(previous?.verifiedSince);
+  return { runningSince, verifiedSince, runningStable, stable: receivedAt - verifiedSince >= windowMs };
+}
+
+/** How a replica that runs verified stands against the window, at `now` (the rollout view). */
+export type StabilityState =
+  | { state: 'stable' }
+  | { state: 'not-yet-stable', elapsedSeconds: number, windowSeconds: number }
+  | { state: 'waiting-for-report', stableSince: number };
+
+export function stabilityStateOf (replica: { verifiedSince?: number, stable?: boolean }, windowSeconds: number, now: number): StabilityState | undefined {
+  if (replica.stable === true) return { state: 'stable' };
+  if (replica.verifiedSince === undefined) return undefined;
+  const stableSince = replica.verifiedSince + windowSeconds * 1000;
+  if (now >= stableSince) return { state: 'waiting-for-report', stableSince };
+  return { state: 'not-yet-stable', elapsedSeconds: Math.max(0, Math.floor((now - replica.verifiedSince) / 1000)), windowSeconds };
+}
+
+// Progress and the deadline ---------------------------------------------------
+
+/** The highest counts a rollout has reached, and when one of them last grew. */
+export interface Progress {
+  observed: number;
+  healthy: number;
+  verified: number;
+  at: number;
+}
+
+type Counts = Pick<Progress, 'observed' | 'healthy' | 'verified'>;
+
+export const initialProgress = (at: number): Progress => ({ observed: 0, healthy: 0, verified: 0, at });
+
+/** Progress = the observed, healthy or verified count grew beyond anything reached before. */
+export const hasProgressed = (progress: Counts, totals: Counts): boolean =>
+  totals.observed > progress.observed || totals.healthy > progress.healthy || totals.verified > progress.verified;
+
+/** States a rollout is still in progress in: the deadline applies to them only. */
+const inProgress = new Set<TImmutableImageRolloutStatus>(['pending', 'deploying', 'verifying', 'rolling-back']);
+export const isInProgress = (status: TImmutableImageRolloutStatus): boolean => inProgress.has(status);
+
+/** The moment the progress deadline passes for a rollout last progressing at `lastProgressAt`. */
+export const deadlineAt = (lastProgressAt: number, policy: Pick<EffectivePolicy, 'progressDeadlineSeconds'>): number =>
+  lastProgressAt + policy.progressDeadlineSeconds * 1000;
+
+/** The upstream reason that names what a rollout that ran out of time lacks. */
+export function deadlineReason (required: number, totals: Counts): TImmutableImageMismatchReason {
+  if (totals.observed < required) return 'required-replica-missing';
+  if (totals.healthy < required) return 'replica-unhealthy';
+  return 'runtime-attestation-missing';
+}
+
+/** The progress deadline's verdict: the rollout failed, why, and the times that decided it. */
+export interface DeadlineDecision {
+  at: number;
+  reason: TImmutableImageMismatchReason;
+  lastProgressAt: number;
+  deadlineSeconds: number;
+}
+
+// Milestones and automatic rollback --------------------------------------------
+
+/** The first time a rollout was seen failed or mismatched (before it ever succeeded). */
+export interface FailureMilestone {
+  status: 'failed' | 'mismatched';
+  reason: TImmutableImageMismatchReason;
+  at: number;
+  /** report: a report made the status so; deadline: the progress deadline passed. */
+  by: 'report' | 'deadline';
+}
+
+/** The trigger an outcome is, for the automatic rollback. */
+export const triggerOf = (failure: FailureMilestone): TAutoRollbackTrigger =>
+  failure.by === 'deadline' ? 'deadline' : failure.status === 'mismatched' ? 'mismatched' : 'failed';
+
+/**
+ * Whether an automatic rollback follows this failure: the service asks for it on this trigger,
+ * and the rollout is not a rollback itself (a rollback is never rolled back automatically).
+ */
+export const autoRollbackWanted = (plan: IImmutableImageDeploymentPlan, policy: EffectivePolicy, failure: FailureMilestone | undefined): boolean =>
+  failure !== undefined && plan.mode !== 'rollback' && policy.autoRollback.enabled && policy.autoRollback.triggers.includes(triggerOf(failure));
+
+// Automatic promotion filter ----------------------------------------------------
+
+const globCache = new Map<string, RegExp>();
+
+/** A glob (`*`, `?`, the rest literal) as an anchored regular expression. */
+function globRegExp (pattern: string): RegExp {
+  let re = globCache.get(pattern);
+  if (!re) {
+    const body = [...pattern].map((ch) => (ch === '*' ? '.*' : ch === '?' ? '.' : ch.replace(/[\\^$.|+(){}[\]]/g, '\\$&'))).join('');
+    re = new RegExp(`^${body}$`, 's');
+    if (globCache.size > 1000) globCache.clear();
+    globCache.set(pattern, re);
+  }
+  return re;
+}
+
+/** Why a pushed tag may not promote automatically under the service's filter; undefined when it may. */
+export function tagFilterRefusal (policy: EffectivePolicy, tag: string): string | undefined {
+  const { tagPattern, semverRange } = policy.automaticPromotion;
+  if (tagPattern !== undefined && !globRegExp(tagPattern).test(tag)) return `tag '${tag}' does not match the pattern '${tagPattern}'`;
+  if (semverRange !== undefined) {
+    const version = semver.valid(semver.clean(tag, { loose: false }) ?? '');
+    if (version === null) return `tag '${tag}' is not a semantic version (the range '${semverRange}' is set)`;
+    if (!semver.satisfies(version, semverRange)) return `tag '${tag}' is outside the semver range '${semverRange}'`;
+  }
+  return undefined;
+}
+
+// Verified releases --------------------------------------------------------------
+
+/** A rollout that succeeded (rolled back, for a rollback): its release is one the service may return to. */
+export interface VerifiedRelease {
+  rolloutId: string;
+  generation: number;
+  releaseId: string;
+  requestedDigest: string;
+  mode: IImmutableImageDeploymentPlan['mode'];
+  succeededAt: number;
+}
+
+/** The service keeps this many of its latest verified releases. */
+export const VERIFIED_RELEASES_KEPT = 20;
+
+export const verifiedReleaseOf = (plan: IImmutableImageDeploymentPlan, succeededAt: number): VerifiedRelease => ({
+  rolloutId: plan.rolloutId,
+  generation: plan.rolloutGeneration,
+  releaseId: plan.releaseId,
+  requestedDigest: plan.requestedDigest,
+  mode: plan.mode,
+  succeededAt,
+});
+
+/** Where an abort or an automatic rollback returns to: the newest verified release that is not the digest deployed now. */
+export function lastVerifiedRelease (
+  verified: readonly VerifiedRelease[] | undefined,
+  current: Pick<IImmutableImageDeploymentPlan, 'releaseId' | 'requestedDigest'> | undefined
+): VerifiedRelease | undefined {
+  return [...(verified ?? [])]
+    .sort((a, b) => b.generation - a.generation)
+    .find((v) => v.releaseId !== current?.releaseId && v.requestedDigest !== current?.requestedDigest);
+}
+
+// The lifecycle state of a rollout, kept beside its status summary ------------------
+
+/** What a follow-up (automatic rollback, deferred promotion) came to, once attempted. */
+export interface FollowUp {
+  at: number;
+  outcome: string;
+}
+
+/**
+ * A rollout's lifecycle, stored in its status summary: progress, milestones (each set once,
+ * under compare-and-swap), follow-ups attempted, and whether the sweeper still has work.
+ */
+export interface RolloutLifecycle {
+  progress: Progress;
+  /** The first time the status was succeeded (rolled-back, for a rollback): sticky. */
+  succeededAt?: number;
+  /** The first time it was failed or mismatched before succeeding. */
+  failure?: FailureMilestone;
+  /** The progress deadline's verdict: the status is `failed` from then on. */
+  deadline?: DeadlineDecision;
+  autoRollback?: FollowUp;
+  deferredPromotion?: FollowUp;
+  /** +1 whenever a milestone or a follow-up is set: what closing the lifecycle compares. */
+  changes: number;
+  /** true while there is work for the sweeper: the deadline to watch, the history to write, a follow-up to make. */
+  open: boolean;
+}
+
+export const initialLifecycle = (at: number): RolloutLifecycle => ({ progress: initialProgress(at), changes: 0, open: true });
+
+/** A push that promotes automatically once the current rollout settles (the newest by first observation wins). */
+export interface QueuedPromotion {
+  releaseId: string;
+  firstObservedAt: number;
+  tag: string;
+  eventId: string;
+  /** Who pushed (the push event's actor, else the caller's subject). */
+  pushedBy: string;
+  queuedAt: number;
+  /** The rollout it waits for. */
+  afterRolloutId: string;
+}
+
+/** A rollout is settled once it succeeded, failed by the deadline, or its status is failed / mismatched — or its deadline passed. */
+export function isSettled (status: TImmutableImageRolloutStatus, lifecycle: RolloutLifecycle | undefined, policy: EffectivePolicy, now: number): boolean {
+  if (lifecycle?.succeededAt !== undefined || lifecycle?.deadline !== undefined) return true;
+  if (!isInProgress(status)) return true;
+  return lifecycle !== undefined && now >= deadlineAt(lifecycle.progress.at, policy);
+}
