@@ -109,6 +109,12 @@ export class Metrics implements Telemetry {
     registers: [this.registry],
   });
 
+  readonly lifecycleSweeps = this.counter('cloudly_release_lifecycle_sweeps_total',
+    'Completed lifecycle sweeps of this process (each looks once at every rollout still in progress or waiting for a follow-up)');
+
+  readonly lifecycleLookedAt = this.counter('cloudly_release_lifecycle_rollouts_looked_at_total',
+    'Rollouts the lifecycle sweeps of this process looked at (open: in progress, or waiting for milestones or follow-ups)');
+
   readonly databaseHeartbeatFailures = this.counter('cloudly_release_mongodb_heartbeat_failures_total',
     'MongoDB server monitor heartbeats that failed (the database was unreachable), counted whether or not requests were waiting');
 
@@ -221,5 +227,10 @@ export class Metrics implements Telemetry {
 
   restored (serviceId: string, seconds: number): void {
     this.timeToRestore.observe({ service: serviceId }, seconds);
+  }
+
+  lifecycleSwept (looked: number): void {
+    this.lifecycleSweeps.inc();
+    this.lifecycleLookedAt.inc(looked);
   }
 }

@@ -259,6 +259,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
         log.warn({ serviceId: view.serviceId, err }, 'rollout lifecycle pass failed; the next sweep takes it up');
       }
     }
+    telemetry.lifecycleSwept(views.length);
     return views.length;
   }
 

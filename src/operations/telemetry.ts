@@ -25,4 +25,6 @@ export interface Telemetry {
   deployment(serviceId: string, leadTimeSeconds: number | undefined): void;
   changeFailure(serviceId: string): void;
   restored(serviceId: string, seconds: number): void;
+  /** One lifecycle sweep completed (every open rollout looked at once). */
+  lifecycleSwept(looked: number): void;
 }

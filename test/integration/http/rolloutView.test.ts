@@ -148,7 +148,12 @@ describe('GET /v1/services/:serviceId/rollout', () => {
       mismatchReason: 'pulled-digest-mismatch',
       replicas: [
         {
-          nodeName: 'n1', deploymentId: 'n1-task-0', deploymentStatus: 'running', health: 'healthy', verification: 'verified', counted: true,
+          nodeName: 'n1',
+          deploymentId: 'n1-task-0',
+          deploymentStatus: 'running',
+          health: 'healthy',
+          verification: 'verified',
+          counted: true,
           // Stable at once: the fixtures' stability window is 0.
           ...stableSince(v.reporters[0].lastReceivedAt, true),
           stability: { state: 'stable', windowMs: 0, runningVerifiedSince: v.reporters[0].lastReceivedAt, stableAt: v.reporters[0].lastReceivedAt },

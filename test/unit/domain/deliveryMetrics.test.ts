@@ -17,7 +17,11 @@ const history: MetricsRollout[] = [
   { rolloutId: 'g1', generation: 1, mode: 'promotion', releaseId: 'rel_a', createdAt: D0 + HOUR, succeededAt: D0 + HOUR + 10 * MIN },
   // Failed change (a replica failed), rolled back by g3.
   {
-    rolloutId: 'g2', generation: 2, mode: 'promotion', releaseId: 'rel_b', createdAt: D0 + DAY,
+    rolloutId: 'g2',
+    generation: 2,
+    mode: 'promotion',
+    releaseId: 'rel_b',
+    createdAt: D0 + DAY,
     failure: { status: 'failed', reason: 'replica-failed', at: D0 + DAY + 5 * MIN, by: 'report' },
     ended: { at: D0 + DAY + 20 * MIN, by: 'rolled-back', rolloutId: 'g3' },
   },
@@ -29,12 +33,21 @@ const history: MetricsRollout[] = [
   { rolloutId: 'g5', generation: 5, mode: 'promotion', releaseId: 'rel_d', createdAt: D0 + 3 * DAY, ended: { at: D0 + 3 * DAY + HOUR, by: 'superseded', rolloutId: 'g6' } },
   // Deployment (lead time 65 min), then aborted a day later: a failed change from the abort on.
   {
-    rolloutId: 'g6', generation: 6, mode: 'promotion', releaseId: 'rel_e', createdAt: D0 + 3 * DAY + HOUR, succeededAt: D0 + 3 * DAY + HOUR + 5 * MIN,
+    rolloutId: 'g6',
+    generation: 6,
+    mode: 'promotion',
+    releaseId: 'rel_e',
+    createdAt: D0 + 3 * DAY + HOUR,
+    succeededAt: D0 + 3 * DAY + HOUR + 5 * MIN,
     ended: { at: D0 + 4 * DAY, by: 'aborted', rolloutId: 'g7' },
   },
   // The abort's rollback never succeeds (its deadline passed): restores nothing.
   {
-    rolloutId: 'g7', generation: 7, mode: 'rollback', releaseId: 'rel_c', createdAt: D0 + 4 * DAY,
+    rolloutId: 'g7',
+    generation: 7,
+    mode: 'rollback',
+    releaseId: 'rel_c',
+    createdAt: D0 + 4 * DAY,
     failure: { status: 'failed', reason: 'required-replica-missing', at: D0 + 4 * DAY + 10 * MIN, by: 'deadline' },
     ended: { at: D0 + 5 * DAY, by: 'superseded', rolloutId: 'g8' },
   },
@@ -42,7 +55,11 @@ const history: MetricsRollout[] = [
   { rolloutId: 'g8', generation: 8, mode: 'promotion', releaseId: 'rel_f', createdAt: D0 + 5 * DAY, succeededAt: D0 + 5 * DAY + 10 * MIN },
   // Failed change by the deadline, restored only by g10 (after the window): 5 days 4 min.
   {
-    rolloutId: 'g9', generation: 9, mode: 'promotion', releaseId: 'rel_g', createdAt: D0 + 6 * DAY,
+    rolloutId: 'g9',
+    generation: 9,
+    mode: 'promotion',
+    releaseId: 'rel_g',
+    createdAt: D0 + 6 * DAY,
     failure: { status: 'failed', reason: 'required-replica-missing', at: D0 + 6 * DAY + MIN, by: 'deadline' },
   },
   // After the window: not counted itself, but it restores g9.
