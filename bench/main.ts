@@ -73,11 +73,11 @@ const plan = quick
       headlinePerBlock: 250,
       promotionPerBlock: { uncontended: 200, contended: 150 },
       listing: [{ releases: 1_000, perBlock: 50 }, { releases: 10_000, perBlock: 25 }, { releases: 100_000, perBlock: 8 }],
-      reporters: { rounds: 3, perBlock: (r: number) => (r === 1 ? 100 : Math.max(200, 2 * r)), warmMs: 1_500, roundTrips: 100 },
-      // R = 10 runs longest: its p99 is the open-loop criterion's denominator (≥ 200 samples).
-      openLoop: { rounds: 2, durationMs: (r: number) => (r === 1 ? 2_000 : r === 10 ? 10_000 : 5_000), warmMs: 1_500 },
+      reporters: { rounds: 3, perBlock: (r: number) => (r === 1 ? 60 : Math.max(150, 2 * r)), warmMs: 1_500, roundTrips: 150 },
+      // R = 10 runs longest: its p99 is the open-loop criterion's denominator (≥ 160 samples).
+      openLoop: { rounds: 2, durationMs: (r: number) => (r === 1 ? 2_000 : r === 10 ? 8_000 : 4_000), warmMs: 1_500 },
       reportSize: { rounds: 3, perBlock: (n: number) => (n <= 10 ? 60 : n <= 100 ? 30 : n <= 500 ? 6 : 4), warmMs: 1_500, bytesReports: 20 },
-      readPath: { connections: 50, perBlock: 50, rounds: 3, warmMs: 1_500 },
+      readPath: { connections: 50, perBlock: 35, rounds: 3, warmMs: 1_500 },
     };
 /** The one-rollout parts: reporters per rollout (4 nodes × 2 replicas each), report sizes (nodes of one reporter). */
 const REPORTERS = [1, 10, 50, 150];

@@ -181,30 +181,61 @@ export type Triple = Record<Subject, Summary> & { rounds: Array<Record<Subject, 
 export async function measureTriple (
   ctx: BenchContext, label: string, rounds: number, blocks: Record<Subject, () => Promise<Samples>>, extra: Record<string, () => Promise<Samples>> = {},
 ): Promise<Triple> {
-  const merged: Record<Subject, Samples> = { server: emptySamples(), fastify: emptySamples(), driver: emptySamples() };
-  const mergedExtra: Record<string, Samples> = Object.fromEntries(Object.keys(extra).map((k) => [k, emptySamples()]));
-  const perRound: Array<Record<Subject, Summary>> = [];
-  const runExtra = async (): Promise<void> => {
-    for (const [name, block] of Object.entries(extra)) merge(mergedExtra[name] ?? emptySamples(), await block());
-  };
-  for (let round = 1; round <= rounds; round++) {
-    const order: Subject[] = round % 2 === 1 ? ['server', 'fastify', 'driver'] : ['driver', 'fastify', 'server'];
-    const these: Partial<Record<Subject, Summary>> = {};
-    if (round % 2 === 0) await runExtra();
-    for (const subject of order) {
-      const block = await blocks[subject]();
-      these[subject] = summarize(block);
-      merge(merged[subject], block);
-    }
-    if (round % 2 === 1) await runExtra();
-    const r = these as Record<Subject, Summary>;
-    perRound.push(r);
-    ctx.opts.log(`  ${label}: round ${round}/${rounds}: server ${r.server.throughput.toFixed(0)}/s p50 ${r.server.p50.toFixed(1)} ms, ` +
-      `bare driver ${r.driver.throughput.toFixed(0)}/s p50 ${r.driver.p50.toFixed(1)} ms, plain Fastify ${r.fastify.throughput.toFixed(0)}/s`);
+  const triples = await measureTriples(ctx, () => label, rounds, [0], () => blocks, () => extra);
+  return triples.get(0) as Triple;
+}
+
+/**
+ * Several triples (e.g. the levels of a curve) measured in the same rounds: in every round each
+ * key in turn (the order of the keys alternates too), and for each key its three subjects and
+ * extra blocks as in `measureTriple`; `before(key)` runs before a key's blocks (not measured).
+ * The levels of a curve are then compared under the same drift and the same other load.
+ */
+export async function measureTriples<K> (
+  ctx: BenchContext,
+  label: (key: K) => string,
+  rounds: number,
+  keys: readonly K[],
+  blocks: (key: K) => Record<Subject, () => Promise<Samples>>,
+  extra: (key: K) => Record<string, () => Promise<Samples>> = () => ({}),
+  before: (key: K) => Promise<void> = async () => {},
+): Promise<Map<K, Triple>> {
+  const merged = new Map<K, { subjects: Record<Subject, Samples>, extra: Record<string, Samples>, rounds: Array<Record<Subject, Summary>> }>();
+  for (const key of keys) {
+    merged.set(key, { subjects: { server: emptySamples(), fastify: emptySamples(), driver: emptySamples() }, extra: {}, rounds: [] });
   }
-  const triple: Triple = { server: summarize(merged.server), fastify: summarize(merged.fastify), driver: summarize(merged.driver), rounds: perRound };
-  if (Object.keys(extra).length > 0) triple.extra = Object.fromEntries(Object.entries(mergedExtra).map(([k, v]) => [k, summarize(v)]));
-  return triple;
+  for (let round = 1; round <= rounds; round++) {
+    const forward = round % 2 === 1;
+    for (const key of forward ? keys : [...keys].reverse()) {
+      const into = merged.get(key);
+      if (!into) continue;
+      await before(key);
+      const runExtra = async (): Promise<void> => {
+        for (const [name, block] of Object.entries(extra(key))) into.extra[name] = merge(into.extra[name] ?? emptySamples(), await block());
+      };
+      const order: Subject[] = forward ? ['server', 'fastify', 'driver'] : ['driver', 'fastify', 'server'];
+      const these: Partial<Record<Subject, Summary>> = {};
+      if (!forward) await runExtra();
+      for (const subject of order) {
+        const block = await blocks(key)[subject]();
+        these[subject] = summarize(block);
+        merge(into.subjects[subject], block);
+      }
+      if (forward) await runExtra();
+      const r = these as Record<Subject, Summary>;
+      into.rounds.push(r);
+      ctx.opts.log(`  ${label(key)}: round ${round}/${rounds}: server ${r.server.throughput.toFixed(0)}/s p50 ${r.server.p50.toFixed(1)} ms, ` +
+        `bare driver ${r.driver.throughput.toFixed(0)}/s p50 ${r.driver.p50.toFixed(1)} ms, plain Fastify ${r.fastify.throughput.toFixed(0)}/s`);
+    }
+  }
+  const out = new Map<K, Triple>();
+  for (const [key, m] of merged) {
+    const { server, fastify, driver } = m.subjects;
+    const triple: Triple = { server: summarize(server), fastify: summarize(fastify), driver: summarize(driver), rounds: m.rounds };
+    if (Object.keys(m.extra).length > 0) triple.extra = Object.fromEntries(Object.entries(m.extra).map(([k, v]) => [k, summarize(v)]));
+    out.set(key, triple);
+  }
+  return out;
 }
 
 /**

@@ -1,4 +1,5 @@
-import { httpLoop, measureTriple, probesFor, setCanned, type BenchContext, type Triple } from '../lib/context.js';
+import { httpLoop, measureTriples, probesFor, setCanned, type BenchContext, type Subject, type Triple } from '../lib/context.js';
+import type { Samples } from '../lib/stats.js';
 import { bearer } from '../lib/fixtures.js';
 import { nextReport, type ReadyFleet, type Reporter, type RolloutFleets } from '../lib/fleet.js';
 import { HttpClient, closedLoop } from '../lib/load.js';
@@ -137,11 +138,17 @@ async function measureBytes (ctx: BenchContext, fleets: RolloutFleets, rollouts:
   };
 }
 
+/**
+ * Every size's fleet set up and warmed up first (the largest also checks the body limit), then
+ * the sizes measured in the same interleaved rounds (bench/lib/context.ts `measureTriples`): CPU
+ * per report depends on the other load on the machine, so sizes compared must meet the same.
+ */
 export async function runReportSize (
   ctx: BenchContext, fleets: RolloutFleets, sizes: number[], bytesRollouts: number[], plan: ReportSizePlan,
 ): Promise<ReportSizeResult> {
-  const levels: SizeLevel[] = [];
   let bodyLimit: BodyLimitCheck | undefined;
+  type Block = (total: number, maxMs?: number) => Promise<Samples>;
+  const prepared = new Map<number, { fleet: ReadyFleet, r: Reporter, bodyBytes: number, blocks: Record<Subject, Block> }>();
   for (const nodes of sizes) {
     const fleet = await fleets.get(1, nodes);
     const r = fleet.reporters[0] as Reporter;
@@ -151,32 +158,40 @@ export async function runReportSize (
         `TypedRequest ${bodyLimit.typedRequest.status}${bodyLimit.typedRequest.error ? ` error ${bodyLimit.typedRequest.error}` : ''} ` +
         `(${bodyLimit.typedRequest.bodyBytes} bytes)`);
     }
-    await setCanned(ctx, 'report', 200, fleet.lastAnswer);
     const floorOp = await upsertFloor(ctx, fleet);
-    const bodyBytes = Buffer.byteLength(JSON.stringify(nextReport({ ...r })));
-    const httpBlock = (subject: 'server' | 'fastify', total: number, maxMs?: number) =>
+    const httpBlock = (subject: 'server' | 'fastify') => (total: number, maxMs?: number) =>
       httpLoop(ctx, subject, subject === 'server' ? ctx.server.url : ctx.fastify.url, { concurrency: 1, total, maxMs }, async (client) => {
         const res = await client.request('POST', '/v1/deployment-snapshots', bearer(r.token), JSON.stringify(nextReport(r)));
         return String(res.status);
       });
-    const floorBlock = (total: number, maxMs?: number) =>
-      closedLoop({ concurrency: 1, total, ...(maxMs === undefined ? {} : { maxMs }), cpu: probesFor(ctx, 'driver'), op: () => floorOp(r) });
-    const warmMs = levels.length === 0 ? plan.firstWarmMs : plan.warmMs;
-    await httpBlock('server', Number.MAX_SAFE_INTEGER, warmMs);
-    await floorBlock(Number.MAX_SAFE_INTEGER, warmMs / 3);
-    await httpBlock('fastify', Number.MAX_SAFE_INTEGER, 300);
-    const perBlock = plan.perBlock(nodes);
-    const triple = await measureTriple(ctx, `report size, ${nodes} nodes × 2 replicas, one in flight`, plan.rounds, {
-      server: () => httpBlock('server', perBlock),
-      fastify: () => httpBlock('fastify', perBlock),
-      driver: () => floorBlock(perBlock),
-    });
+    const blocks = {
+      server: httpBlock('server'),
+      fastify: httpBlock('fastify'),
+      driver: (total: number, maxMs?: number) =>
+        closedLoop({ concurrency: 1, total, ...(maxMs === undefined ? {} : { maxMs }), cpu: probesFor(ctx, 'driver'), op: () => floorOp(r) }),
+    };
+    const warmMs = prepared.size === 0 ? plan.firstWarmMs : plan.warmMs;
+    await blocks.server(Number.MAX_SAFE_INTEGER, warmMs);
+    await blocks.driver(Number.MAX_SAFE_INTEGER, warmMs / 3);
+    await setCanned(ctx, 'report', 200, fleet.lastAnswer);
+    await blocks.fastify(Number.MAX_SAFE_INTEGER, 300);
+    prepared.set(nodes, { fleet, r, bodyBytes: Buffer.byteLength(JSON.stringify(nextReport({ ...r }))), blocks });
+  }
+  const at = (nodes: number) => prepared.get(nodes) as NonNullable<ReturnType<typeof prepared.get>>;
+  const triples = await measureTriples(ctx, (n) => `report size, ${n} nodes × 2 replicas, one in flight`, plan.rounds, sizes, (n) => ({
+    server: () => at(n).blocks.server(plan.perBlock(n)),
+    fastify: () => at(n).blocks.fastify(plan.perBlock(n)),
+    driver: () => at(n).blocks.driver(plan.perBlock(n)),
+  }), () => ({}), (n) => setCanned(ctx, 'report', 200, at(n).fleet.lastAnswer));
+  const levels: SizeLevel[] = sizes.map((nodes) => {
+    const triple = triples.get(nodes) as Triple;
     const errors = errorsOf(triple.server);
     if (errors.fiveXx > 0 || Object.keys(errors.other).length > 0) {
       ctx.opts.log(`  WARNING report size ${nodes}: server outcomes ${JSON.stringify(triple.server.outcomes)}`);
     }
-    levels.push({ nodes, replicas: r.deployments.length, bodyBytes, triple, serverCpuPerReportMs: triple.server.cpuPerOpMs['service'] ?? Number.NaN });
-  }
+    const { r, bodyBytes } = at(nodes);
+    return { nodes, replicas: r.deployments.length, bodyBytes, triple, serverCpuPerReportMs: triple.server.cpuPerOpMs['service'] ?? Number.NaN };
+  });
   const bytes = bytesRollouts.length > 1 ? await measureBytes(ctx, fleets, bytesRollouts, plan.bytesReports) : { byRollout: [] };
   return { levels, bodyLimit, bytes };
 }

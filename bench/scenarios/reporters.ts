@@ -1,10 +1,10 @@
 import { BSON, type Collection, type Document } from 'mongodb';
 import { rolloutRecordId } from '../../src/domain/reports.js';
-import { httpLoop, measureTriple, probesFor, setCanned, type BenchContext, type Triple } from '../lib/context.js';
+import { httpLoop, measureTriples, probesFor, setCanned, type BenchContext, type Triple } from '../lib/context.js';
 import { bearer } from '../lib/fixtures.js';
 import { nextReport, reporterIdOf, type ReadyFleet, type Reporter, type RolloutFleets } from '../lib/fleet.js';
 import { HttpClient, closedLoop, openLoop, seededRandom, type OpenLoopSamples } from '../lib/load.js';
-import { emptySamples, merge, summarize, type Summary } from '../lib/stats.js';
+import { emptySamples, merge, summarize, type Samples, type Summary } from '../lib/stats.js';
 import { driverReport } from './reports.js';
 import { measureRoundTrips, type RoundTripCost } from './roundTrips.js';
 
@@ -121,39 +121,63 @@ export interface ReportersPlan {
   roundTrips: number;
 }
 
-/** The reporters curve: per R, warm-up, then the server, plain Fastify and the upsert floor in interleaved rounds. */
+/** What one R of the curve runs: its fleet, the blocks of the three subjects and of the server's round trips. */
+interface CurveLevel {
+  fleet: ReadyFleet;
+  httpBlock: (subject: 'server' | 'fastify', total: number, maxMs?: number) => Promise<Samples>;
+  floorBlock: (total: number, maxMs?: number) => Promise<Samples>;
+  tripsBlock: (total: number, maxMs?: number) => Promise<Samples>;
+  publishConflicts: { n: number };
+}
+
+async function curveLevel (ctx: BenchContext, fleets: RolloutFleets, reporters: number): Promise<CurveLevel> {
+  const fleet = await fleets.get(reporters, REPORTER_NODES);
+  const floorOp = await upsertFloor(ctx, fleet);
+  // Worker w is reporter w: each reporter has exactly one report in flight, one after the other.
+  const reporterOf = (w: number): Reporter => fleet.reporters[w] as Reporter;
+  const loop = (total: number, maxMs: number | undefined, op: (w: number) => Promise<string>) =>
+    closedLoop({ concurrency: reporters, total, ...(maxMs === undefined ? {} : { maxMs }), cpu: probesFor(ctx, 'driver'), op });
+  // The server's own round trips from the bare driver (the headline floor): how much of the curve the storage itself makes.
+  const publishConflicts = { n: 0 };
+  const tripsOp = driverReport(ctx, publishConflicts);
+  return {
+    fleet,
+    httpBlock: (subject, total, maxMs) => httpLoop(ctx, subject, subject === 'server' ? ctx.server.url : ctx.fastify.url,
+      { concurrency: reporters, total, maxMs }, (client, w) => postReport(client, reporterOf(w))),
+    floorBlock: (total, maxMs) => loop(total, maxMs, (w) => floorOp(reporterOf(w))),
+    tripsBlock: (total, maxMs) => loop(total, maxMs, (w) => tripsOp(reporterOf(w))),
+    publishConflicts,
+  };
+}
+
+/**
+ * The reporters curve: every fleet set up and warmed up first, then the levels measured in the
+ * same interleaved rounds (each round: every R in turn; per R the server, plain Fastify, the
+ * upsert floor and the server's round trips from the bare driver), so that the levels compared
+ * meet the same drift and the same other load on the machine.
+ */
 export async function runReportersCurve (ctx: BenchContext, fleets: RolloutFleets, levels: number[], plan: ReportersPlan): Promise<ReportersLevel[]> {
+  const prepared = new Map<number, CurveLevel>();
+  for (const reporters of levels) {
+    const level = await curveLevel(ctx, fleets, reporters);
+    const warmMs = prepared.size === 0 ? plan.firstWarmMs : plan.warmMs;
+    await level.httpBlock('server', Number.MAX_SAFE_INTEGER, warmMs);
+    await level.floorBlock(Number.MAX_SAFE_INTEGER, warmMs / 3);
+    await level.tripsBlock(Number.MAX_SAFE_INTEGER, warmMs / 3);
+    prepared.set(reporters, level);
+  }
+  await prepared.get(levels[0] ?? 0)?.httpBlock('fastify', Number.MAX_SAFE_INTEGER, 300);
+  for (const level of prepared.values()) level.publishConflicts.n = 0;
+  const at = (reporters: number): CurveLevel => prepared.get(reporters) as CurveLevel;
+  const triples = await measureTriples(ctx, (r) => `reporters curve, one rollout, ${r} reporters in flight`, plan.rounds, levels, (r) => ({
+    server: () => at(r).httpBlock('server', plan.perBlock(r)),
+    fastify: () => at(r).httpBlock('fastify', plan.perBlock(r)),
+    driver: () => at(r).floorBlock(plan.perBlock(r)),
+  }), (r) => ({ [SERVER_ROUND_TRIPS]: () => at(r).tripsBlock(plan.perBlock(r)) }), (r) => setCanned(ctx, 'report', 200, at(r).fleet.lastAnswer));
   const out: ReportersLevel[] = [];
   for (const reporters of levels) {
-    const fleet = await fleets.get(reporters, REPORTER_NODES);
-    await setCanned(ctx, 'report', 200, fleet.lastAnswer);
-    const floorOp = await upsertFloor(ctx, fleet);
-    // Worker w is reporter w: each reporter has exactly one report in flight, one after the other.
-    const reporterOf = (w: number): Reporter => fleet.reporters[w] as Reporter;
-    const httpBlock = (subject: 'server' | 'fastify', total: number, maxMs?: number) =>
-      httpLoop(ctx, subject, subject === 'server' ? ctx.server.url : ctx.fastify.url, { concurrency: reporters, total, maxMs },
-        (client, w) => postReport(client, reporterOf(w)));
-    const floorBlock = (total: number, maxMs?: number) => closedLoop({
-      concurrency: reporters, total, ...(maxMs === undefined ? {} : { maxMs }), cpu: probesFor(ctx, 'driver'), op: (w) => floorOp(reporterOf(w)),
-    });
-    const warmMs = out.length === 0 ? plan.firstWarmMs : plan.warmMs;
-    await httpBlock('server', Number.MAX_SAFE_INTEGER, warmMs);
-    await floorBlock(Number.MAX_SAFE_INTEGER, warmMs / 3);
-    await httpBlock('fastify', Number.MAX_SAFE_INTEGER, 300);
-    // The server's own round trips from the bare driver (the headline floor): how much of the curve the storage itself makes.
-    const publishConflicts = { n: 0 };
-    const tripsOp = driverReport(ctx, publishConflicts);
-    const tripsBlock = (total: number, maxMs?: number) => closedLoop({
-      concurrency: reporters, total, ...(maxMs === undefined ? {} : { maxMs }), cpu: probesFor(ctx, 'driver'), op: (w) => tripsOp(reporterOf(w)),
-    });
-    await tripsBlock(Number.MAX_SAFE_INTEGER, warmMs / 3);
-    publishConflicts.n = 0;
-    const perBlock = plan.perBlock(reporters);
-    const triple = await measureTriple(ctx, `reporters curve, one rollout, ${reporters} reporters in flight`, plan.rounds, {
-      server: () => httpBlock('server', perBlock),
-      fastify: () => httpBlock('fastify', perBlock),
-      driver: () => floorBlock(perBlock),
-    }, { [SERVER_ROUND_TRIPS]: () => tripsBlock(perBlock) });
+    const { fleet, publishConflicts } = at(reporters);
+    const triple = triples.get(reporters) as Triple;
     const trips = triple.extra?.[SERVER_ROUND_TRIPS];
     const sizes = await sizesOf(ctx, fleet);
     const ends = reporters === Math.min(...levels) || reporters === Math.max(...levels);
