@@ -89,9 +89,54 @@ export interface RolloutReporterView extends ReplicaCounts {
   reporterSessionId: string;
   lastSequence: number;
   lastReportAt: number;
+  /** When the server received that report (its clock): the evidence age. */
+  lastReceivedAt?: number;
   observedGeneration: number;
   nodeNames: string[];
   replicas: ReplicaDetail[];
+}
+
+/** The first time a rollout was failed or mismatched; `by`: report | deadline. */
+export interface FailureMilestone {
+  status: string;
+  reason: string;
+  at: number;
+  by: string;
+}
+
+/** The progress deadline's verdict: the rollout became `failed` at `at`. */
+export interface DeadlineExceeded {
+  at: number;
+  reason: string;
+  lastProgressAt: number;
+  deadlineSeconds: number;
+}
+
+/** What a follow-up (automatic rollback, deferred promotion) came to: `issued rollout '…'`, `refused: <code>`, … */
+export interface FollowUp {
+  at: number;
+  outcome: string;
+}
+
+/** The current rollout's lifecycle (servers with lifecycle control); every part is optional to the CLI. */
+export interface RolloutLifecycle {
+  /** The service's rolloutPolicy with the defaults filled in. */
+  policy?: {
+    progressDeadlineSeconds?: number;
+    stabilityWindowSeconds?: number;
+    clockToleranceSeconds?: number;
+    autoRollback?: { enabled?: boolean, triggers?: string[] };
+  };
+  lastProgressAt?: number;
+  /** While in progress: when it fails unless it progresses first. */
+  deadlineAt?: number;
+  succeededAt?: number;
+  failure?: FailureMilestone;
+  deadlineExceeded?: DeadlineExceeded;
+  automaticRollback?: FollowUp;
+  deferredPromotion?: FollowUp;
+  /** A push waiting for this rollout to settle before it promotes automatically. */
+  queuedPromotion?: { releaseId: string, tag: string, queuedAt?: number };
 }
 
 /** GET /v1/services/:id/rollout */
@@ -104,9 +149,21 @@ export interface RolloutView {
   reporters: RolloutReporterView[];
   blocking: BlockingReason[];
   automationHold?: AutomationHold;
+  lifecycle?: RolloutLifecycle;
 }
 
-/** One entry of GET /v1/services/:id/rollouts; more fields (outcome, succeededAt, …) may come. */
+/** Why the server issued a rollout by itself. */
+export interface RolloutTrigger {
+  /** abort | automatic-rollback | deferred-promotion (more may come) */
+  kind: string;
+  /** automatic-rollback: failed | mismatched | deadline */
+  cause?: string;
+  ofRolloutId?: string;
+  afterRolloutId?: string;
+  reason?: string;
+}
+
+/** One entry of GET /v1/services/:id/rollouts; the lifecycle fields come from servers with lifecycle control. */
 export interface RolloutHistoryEntry {
   rolloutId: string;
   generation: number;
@@ -123,6 +180,17 @@ export interface RolloutHistoryEntry {
   state: string;
   idempotencyKeyHash: string;
   createdAt: number;
+  /** in-progress | succeeded | rolled-back | failed | mismatched | superseded | aborted (more may come) */
+  outcome?: string;
+  succeededAt?: number;
+  failedAt?: number;
+  failureReason?: string;
+  /** report | deadline */
+  failedBy?: string;
+  /** When the next rollout replaced it, and how (superseded | rolled-back | aborted). */
+  endedAt?: number;
+  endedBy?: { kind: string, rolloutId: string };
+  trigger?: RolloutTrigger;
   [field: string]: unknown;
 }
 

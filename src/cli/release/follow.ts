@@ -323,13 +323,16 @@ class RolloutFollower {
         // keep the last view we had
       }
     }
-    const blocking = explain && t.lastView.status?.rolloutId === t.expected.rolloutId ? t.lastView.blocking : [];
+    const own = t.lastView.status?.rolloutId === t.expected.rolloutId;
+    const blocking = explain && own ? t.lastView.blocking : [];
+    const deadline = explain && own && t.lastView.plan?.rolloutId === t.expected.rolloutId ? t.lastView.lifecycle?.deadlineExceeded : undefined;
     const result = waitResultOf({
       serviceId: this.opts.serviceId,
       expected: t.expected,
       verdict,
       last: t.last,
       blocking,
+      deadline,
       via: t.via,
       elapsedMs: Date.now() - this.started,
       timeoutMs: this.opts.settings.timeoutMs,

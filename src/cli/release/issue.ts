@@ -147,7 +147,8 @@ function isEarlierAttempt (entry: RolloutHistoryEntry, args: IssueArgs): boolean
   switch (args.command) {
     case 'promote': return entry.releaseId === args.releaseId && entry.mode !== 'rollback';
     case 'rollback': return entry.releaseId === args.releaseId && entry.mode === 'rollback';
-    case 'abort': return entry.mode === 'rollback';
+    // An abort is a rollback the history names so (a manual rollback with this key would be another request).
+    case 'abort': return entry.mode === 'rollback' && (entry.trigger === undefined || entry.trigger.kind === 'abort');
   }
 }
 
@@ -169,8 +170,10 @@ function explainRefusal ({ err, op, expectations }: { err: ApiError, op: IssueAr
         '(an earlier run at another generation, or another reason). Re-run the CI job (a new attempt derives a new key) or pass a new --idempotency-key';
       break;
     case 'no-verified-release':
-      message = 'no-verified-release: no earlier release of this service was ever verified, so there is nothing to abort to. ' +
-        'Roll back to a release you choose: cloudly-release rollback --release ID';
+      message = 'no-verified-release: nothing to abort to — no release of this service other than the one deployed now was ever verified ' +
+        'by the fleet (abort returns to the last verified one). Nothing was changed; ' +
+        `rollout ${String(p['currentRolloutId'] ?? expectations.rolloutId ?? '?')} goes on. ` +
+        'To return to a release of your choice: cloudly-release rollback --service ID --release ID';
       break;
     default:
       return err;

@@ -1,6 +1,5 @@
 import type { BlockingReason, ReplicaDetail, RolloutSnapshot, RolloutView } from './api.js';
-import { formatMs } from './waitResult.js';
-import { clip, currentStatus, isoTime, progressLine, shortDigest, type FollowSink } from './output.js';
+import { clip, currentStatus, isoTime, progressLine, shortDigest, waitingLines, type FollowSink } from './output.js';
 
 /**
  * The live view of a rollout on a terminal (`status --watch`, `wait` and `--wait` in table
@@ -51,8 +50,28 @@ export interface NodeRow {
   blocking: boolean;
 }
 
+/**
+ * Where the node's replicas inside the stability window stand at `now`: `not yet stable 4 s of
+ * 10 s` (the one with the least time behind it), or `waiting for the next report` once the
+ * window is over and no report has said so yet. Measured on this machine's clock from the
+ * server's `runningVerifiedSince`, so it moves between reads.
+ */
+export function stabilityNote (unstable: ReplicaDetail[], perNode: number, now: number): string {
+  const of = unstable.length > 1 ? ` (${unstable.length} of ${perNode} replicas)` : '';
+  let behind = Infinity;
+  let windowMs = 0;
+  for (const { stability: st } of unstable) {
+    if (!st) continue;
+    windowMs = Math.max(windowMs, st.windowMs);
+    const ms = st.state === 'waiting-for-report' ? st.windowMs : now - (st.runningVerifiedSince ?? now);
+    behind = Math.min(behind, ms);
+  }
+  if (behind >= windowMs) return `stable for the window, waiting for the next report${of}`;
+  return `not yet stable ${Math.max(0, Math.floor(behind / 1000))} s of ${Math.round(windowMs / 1000)} s${of}`;
+}
+
 /** One row per target node: its counted replicas (by deployment id) in slots up to replicasPerNode. */
-export function nodeRows (view: RolloutView): NodeRow[] {
+export function nodeRows (view: RolloutView, now = Date.now()): NodeRow[] {
   const plan = view.plan;
   if (!plan) return [];
   const perNode = plan.targetScope.replicasPerNode;
@@ -73,8 +92,9 @@ export function nodeRows (view: RolloutView): NodeRow[] {
     const block = blockingOf.get(nodeName);
     const unstable = replicas.filter((r) => slotState(r) === 'not-yet-stable');
     let note: string;
-    if (block) note = `${block.reason}: ${block.detail}`;
-    else if (unstable.length > 0) note = `not yet stable (${unstable.length} of ${perNode}; window ${formatMs(unstable[0]?.stability?.windowMs ?? 0)})`;
+    // Not yet stable is the last thing a node waits for: said with its own clock, not the server's text.
+    if (block && !(block.kind === 'replica-not-stable' && unstable.length > 0)) note = `${block.reason}: ${block.detail}`;
+    else if (unstable.length > 0) note = stabilityNote(unstable, perNode, now);
     else if (slots.every((s) => s === 'verified')) note = 'verified';
     else note = slots.filter((s) => s !== 'verified').map((s) => SLOT[s].label).join(', ');
     return { nodeName, slots, note, blocking: block !== undefined };
@@ -90,6 +110,8 @@ export interface LiveInput {
   width: number;
   height: number;
   color: boolean;
+  /** The time the view is drawn at (the stability counters and the deadline's countdown); default now. */
+  now?: number;
 }
 
 const MAX_GLYPHS = 24;
@@ -125,9 +147,11 @@ export function renderLive (input: LiveInput): string[] {
       { text: ` · release ${plan.releaseId} ${shortDigest(plan.requestedDigest)} · ${plan.mode}` },
       { text: ` · ${plural(scope.targetNodeNames.length, 'node')} × ${plural(scope.replicasPerNode, 'replica')}`, style: 'dim' },
     ]);
-    const rows = nodeRows(view);
+    const now = input.now ?? Date.now();
+    const rows = nodeRows(view, now);
+    const lifecycle = waitingLines(view, now);
     const footerLines = input.footer?.length ?? 1;
-    const room = Math.max(1, height - 4 - footerLines);
+    const room = Math.max(1, height - 4 - footerLines - lifecycle.length);
     const shown = rows.length <= room ? rows : [...rows.filter((r) => r.blocking), ...rows.filter((r) => !r.blocking)].slice(0, room - 1);
     const nameWidth = Math.min(32, Math.max(4, ...shown.map((r) => r.nodeName.length)));
     const slotWidth = Math.max(8, ...shown.map((r) => spanWidth(slotSpans(r.slots))));
@@ -147,6 +171,7 @@ export function renderLive (input: LiveInput): string[] {
       lines.push([{ text: more, style: 'dim' }]);
     }
     lines.push([{ text: (Object.keys(SLOT) as SlotState[]).map((s) => `${SLOT[s].glyph} ${SLOT[s].label}`).join('  '), style: 'dim' }]);
+    for (const line of lifecycle) lines.push([{ text: line }]);
   }
   if (input.footer) {
     for (const line of input.footer) lines.push([{ text: line }]);
@@ -192,8 +217,10 @@ export class LiveView implements FollowSink {
   private drawn = 0;
   private lastFrame = '';
   private finished = false;
+  /** Redraws once a second: the stability counters and the deadline's countdown move without a read. */
+  private ticker: NodeJS.Timeout | undefined;
 
-  constructor (private readonly out: LiveStream, private readonly opts: { color: boolean }) {}
+  constructor (private readonly out: LiveStream, private readonly opts: { color: boolean, tickMs?: number }) {}
 
   update (s: RolloutSnapshot): void {
     this.current.snapshot = s;
@@ -221,11 +248,13 @@ export class LiveView implements FollowSink {
   finish (summary: string, view?: RolloutView): void {
     if (view) this.current.view = view;
     this.draw(summary.split('\n'));
-    this.finished = true;
+    this.close();
   }
 
   close (): void {
     this.finished = true;
+    clearInterval(this.ticker);
+    this.ticker = undefined;
   }
 
   private up (): string {
@@ -247,5 +276,10 @@ export class LiveView implements FollowSink {
     this.out.write(`${this.up()}${lines.map((l) => `\x1b[2K${l}\n`).join('')}\x1b[J`);
     this.drawn = lines.length;
     this.lastFrame = frame;
+    if (!this.ticker && !footer) {
+      // A frame that did not change is not written again, so ticking costs nothing while nothing moves.
+      this.ticker = setInterval(() => { this.draw(); }, this.opts.tickMs ?? 1000);
+      this.ticker.unref();
+    }
   }
 }

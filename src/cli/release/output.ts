@@ -1,5 +1,5 @@
 import type {
-  BlockingReason, IImageRelease, RolloutHistoryEntry, RolloutSnapshot, RolloutView, ServiceSummary,
+  BlockingReason, DeadlineExceeded, IImageRelease, RolloutHistoryEntry, RolloutSnapshot, RolloutView, ServiceSummary,
 } from './api.js';
 
 /** Where a command writes: its result, and log lines (always stderr). */
@@ -26,6 +26,19 @@ export const shortDigest = (digest: string): string => {
 /** `2026-05-01T12:00:00Z` (seconds are enough for a terminal); '-' for what is not a time. */
 export const isoTime = (ms: unknown): string =>
   (typeof ms !== 'number' || !Number.isFinite(ms) ? '-' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'));
+
+/** A duration for people: `42s`, `9m 52s`, `2h 5m`. */
+export function durationText (ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return s % 60 === 0 ? `${m}m` : `${m}m ${s % 60}s`;
+  return m % 60 === 0 ? `${m / 60}h` : `${Math.floor(m / 60)}h ${m % 60}m`;
+}
+
+/** `progress deadline exceeded (no progress for 600 s since 2026-…Z)` */
+export const deadlineText = (d: DeadlineExceeded): string =>
+  `progress deadline exceeded (no progress for ${d.deadlineSeconds} s since ${isoTime(d.lastProgressAt)})`;
 
 export const clip = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`);
 
@@ -71,22 +84,50 @@ export function releaseTable (releases: IImageRelease[]): string {
   );
 }
 
+/** An entry's outcome in words: the outcome, and why it failed or what ended it. */
+export function outcomeText (e: RolloutHistoryEntry): string {
+  const outcome = text(e.outcome);
+  if ((outcome === 'failed' || outcome === 'mismatched') && typeof e.failureReason === 'string') {
+    return `${outcome}: ${e.failureReason}${e.failedBy === 'deadline' ? ' (progress deadline exceeded)' : ''}`;
+  }
+  // Ended without an outcome of its own: superseded, aborted or rolled back by the next rollout.
+  if (e.endedBy && e.succeededAt === undefined && e.failedAt === undefined) return `${outcome} by ${e.endedBy.rolloutId}`;
+  return outcome;
+}
+
+/** When the outcome was reached: succeeded, else failed, else replaced by the next rollout. */
+const outcomeAt = (e: RolloutHistoryEntry): unknown => e.succeededAt ?? e.failedAt ?? e.endedAt;
+
+/** Why the server issued a rollout by itself; '-' for one a caller asked for. */
+export function triggerText (e: RolloutHistoryEntry): string {
+  const t = e.trigger;
+  if (!t) return '-';
+  switch (t.kind) {
+    case 'abort': return 'abort';
+    case 'automatic-rollback': return `automatic rollback${t.cause ? ` (${t.cause})` : ''}`;
+    case 'deferred-promotion': return `push queued behind ${t.afterRolloutId ?? 'a rollout'}`;
+    default: return text(t.kind);
+  }
+}
+
 /**
  * The rollout history as a table. Tolerant: a missing field shows '-', fields it does not know
- * are left to `-o json|yaml`; an OUTCOME column appears once the server reports outcomes.
+ * are left to `-o json|yaml`; OUTCOME, OUTCOME AT and TRIGGER appear once the server reports outcomes.
  */
 export function historyTable (entries: RolloutHistoryEntry[]): string {
-  const withOutcome = entries.some((e) => typeof e['outcome'] === 'string');
+  const lifecycle = entries.some((e) => typeof e.outcome === 'string');
   return table(
-    ['GEN', 'ROLLOUT', 'MODE', 'RELEASE', 'DIGEST', ...(withOutcome ? ['OUTCOME'] : []), 'CREATED', 'BY', 'REASON'],
+    ['GEN', 'ROLLOUT', 'MODE', ...(lifecycle ? ['TRIGGER'] : []), 'RELEASE', 'DIGEST', 'CREATED',
+      ...(lifecycle ? ['OUTCOME', 'OUTCOME AT'] : []), 'BY', 'REASON'],
     entries.map((e) => [
       text(e.generation),
       text(e.rolloutId),
       e.mode === 'rollback' && typeof e.rollbackOfRolloutId === 'string' ? `rollback of ${e.rollbackOfRolloutId}` : text(e.mode),
+      ...(lifecycle ? [triggerText(e)] : []),
       text(e.releaseId),
       typeof e.requestedDigest === 'string' ? shortDigest(e.requestedDigest) : '-',
-      ...(withOutcome ? [text(e['outcome'])] : []),
       isoTime(e.createdAt),
+      ...(lifecycle ? [outcomeText(e), isoTime(outcomeAt(e))] : []),
       text((e.issuedBy as { subject?: unknown } | undefined)?.subject),
       clip(text(e.reason), 60),
     ])
@@ -140,6 +181,59 @@ export const waitText = (r: { message: string, blocking: BlockingReason[] }): st
 export const currentStatus = (view: RolloutView): RolloutView['status'] =>
   (view.plan && view.status?.rolloutId === view.plan.rolloutId ? view.status : undefined);
 
+/** The deadline while the rollout is in progress: `fails at … unless it progresses (in 9m 52s)`. */
+export function deadlineLine (view: RolloutView, now: number): string | undefined {
+  const l = view.lifecycle;
+  if (l?.deadlineAt === undefined) return undefined;
+  const left = l.deadlineAt - now;
+  const seconds = l.policy?.progressDeadlineSeconds;
+  return `fails at ${isoTime(l.deadlineAt)} unless it progresses (${left > 0 ? `in ${durationText(left)}` : 'due now'}` +
+    `${seconds === undefined ? '' : `; ${seconds} s allowed without progress`})`;
+}
+
+/**
+ * What the current rollout still waits for (servers with lifecycle control): the deadline while
+ * it is in progress, a push queued behind it, what its automatic rollback or queued push came to.
+ * The live view shows these; the milestones are its footer's to say.
+ */
+export function waitingLines (view: RolloutView, now: number): string[] {
+  const l = view.lifecycle;
+  if (!l || !view.plan) return [];
+  const out: string[] = [];
+  const deadline = deadlineLine(view, now);
+  if (deadline) out.push(`deadline  ${deadline}`);
+  if (l.automaticRollback) out.push(`automatic rollback ${l.automaticRollback.outcome} (${isoTime(l.automaticRollback.at)})`);
+  if (l.queuedPromotion) {
+    out.push(`queued    release ${l.queuedPromotion.releaseId} (tag ${l.queuedPromotion.tag}) promotes automatically once this rollout settles`);
+  }
+  if (l.deferredPromotion) out.push(`queued push ${l.deferredPromotion.outcome} (${isoTime(l.deferredPromotion.at)})`);
+  return out;
+}
+
+/**
+ * The current rollout's lifecycle for `status`, one `label     value` line each: success (sticky),
+ * failure and whether the deadline decided it, what it waits for (waitingLines), the settings in force.
+ */
+export function lifecycleLines (view: RolloutView, now: number): string[] {
+  const l = view.lifecycle;
+  if (!l || !view.plan) return [];
+  const out: string[] = [];
+  if (l.succeededAt !== undefined) out.push(`succeeded ${isoTime(l.succeededAt)}${view.plan.mode === 'rollback' ? ' (rolled back)' : ''}`);
+  if (l.failure) {
+    const how = l.failure.by === 'deadline' ? 'the progress deadline' : `${l.failure.status}, by a report`;
+    out.push(`failed    ${isoTime(l.failure.at)}: ${l.failure.reason} (${how})`);
+  }
+  if (l.deadlineExceeded) out.push(`deadline  ${deadlineText(l.deadlineExceeded)}: failed at ${isoTime(l.deadlineExceeded.at)} (${l.deadlineExceeded.reason})`);
+  out.push(...waitingLines(view, now));
+  const p = l.policy;
+  if (p) {
+    const auto = p.autoRollback?.enabled === true ? `on (${(p.autoRollback.triggers ?? []).join(', ')})` : 'off';
+    out.push(`policy    progress deadline ${text(p.progressDeadlineSeconds)} s, stability window ${text(p.stabilityWindowSeconds)} s, ` +
+      `automatic rollback ${auto}`);
+  }
+  return out;
+}
+
 export function statusText (view: RolloutView): string {
   const out: string[] = [`service   ${view.serviceId}`];
   const plan = view.plan;
@@ -165,6 +259,7 @@ export function statusText (view: RolloutView): string {
         (r.failedReplicaCount > 0 ? `, failed ${r.failedReplicaCount}` : '') + (r.mismatchReason ? ` (${r.mismatchReason})` : ''));
     }
   }
+  out.push(...lifecycleLines(view, Date.now()));
   if (view.blocking.length > 0) out.push('blocking', ...blockingLines(view.blocking));
   if (view.automationHold) {
     const hold = view.automationHold;

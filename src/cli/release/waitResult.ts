@@ -1,5 +1,6 @@
-import type { BlockingReason, RolloutSnapshot } from './api.js';
+import type { BlockingReason, DeadlineExceeded, RolloutSnapshot } from './api.js';
 import { ExitCode } from './errors.js';
+import { deadlineText } from './output.js';
 import type { RolloutRef, Verdict } from './judge.js';
 
 export type WaitOutcome = 'succeeded' | 'rolled-back' | 'failed' | 'mismatched' | 'superseded' | 'timeout';
@@ -19,6 +20,8 @@ export interface WaitResult {
   verifiedReplicaCount: number | null;
   failedReplicaCount: number | null;
   mismatchReason?: string;
+  /** Set when the progress deadline failed the rollout (the rollout view's `lifecycle.deadlineExceeded`). */
+  deadlineExceeded?: DeadlineExceeded;
   /** Why the rollout had not succeeded (from the rollout view; empty on success). */
   blocking: BlockingReason[];
   supersededBy?: RolloutRef;
@@ -50,6 +53,8 @@ export interface ResultInput {
   verdict: Verdict | { kind: 'timeout' };
   last?: RolloutSnapshot | undefined;
   blocking: BlockingReason[];
+  /** The progress deadline's verdict on the expected rollout, when there is one. */
+  deadline?: DeadlineExceeded | undefined;
   via: Via;
   elapsedMs: number;
   timeoutMs?: number | undefined;
@@ -68,7 +73,7 @@ export function waitResultOf (input: ResultInput): WaitResult {
     case 'terminal':
       message = outcome === 'succeeded' || outcome === 'rolled-back'
         ? `${rollout} ${outcome}: ${counts}`
-        : `${rollout} ${outcome}: ${s?.mismatchReason ?? 'no reason given'} (${counts})`;
+        : `${rollout} ${outcome}: ${input.deadline ? `${deadlineText(input.deadline)}: ` : ''}${s?.mismatchReason ?? 'no reason given'} (${counts})`;
       break;
     case 'superseded':
       message = `${rollout} was superseded by rollout ${verdict.by.rolloutId} (generation ${verdict.by.generation}) before it finished`;
@@ -90,6 +95,7 @@ export function waitResultOf (input: ResultInput): WaitResult {
     verifiedReplicaCount: s?.verifiedReplicaCount ?? null,
     failedReplicaCount: s?.failedReplicaCount ?? null,
     ...(s?.mismatchReason ? { mismatchReason: s.mismatchReason } : {}),
+    ...(input.deadline ? { deadlineExceeded: input.deadline } : {}),
     blocking: input.blocking,
     ...(verdict.kind === 'superseded' ? { supersededBy: verdict.by } : {}),
     via: input.via,

@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
+import type { RolloutHistoryItem } from '../../../src/domain/history.js';
+import { serviceData } from '../../support/app.js';
 import {
-  bearer, createFixtureService, httpCaller, pushRelease, registerCluster, type Caller, type FixtureService,
+  bearer, httpCaller, pushRelease, registerCluster, registryHost, type Caller, type FixtureService,
 } from '../../support/fixtures.js';
 import { startFleet, type Fleet } from '../../support/fleet.js';
 import { fullReplicas, reportBody } from '../../support/reports.js';
@@ -19,10 +21,13 @@ export interface CliFleet {
   admin: string;
   /** Role api, subject ci-bot: what the CLI runs with. */
   api: string;
-  /** A fresh service on c1 (2 nodes × 1 replica) with two releases: a (v1, older) and b (v2). */
-  service(): Promise<{ svc: FixtureService, a: string, b: string }>;
+  /**
+   * A fresh service on c1 (2 nodes × 1 replica) with two releases: a (v1, older) and b (v2).
+   * `rolloutPolicy` goes over the fixtures' (a stability window of 0 s, the other settings the server's defaults).
+   */
+  service(opts?: { rolloutPolicy?: Record<string, unknown> }): Promise<{ svc: FixtureService, a: string, b: string }>;
   /** The rollout history as the server answers it. */
-  history(serviceId: string): Promise<Array<{ rolloutId: string, generation: number, reason: string, idempotencyKeyHash: string }>>;
+  history(serviceId: string): Promise<RolloutHistoryItem[]>;
   planOf(serviceId: string): Promise<IImmutableImageDeploymentPlan>;
   /** A Coreflow snapshot report of n1 and n2 for the current plan; returns the rollout status it led to. */
   report(serviceId: string, deployments: (plan: IImmutableImageDeploymentPlan) => Record<string, unknown>[]): Promise<string>;
@@ -30,9 +35,10 @@ export interface CliFleet {
   allVerified(serviceId: string): Promise<string>;
 }
 
-export async function startCliFleet (opts: { processes: number }): Promise<CliFleet> {
+/** `env`: extra server environment (e.g. LIFECYCLE_SWEEP_INTERVAL_MS, so that a short progress deadline is noticed at once). */
+export async function startCliFleet (opts: { processes: number, env?: Record<string, string> }): Promise<CliFleet> {
   if (!existsSync(cliEntry)) throw new Error(`${cliEntry} does not exist: run \`npm run build\` first`);
-  const fleet = await startFleet({ processes: opts.processes });
+  const fleet = await startFleet({ processes: opts.processes, ...(opts.env ? { env: opts.env } : {}) });
   const callers = fleet.servers.map((s) => httpCaller(s.url));
   const first = callers[0]!;
   const other = callers.at(-1)!;
@@ -65,8 +71,20 @@ export async function startCliFleet (opts: { processes: number }): Promise<CliFl
     callers,
     admin,
     api,
-    service: async () => {
-      const svc = await createFixtureService(first, admin, { clusterIds: ['c1'], replicasPerNode: 1 });
+    service: async ({ rolloutPolicy } = {}) => {
+      const repository = `team/cli-${Math.random().toString(16).slice(2, 10)}`;
+      const created = await first.inject({
+        method: 'POST',
+        url: '/v1/services',
+        headers: bearer(admin),
+        payload: serviceData({
+          registryTarget: { protocol: 'oci', registryHost, repository },
+          placement: { clusterIds: ['c1'], replicasPerNode: 1 },
+          rolloutPolicy: { stabilityWindowSeconds: 0, ...rolloutPolicy },
+        }),
+      });
+      expect(created.statusCode, created.body).toBe(201);
+      const svc: FixtureService = { id: created.json().service.id, repository };
       const a = await pushRelease(first, api, svc, { tag: 'v1', observedAt: Date.now() - 60_000 });
       const b = await pushRelease(other, api, svc, { tag: 'v2' });
       return { svc, a: a.releaseId, b: b.releaseId };

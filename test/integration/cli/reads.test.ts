@@ -47,10 +47,14 @@ describe('cloudly-release reads', () => {
     const text = await runCli(['history', '--service', svc.id]);
     expect(text.code, text.stderr).toBe(0);
     const lines = text.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^GEN\s+ROLLOUT\s+MODE\s+RELEASE\s+DIGEST\s+CREATED\s+BY\s+REASON$/);
+    expect(lines[0]).toMatch(/^GEN\s+ROLLOUT\s+MODE\s+TRIGGER\s+RELEASE\s+DIGEST\s+CREATED\s+OUTCOME\s+OUTCOME AT\s+BY\s+REASON$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['3', '2', '1']);
-    expect(lines[1]).toContain(`rollback of ${second.rolloutId}`);
-    expect(lines[1]).toMatch(new RegExp(`${a}\\s+sha256:[0-9a-f]{12}\\s+\\d{4}-\\d\\d-\\d\\dT\\S+Z\\s+ci-bot\\s`));
+    const [third, , first] = server.rollouts as Array<{ rolloutId: string }>;
+    // A manual rollback (no trigger), in progress; the rollout it replaced ended rolled back, the first one superseded.
+    expect(lines[1]).toMatch(new RegExp(`^3\\s+${third!.rolloutId}\\s+rollback of ${second.rolloutId}\\s+-\\s+${a}\\s+sha256:[0-9a-f]{12}\\s+` +
+      '\\d{4}-\\d\\d-\\d\\dT\\S+Z\\s+in-progress\\s+-\\s+ci-bot\\s'));
+    expect(lines[2]).toMatch(new RegExp(`^2\\s+${second.rolloutId}\\s+promotion\\s+-\\s+.*\\s+rolled-back by ${third!.rolloutId}\\s+\\S+Z\\s+ci-bot\\s`));
+    expect(lines[3]).toMatch(new RegExp(`^1\\s+${first!.rolloutId}\\s+promotion\\s+-\\s+.*\\s+superseded by ${second.rolloutId}\\s+\\S+Z\\s+ci-bot\\s`));
 
     const json = await runCli(['history', '--service', svc.id, '--json']);
     expect(json.json()).toEqual({ ok: true, command: 'history', exitCode: 0, serviceId: svc.id, ...server });

@@ -104,6 +104,34 @@ describe('cloudly-release on a terminal (tmux)', () => {
     expect(final).not.toMatch(/deploying|pending/);
   });
 
+  it('a stability window on a terminal: "not yet stable N s of M s" counts up between reads, then waits for a report; the deadline counts down', async () => {
+    const { svc, a } = await cf.service({ rolloutPolicy: { stabilityWindowSeconds: 6 } });
+    expect((await promote(caller, cf.api, svc.id, a, { generation: 0 })).statusCode).toBe(200);
+    expect(await cf.allVerified(svc.id)).toBe('deploying');
+    const pane = runInPane(['status', '--service', svc.id, '--watch', '--no-color'], env);
+
+    const counted = (s: string, node: string): number => Number(/not yet stable (\d) s of 6 s/.exec(rowOf(s, node))?.[1] ?? NaN);
+    const early = await waitForScreen(pane, (s) => counted(s, 'n1') <= 3 && counted(s, 'n2') <= 3);
+    expect(rowOf(early, 'n1')).toMatch(/^n1\s+○\s+not yet stable \d s of 6 s$/);
+    const deadline = /^deadline {2}fails at \S+Z unless it progresses \(in (10m|9m \d+s); 600 s allowed without progress\)$/m;
+    const left = (screen: string): number => {
+      const [, m, sec] = /(\d+)m(?: (\d+)s)?/.exec(deadline.exec(screen)?.[1] ?? '') ?? [];
+      return Number(m) * 60 + Number(sec ?? 0);
+    };
+    expect(early).toMatch(deadline);
+    // Nothing is reported meanwhile: the counter and the countdown move with the clock alone.
+    const later = await waitForScreen(pane, (s) => counted(s, 'n1') >= counted(early, 'n1') + 2);
+    expect(left(later)).toBeLessThan(left(early));
+    await waitForScreen(pane, (s) => rowOf(s, 'n1').includes('stable for the window, waiting for the next report'));
+
+    // The next report after the window counts the replicas: succeeded.
+    expect(await cf.allVerified(svc.id)).toBe('succeeded');
+    const final = await waitForScreen(pane, (s) => s.includes('[exit 0]'));
+    expect(rowOf(final, 'n1')).toMatch(/^n1\s+●\s+verified$/);
+    expect(final).toMatch(/^rollout \S+ \(generation 1\) succeeded: observed 2\/2, healthy 2\/2, verified 2\/2$/m);
+    expect(final).not.toMatch(/not yet stable \d|waiting for the next report|unless it progresses/);
+  });
+
   it('promote --wait on a terminal: the live view, log lines above it, the summary once; --no-color draws no colour', async () => {
     const { svc, a } = await cf.service();
     const pane = runInPane(['promote', '--service', svc.id, '--release', a, '--wait', '--timeout', '30s', '--no-color'], env);

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { parseDuration } from '../../../src/cli/release/args.js';
 import { backoffMs, retryAfterMs } from '../../../src/cli/release/http.js';
 import { idempotencyKeyFor, reasonFor, type KeyInput } from '../../../src/cli/release/idempotency.js';
-import { Progress } from '../../../src/cli/release/output.js';
+import type { RolloutHistoryEntry } from '../../../src/cli/release/api.js';
+import { historyTable, outcomeText, Progress, triggerText } from '../../../src/cli/release/output.js';
 
 /** The variables of one GitHub Actions job attempt. */
 const github = (runId: string, attempt = '1'): Record<string, string> => ({
@@ -145,5 +146,46 @@ describe('progress: the final state is shown once, by finish', () => {
     progress.update(snap);
     progress.finish(summary);
     expect(out.chunks.join('')).not.toContain('\x1b');
+  });
+});
+
+describe('the rollout history as a table', () => {
+  const entry = (over: Partial<RolloutHistoryEntry>): RolloutHistoryEntry => ({
+    rolloutId: 'ro_1',
+    generation: 1,
+    mode: 'promotion',
+    releaseId: 'rel_1',
+    requestedDigest: `sha256:${'a'.repeat(64)}`,
+    digestPinnedImageReference: 'r/x@sha256:…',
+    targetScope: { targetClusterIds: ['c1'], targetNodeNames: ['n1'], replicasPerNode: 1, requiredReplicaCount: 1 },
+    issuedBy: { subject: 'ci-bot', role: 'api', type: 'machine' },
+    reason: 'ship it',
+    automationHold: 'unchanged',
+    state: 'applied',
+    idempotencyKeyHash: 'h',
+    createdAt: 1_700_000_000_000,
+    ...over,
+  });
+
+  it('the outcome in words: why it failed, what ended it; the trigger of a rollout the server issued', () => {
+    expect(outcomeText(entry({ outcome: 'succeeded', succeededAt: 1, endedBy: { kind: 'superseded', rolloutId: 'ro_2' } }))).toBe('succeeded');
+    expect(outcomeText(entry({ outcome: 'failed', failedAt: 1, failureReason: 'required-replica-missing', failedBy: 'deadline' })))
+      .toBe('failed: required-replica-missing (progress deadline exceeded)');
+    expect(outcomeText(entry({ outcome: 'mismatched', failedAt: 1, failureReason: 'pulled-digest-mismatch', failedBy: 'report' })))
+      .toBe('mismatched: pulled-digest-mismatch');
+    expect(outcomeText(entry({ outcome: 'aborted', endedAt: 2, endedBy: { kind: 'aborted', rolloutId: 'ro_3' } }))).toBe('aborted by ro_3');
+    expect(outcomeText(entry({ outcome: 'in-progress' }))).toBe('in-progress');
+    expect(triggerText(entry({}))).toBe('-');
+    expect(triggerText(entry({ trigger: { kind: 'abort' } }))).toBe('abort');
+    expect(triggerText(entry({ trigger: { kind: 'automatic-rollback', cause: 'deadline', ofRolloutId: 'ro_1' } }))).toBe('automatic rollback (deadline)');
+    expect(triggerText(entry({ trigger: { kind: 'deferred-promotion', afterRolloutId: 'ro_1' } }))).toBe('push queued behind ro_1');
+    expect(triggerText(entry({ trigger: { kind: 'something-new' } }))).toBe('something-new');
+  });
+
+  it('an older server (no outcomes): the columns it had, nothing invented', () => {
+    expect(historyTable([entry({})]).split('\n')[0]).toMatch(/^GEN\s+ROLLOUT\s+MODE\s+RELEASE\s+DIGEST\s+CREATED\s+BY\s+REASON$/);
+    const lines = historyTable([entry({ outcome: 'succeeded', succeededAt: 1_700_000_060_000 })]).split('\n');
+    expect(lines[0]).toMatch(/^GEN\s+ROLLOUT\s+MODE\s+TRIGGER\s+RELEASE\s+DIGEST\s+CREATED\s+OUTCOME\s+OUTCOME AT\s+BY\s+REASON$/);
+    expect(lines[1]).toMatch(/^1\s+ro_1\s+promotion\s+-\s+rel_1\s+sha256:a{12}\s+2023-11-14T22:13:20Z\s+succeeded\s+2023-11-14T22:14:20Z\s+ci-bot\s+ship it$/);
   });
 });

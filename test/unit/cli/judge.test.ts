@@ -41,6 +41,11 @@ describe('following a rollout: what an observation means', () => {
     });
     const failed = waitResultOf({ ...base, verdict: terminal('failed'), last: snap({ status: 'failed', mismatchReason: 'replica-failed' }) });
     expect(failed.message).toBe('rollout ro_2 (generation 2) failed: replica-failed (observed 1/2, healthy 1/2, verified 1/2)');
+    const deadline = { at: 1_700_000_600_000, reason: 'required-replica-missing', lastProgressAt: 1_700_000_000_000, deadlineSeconds: 600 };
+    const late = waitResultOf({ ...base, verdict: terminal('failed'), last: snap({ status: 'failed', mismatchReason: 'required-replica-missing' }), deadline });
+    expect(late).toMatchObject({ outcome: 'failed', mismatchReason: 'required-replica-missing', deadlineExceeded: deadline });
+    expect(late.message).toBe('rollout ro_2 (generation 2) failed: progress deadline exceeded (no progress for 600 s since 2023-11-14T22:13:20Z): ' +
+      'required-replica-missing (observed 1/2, healthy 1/2, verified 1/2)');
     expect(waitResultOf({ ...base, verdict: { kind: 'superseded', by: { rolloutId: 'ro_3', generation: 3 } } })).toMatchObject({
       outcome: 'superseded',
       status: null,

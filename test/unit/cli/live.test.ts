@@ -1,11 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { ReplicaDetail, RolloutView } from '../../../src/cli/release/api.js';
-import { LiveView, nodeRows, renderLive, slotState } from '../../../src/cli/release/live.js';
+import { LiveView, nodeRows, renderLive, slotState, stabilityNote } from '../../../src/cli/release/live.js';
 
 /** The visible text of a line: without its colour escapes. */
 const visible = (line: string): string => line.replaceAll('\x1b[0m', '').replace(new RegExp(`${String.fromCharCode(27)}\\[\\d+m`, 'g'), '');
 
 const digest: `sha256:${string}` = `sha256:${'ab'.repeat(32)}`;
+
+/** The time the frames are drawn at: 4 s after n1-task-1 began running verified. */
+const NOW = 1_700_000_059_000;
 
 const replica = (nodeName: string, i: number, over: Partial<ReplicaDetail> = {}): ReplicaDetail => ({
   nodeName, deploymentId: `${nodeName}-task-${i}`, deploymentStatus: 'running', health: 'healthy', verification: 'verified', counted: true, ...over,
@@ -85,19 +88,19 @@ describe('the live view of a rollout', () => {
   });
 
   it('one row per target node, counted replicas by deployment id, the first blocking reason of the node', () => {
-    expect(nodeRows(fixture())).toEqual([
-      { nodeName: 'n1', slots: ['verified', 'not-yet-stable'], note: 'not yet stable (1 of 2; window 10s)', blocking: false },
+    expect(nodeRows(fixture(), NOW)).toEqual([
+      { nodeName: 'n1', slots: ['verified', 'not-yet-stable'], note: 'not yet stable 4 s of 10 s', blocking: false },
       { nodeName: 'n2', slots: ['failed', 'missing'], note: "required-replica-missing: node 'n2' has 1 of 2 replicas", blocking: true },
       { nodeName: 'n3', slots: ['missing', 'missing'], note: "required-replica-missing: no reporter covers node 'n3'", blocking: true },
     ]);
   });
 
   it('renders header, node rows, legend and status line; without colour there is not one escape', () => {
-    const lines = renderLive({ view: fixture(), width: 160, height: 40, color: false });
+    const lines = renderLive({ view: fixture(), width: 160, height: 40, color: false, now: NOW });
     expect(lines).toEqual([
       'service svc_1 · release rel_2 sha256:abababababab · promotion · 3 nodes × 2 replicas',
       'NODE  REPLICAS  STATE',
-      'n1    ● ○       not yet stable (1 of 2; window 10s)',
+      'n1    ● ○       not yet stable 4 s of 10 s',
       "n2    ✗ ·       required-replica-missing: node 'n2' has 1 of 2 replicas",
       "n3    · ·       required-replica-missing: no reporter covers node 'n3'",
       '● verified  ○ verified, not yet stable  ◐ healthy, not verified  ▲ unhealthy  ✗ failed  ≠ mismatched  · missing',
@@ -147,7 +150,65 @@ describe('the live view of a rollout', () => {
   it('many replicas per node are counted, not drawn one by one', () => {
     const view = fixture();
     view.plan!.targetScope.replicasPerNode = 30;
-    expect(renderLive({ view, width: 160, height: 40, color: false })[2]).toMatch(/^n1 {4}1● 1○ 28· +not yet stable/);
+    expect(renderLive({ view, width: 160, height: 40, color: false, now: NOW })[2]).toMatch(/^n1 {4}1● 1○ 28· +not yet stable 4 s of 10 s$/);
+  });
+
+  it('not yet stable: counted on the clock from the server\'s runningVerifiedSince, the replica with the least time decides; ' +
+    'then waiting for the next report; a blocking reason of another kind wins', () => {
+    const unstable = (since: number) => replica('n1', 0, { stability: { state: 'not-yet-stable', windowMs: 10_000, runningVerifiedSince: since } });
+    expect(stabilityNote([unstable(NOW - 4_500)], 2, NOW)).toBe('not yet stable 4 s of 10 s');
+    expect(stabilityNote([unstable(NOW - 9_000), unstable(NOW - 2_000)], 2, NOW)).toBe('not yet stable 2 s of 10 s (2 of 2 replicas)');
+    expect(stabilityNote([unstable(NOW - 10_000)], 2, NOW)).toBe('stable for the window, waiting for the next report');
+    expect(stabilityNote([replica('n1', 0, { stability: { state: 'waiting-for-report', windowMs: 10_000 } })], 1, NOW))
+      .toBe('stable for the window, waiting for the next report');
+    expect(stabilityNote([unstable(NOW + 3_000)], 1, NOW)).toBe('not yet stable 0 s of 10 s'); // a clock behind the server's
+    const view = fixture();
+    view.blocking.unshift({ kind: 'replica-not-stable', reason: 'replica-unhealthy', nodeName: 'n1', deploymentId: 'n1-task-1', detail: 'server text' });
+    expect(nodeRows(view, NOW)[0]).toMatchObject({ note: 'not yet stable 4 s of 10 s', blocking: true });
+    view.blocking.unshift({ kind: 'replicas-missing', reason: 'required-replica-missing', nodeName: 'n1', detail: "node 'n1' has 1 of 2" });
+    expect(nodeRows(view, NOW)[0]).toMatchObject({ note: "required-replica-missing: node 'n1' has 1 of 2", blocking: true });
+  });
+
+  it('the lifecycle under the legend: the deadline counting down while in progress, a push waiting; nothing once it failed', () => {
+    const view = fixture();
+    view.lifecycle = {
+      policy: { progressDeadlineSeconds: 600, stabilityWindowSeconds: 10, autoRollback: { enabled: false, triggers: [] } },
+      lastProgressAt: NOW - 8_000,
+      deadlineAt: NOW + 592_000,
+      queuedPromotion: { releaseId: 'rel_3', tag: 'v3' },
+    };
+    const lines = renderLive({ view, width: 200, height: 40, color: false, now: NOW });
+    expect(lines.slice(-3)).toEqual([
+      'deadline  fails at 2023-11-14T22:24:11Z unless it progresses (in 9m 52s; 600 s allowed without progress)',
+      'queued    release rel_3 (tag v3) promotes automatically once this rollout settles',
+      'rollout ro_9 (generation 3) deploying: observed 3/6, healthy 2/6, verified 1/6, failed 1  (updated 2023-11-14T22:14:20Z)',
+    ]);
+    expect(renderLive({ view, width: 200, height: 40, color: false, now: NOW + 60_000 }).at(-3)).toContain('(in 8m 52s;');
+    expect(renderLive({ view, width: 200, height: 40, color: false, now: NOW + 600_000 }).at(-3)).toContain('(due now;');
+    // Failed: nothing to wait for any more; the footer says why (the milestones are for `status`).
+    view.lifecycle = {
+      lastProgressAt: NOW - 600_000,
+      failure: { status: 'failed', reason: 'required-replica-missing', at: NOW, by: 'deadline' },
+      deadlineExceeded: { at: NOW, reason: 'required-replica-missing', lastProgressAt: NOW - 600_000, deadlineSeconds: 600 },
+    };
+    expect(renderLive({ view, width: 200, height: 40, color: false, now: NOW }).at(-2)).toMatch(/^● verified /);
+  });
+
+  it('LiveView redraws on its own once a second (the counters move), writes nothing while nothing moves, stops at finish', async () => {
+    const writes: string[] = [];
+    const live = new LiveView({ write: (c: string) => writes.push(c), columns: 160, rows: 40 }, { color: false, tickMs: 20 });
+    const view = fixture();
+    view.reporters[0]!.replicas[0]!.stability = { state: 'not-yet-stable', windowMs: 60_000, runningVerifiedSince: Date.now() - 1_000 };
+    live.view(view);
+    expect(writes[0]).toMatch(/not yet stable 1 s of 60 s/);
+    for (let i = 0; i < 150 && !/not yet stable 2 s of 60 s/.test(writes.at(-1) ?? ''); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(writes.at(-1)).toMatch(/not yet stable 2 s of 60 s/);
+    // About 50 ticks went by, but only the frames that changed were written: one a second.
+    expect(writes.map((w) => /not yet stable (\d+) s/.exec(w)?.[1])).toEqual(['1', '2']);
+    live.finish('done');
+    const count = writes.length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(writes).toHaveLength(count);
   });
 
   it('LiveView draws in place: back up over the previous frame, clear each line; log lines are written between suspend and resume', () => {

@@ -23,6 +23,9 @@ export type WireShapes = [
   Expect<Readable<StatusEvent, Cli.RolloutSnapshot>>,
   Expect<Readable<AutomationHold, Cli.AutomationHold>>,
   Expect<Readable<RolloutHistoryEntry, Cli.RolloutHistoryEntry>>,
+  Expect<Readable<NonNullable<RolloutView['lifecycle']>, Cli.RolloutLifecycle>>,
+  Expect<Readable<NonNullable<RolloutHistoryEntry['trigger']>, Cli.RolloutTrigger>>,
+  Expect<Readable<RolloutView['reporters'][number]['replicas'][number], { stability?: Cli.ReplicaStability }>>,
   // Not vacuous: a shape the CLI cannot read is refused.
   Expect<Readable<{ serviceId: string }, Cli.RolloutView> extends false ? true : false>,
 ];
