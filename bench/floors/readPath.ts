@@ -5,7 +5,8 @@
 // rolloutView). No authentication, no schemas (JSON.stringify), no logging.
 import Fastify from 'fastify';
 import { MongoClient, type Document } from 'mongodb';
-import type { IImmutableImageDeploymentPlan } from '../../src/contracts/index.js';
+import type { IImmutableImageDeploymentPlan, IServiceData } from '../../src/contracts/index.js';
+import { effectiveRolloutPolicy } from '../../src/domain/lifecycle.js';
 import { rolloutRecordId, type ReportRecord } from '../../src/domain/reports.js';
 import { composeStatus, type StatusSummary } from '../../src/domain/rolloutStatus.js';
 import { rolloutView } from '../../src/domain/rolloutView.js';
@@ -20,11 +21,14 @@ const app = Fastify({ logger: false });
 app.get('/healthz', async () => ({ status: 'ok' }));
 app.get('/v1/services/:serviceId/rollout', async (request, reply) => {
   const { serviceId } = request.params as { serviceId: string };
-  const doc = await services.findOne({ _id: serviceId as never }, { projection: { data: 1, rolloutStatus: 1, statusRevision: 1, automationHold: 1 } });
+  const projection = { data: 1, rolloutStatus: 1, statusRevision: 1, automationHold: 1, automationQueue: 1 };
+  const doc = await services.findOne({ _id: serviceId as never }, { projection });
   if (!doc) return reply.code(404).send({ code: 'service-not-found' });
-  const plan = (doc['data'] as Document)['imageDeployment'] as IImmutableImageDeploymentPlan | undefined;
+  const data = doc['data'] as IServiceData;
+  const plan = data.imageDeployment as IImmutableImageDeploymentPlan | undefined;
   const summary = doc['rolloutStatus'] as StatusSummary | undefined;
-  const status = plan && summary?.rolloutId === plan.rolloutId ? composeStatus(plan, summary) : undefined;
+  const current = plan !== undefined && summary?.rolloutId === plan.rolloutId;
+  const status = current ? composeStatus(plan, summary) : undefined;
   const ids = plan && status ? status.reporters.map((r) => rolloutRecordId(plan.rolloutId, r.reporterId)) : [];
   const records = ids.length === 0 ? [] : (await reports.find({ _id: { $in: ids as never[] } }).toArray()) as unknown as ReportRecord[];
   return rolloutView({
@@ -34,6 +38,10 @@ app.get('/v1/services/:serviceId/rollout', async (request, reply) => {
     revision: (doc['statusRevision'] as number | undefined) ?? 0,
     evidence: records.map((r) => ({ reporterId: r.reporterId, rolloutId: r.rolloutId ?? '', receivedAt: r.position.receivedAt, replicas: r.replicas })),
     automationHold: doc['automationHold'],
+    lifecycle: current ? summary.lifecycle : undefined,
+    policy: effectiveRolloutPolicy(data.rolloutPolicy),
+    queued: doc['automationQueue'],
+    now: Date.now(),
   });
 });
 

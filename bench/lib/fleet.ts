@@ -49,6 +49,8 @@ export async function setupFleet (ctx: BenchContext, name: string, shape: FleetS
   }));
   await seedClusters(ctx, clusters);
   const api = await ctx.token({ subject: 'bench-ci', role: 'api' });
+  // Replicas running for an hour already: past the stability window from the first report on (a fleet in its steady state).
+  const deployedAt = Date.now() - 3_600_000;
   const reporters: Reporter[] = [];
   const serviceIds: string[] = [];
   for (let first = 0; first < clusters.length; first += shape.reportersPerService) {
@@ -72,7 +74,7 @@ export async function setupFleet (ctx: BenchContext, name: string, shape: FleetS
         sequence: 0,
         inFlight: false,
         // The plan's replicasPerNode is the placement's: every replica of the reporter's nodes, verified.
-        deployments: fullReplicas(plan, service.serviceId, cluster.nodeNames),
+        deployments: fullReplicas(plan, service.serviceId, cluster.nodeNames).map((d) => ({ ...d, deployedAt })),
       });
     }
   }

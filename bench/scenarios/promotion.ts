@@ -1,11 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Collection, Db, Document } from 'mongodb';
-import type { IService } from '../../src/contracts/index.js';
 import { httpLoop, measureTriple, probesFor, setCanned, type BenchContext, type Triple } from '../lib/context.js';
 import { bearer, createServiceWithReleases, seedClusters } from '../lib/fixtures.js';
 import { closedLoop } from '../lib/load.js';
-import { STATUS_EVENTS_KEPT } from '../../src/domain/rolloutStatus.js';
+import type { IImmutableImageDeploymentPlan, IService } from '../../src/contracts/index.js';
+import { aggregateKey, aggregateOf, emptySummary, STATUS_EVENTS_KEPT, statusEventOf } from '../../src/domain/rolloutStatus.js';
 import { isDuplicateKeyError } from '../../src/store/driverErrors.js';
+import { STATUS_HEAD } from './reports.js';
 
 /**
  * Promotion: POST …/promote with a fresh Idempotency-Key and the generation the caller last saw.
@@ -50,14 +51,16 @@ async function createTwin (ctx: BenchContext, s: PromotionSetup): Promise<Promot
 }
 
 /**
- * Floor (b) for one promotion: the database round trips of src/domain/releaseLifecycle.ts and
+ * Floor (b) for one promotion: the database round trips of src/operations/issueRollout.ts and
  * the stores it calls, in the same order and with documents of the same size (the rollout
  * record and the stored outcome are built from a real one of the server's), on a twin of the
  * service in the same database — no HTTP, token, schemas, fingerprints or plan validation.
  *   success: insert idempotency → (findOne rollout by record ‖ find pending rollouts ‖ findOne
  *     service ‖ findOne release) → (find clusters ‖ find nodes) → insert rollout → findOne service
- *     (revision) → updateOne service (CAS) → count promotions → updateOne release → updateOne
- *     rollout applied → updateOne idempotency (outcome)
+ *     (lifecycle of the previous rollout) → findOne service (revision) → updateOne service (CAS) →
+ *     count promotions → updateOne release → updateOne previous rollout (ended) → updateOne rollout
+ *     applied → [generation ≥ 3: find the rollout two back → deleteMany its reports ‖ its claims] →
+ *     updateOne idempotency (outcome)
  *   stale generation: … (… ‖ findOne release) → updateOne idempotency (the stored 409)
  *   lost the insert race: … insert rollout (E11000) → findOne rollout by record → find pending →
  *     finish each (as below) → findOne service → updateOne idempotency (the stored 409)
@@ -65,6 +68,16 @@ async function createTwin (ctx: BenchContext, s: PromotionSetup): Promise<Promot
  *     (findOne service, updateOne service, count promotions, updateOne release, updateOne rollout),
  *     then findOne service ‖ findOne release again, as the server does
  */
+/** What the lifecycle read of a promotion's finish fetches (src/store/serviceStore.ts `lifecycleProjection`). */
+const LIFECYCLE = {
+  'data.imageDeployment': 1,
+  'data.rolloutPolicy': 1,
+  ...STATUS_HEAD,
+  automationHold: 1,
+  automationQueue: 1,
+  verifiedReleases: 1,
+} as const;
+
 function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
   // s is the twin: its own service and releases, the server's cluster and nodes.
   const idempotency = db.collection('idempotency') as Collection<Document>;
@@ -91,13 +104,24 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
   const headOf = (doc: Document | null): number =>
     ((doc?.['data'] as Document | undefined)?.['imageDeployment'] as Document | undefined)?.['rolloutGeneration'] as number | undefined ?? 0;
   const pendingRollouts = () => rollouts.find({ serviceId: s.serviceId, state: 'pending' }).sort({ generation: 1 }).limit(10).toArray();
-  const readService = () => services.findOne({ _id: s.serviceId as never }, { projection: { data: 1, automationHold: 1 } });
+  const readService = () => services.findOne({ _id: s.serviceId as never }, { projection: { data: 1, automationHold: 1, verifiedReleases: 1 } });
+  const reports = db.collection('reports') as Collection<Document>;
+  const claims = db.collection('reportClaims') as Collection<Document>;
 
-  /** The server's `finish` of a recorded rollout: plan onto the service (CAS), release counters, applied. */
+  /**
+   * The server's `finish` of a recorded rollout (src/operations/issueRollout.ts): the previous rollout's lifecycle (its
+   * milestones: none here, no report ever lands), the plan onto the service (CAS), release counters, the previous rollout
+   * ended, this one applied, the reports of the rollout two generations back removed.
+   */
   const finish = async (rollout: Document): Promise<void> => {
     const generation = rollout['generation'] as number;
     const at = rollout['createdAt'] as number;
-    const status = (((rollout['serviceAfter'] as Document)['data'] as Document)['imageRolloutStatus']) as Document;
+    const plan = rollout['plan'] as IImmutableImageDeploymentPlan;
+    const previous = rollout['previous'] as Document | undefined;
+    if (previous) await services.findOne({ _id: s.serviceId as never }, { projection: LIFECYCLE });
+    // What ServiceStore.applyRollout writes: the plan, an empty status summary and its published state, the first status event.
+    const summary = emptySummary(plan, at);
+    const initial = aggregateOf(plan, summary);
     for (;;) {
       const head = await services.findOne({ _id: s.serviceId as never }, { projection: { statusRevision: 1, 'data.imageDeployment.rolloutGeneration': 1 } });
       if (headOf(head) >= generation) break;
@@ -105,29 +129,14 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
       const update: Document = {
         $set: {
           'data.immutableImageRequired': true,
-          'data.imageDeployment': rollout['plan'],
-          'data.imageRolloutStatus': status,
-          rolloutEvidence: { rolloutId: rollout['_id'], reporters: [] },
+          'data.imageDeployment': plan,
+          rolloutStatus: summary,
+          statusPublished: { rolloutId: plan.rolloutId, seq: 0, key: aggregateKey(initial) },
           updatedAt: at,
           statusRevision: revision + 1,
         },
-        $push: {
-          statusEvents: {
-            $each: [{
-              revision: revision + 1,
-              rolloutId: rollout['_id'],
-              rolloutGeneration: generation,
-              status: status['status'],
-              requiredReplicaCount: status['requiredReplicaCount'],
-              observedReplicaCount: 0,
-              healthyReplicaCount: 0,
-              verifiedReplicaCount: 0,
-              failedReplicaCount: 0,
-              at,
-            }],
-            $slice: -STATUS_EVENTS_KEPT,
-          },
-        },
+        $unset: { 'data.imageRolloutStatus': '', rolloutEvidence: '', automationQueue: '' },
+        $push: { statusEvents: { $each: [statusEventOf(initial, revision + 1, at)], $slice: -STATUS_EVENTS_KEPT } },
       };
       const applied = await services.updateOne(
         {
@@ -145,7 +154,16 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
       { _id: releaseId as never },
       { $min: { 'data.acceptedAt': at }, $max: { 'data.lastPromotedAt': at, 'data.promotionCount': count } },
     );
+    if (previous) {
+      const ended = { at, by: 'superseded', rolloutId: rollout['_id'] };
+      await rollouts.updateOne({ _id: previous['rolloutId'], ended: { $exists: false } }, { $set: { ended } });
+    }
     await rollouts.updateOne({ _id: rollout['_id'], state: 'pending' }, { $set: { state: 'applied' } });
+    if (generation >= 3) {
+      const [old] = await rollouts.find({ serviceId: s.serviceId, generation: { $lt: generation - 1 } }, { projection: { serviceAfter: 0 } })
+        .sort({ generation: -1 }).limit(1).toArray();
+      if (old) await Promise.all([reports.deleteMany({ rolloutId: old['_id'] }), claims.deleteMany({ rolloutId: old['_id'] })]);
+    }
   };
 
   return async (expected: number, releaseId: string): Promise<Answer> => {
@@ -186,8 +204,10 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
     const afterData = (template['serviceAfter'] as Document)['data'] as Document;
     const status: Document = { ...(afterData['imageRolloutStatus'] as Document), rolloutId, rolloutGeneration: generation, updatedAt: now };
     const serviceAfter = { id: s.serviceId, data: { ...afterData, imageDeployment: plan, imageRolloutStatus: status } };
+    const running = (service?.['data'] as Document | undefined)?.['imageDeployment'] as Document | undefined;
     const rollout: Document = {
       ...template,
+      previous: running ? { rolloutId: running['rolloutId'], releaseId: running['releaseId'], requestedDigest: running['requestedDigest'] } : undefined,
       _id: rolloutId,
       serviceId: s.serviceId,
       generation,

@@ -20,10 +20,13 @@ export type { FleetShape } from '../lib/fleet.js';
 
 /** The summary fields the status write returns (src/store/serviceStore.ts `statusHead`). */
 export const STATUS_HEAD = {
-  ...Object.fromEntries(['rolloutId', 'totals', 'mismatched', 'seq', 'updatedAt'].map((field) => [`rolloutStatus.${field}`, 1])),
+  ...Object.fromEntries(['rolloutId', 'totals', 'mismatched', 'seq', 'updatedAt', 'lifecycle'].map((field) => [`rolloutStatus.${field}`, 1])),
   statusRevision: 1,
   statusPublished: 1,
 };
+
+/** What the report path reads of the service (src/store/serviceStore.ts `findReportTarget`). */
+export const REPORT_TARGET = { 'data.immutableImageRequired': 1, 'data.imageDeployment': 1, 'data.rolloutPolicy': 1 } as const;
 
 /**
  * Floor (b) for one report: exactly the database round trips the handler makes for a report of
@@ -33,7 +36,9 @@ export const STATUS_HEAD = {
  *   findOne(service: report target) ‖ find(node owners) → findOne(the reporter's record) →
  *   replaceOne(record, CAS on its version) → findOneAndUpdate(status summary: this reporter's
  *   entry, guarded by its version, $inc seq) → updateOne(published seq) [→ findOne(status head)
- *   when another report published a later state first].
+ *   when another report published a later state first]. (The lifecycle pass after a status change,
+ *   src/operations/lifecycle.ts `afterStatusChange`, reads nothing once the rollout has succeeded and
+ *   its progress stays: the steady state measured here.)
  * It writes the record it read with the new position and entry (the same bytes as the server
  * writes, a real change), and the summary entry at the record's new version, so it runs on the
  * server's own documents and the server's next report of that reporter finds them consistent.
@@ -48,7 +53,7 @@ export function driverReport (ctx: BenchContext, conflicts: { n: number }) {
     const reporterId = reporterIdOf(r);
     const recordId = rolloutRecordId(r.plan.rolloutId, reporterId);
     const [target] = await Promise.all([
-      services.findOne({ _id: r.serviceId as never }, { projection: { 'data.immutableImageRequired': 1, 'data.imageDeployment': 1 } }),
+      services.findOne({ _id: r.serviceId as never }, { projection: REPORT_TARGET }),
       nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray(),
     ]);
     if (!target) throw new Error('service missing');

@@ -4,7 +4,7 @@ import { rolloutRecordId } from '../../src/domain/reports.js';
 import { reporterKeyOf } from '../../src/domain/rolloutStatus.js';
 import type { BenchContext } from '../lib/context.js';
 import { reporterIdOf, type ReadyFleet, type Reporter } from '../lib/fleet.js';
-import { STATUS_HEAD } from './reports.js';
+import { REPORT_TARGET, STATUS_HEAD } from './reports.js';
 
 /**
  * Where a report's database time goes: each round trip the server makes for a report of a
@@ -46,8 +46,7 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
   let entryVersion = version;
   let seq = ((service['rolloutStatus'] as Document)['seq'] as number) + 1_000_000;
   const ops: Array<[string, () => Promise<unknown>]> = [
-    ['findOne service (report target: immutable flag and plan)', () =>
-      services.findOne({ _id: twinId as never }, { projection: { 'data.immutableImageRequired': 1, 'data.imageDeployment': 1 } })],
+    ['findOne service (report target: immutable flag, plan, policy)', () => services.findOne({ _id: twinId as never }, { projection: REPORT_TARGET })],
     ['find node owners (`_id` $in the reporter\'s nodes)', () =>
       nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray()],
     ['findOne the reporter\'s record (whole)', () => reports.findOne({ _id: recordId as never })],
