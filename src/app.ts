@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
-import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { authKeyOf, faultPointsOf, type AppConfig } from './config.js';
@@ -25,6 +25,7 @@ import { serviceRoutes } from './http/rest/services.js';
 import { StatusHub } from './http/sse/hub.js';
 import { typedRequestMethods } from './http/typedRequest/methods.js';
 import { typedRequestRoute } from './http/typedRequest/route.js';
+import { validatorCompiler } from './http/validator.js';
 import { Metrics } from './metrics.js';
 import { abort } from './operations/abort.js';
 import { clusterOperations } from './operations/clusters.js';
@@ -122,7 +123,7 @@ interface Composition {
 }
 
 function composeOperations ({ repos, telemetry, config, fault, log, now }: Composition): Operations {
-  const rollouts = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault });
+  const rollouts = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry });
   const lifecycle = rolloutLifecycle({ repos, rollouts, telemetry, now, log });
   return {
     lifecycle,
@@ -182,7 +183,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   const metrics = new Metrics();
   const app = Fastify({ logger: opts.logger ?? loggerOptions(config), ...serverOptions(config, (code) => { metrics.errorAnswered(code); }) })
     .withTypeProvider<TypeBoxTypeProvider>();
-  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  app.setValidatorCompiler(validatorCompiler);
   // Before any route: every route declared from here on is timed under its pattern.
   instrumentRequests(app, metrics);
   // The API speaks JSON only: anything else is 415, not a string that fails validation later.

@@ -241,8 +241,8 @@ export interface RolloutRepository {
   list(serviceId: string, limit: number, beforeGeneration?: number): Promise<RolloutRecord[]>;
   /** Copies a rollout's milestones into its history record (idempotent: each is set once in the status summary first). */
   recordMilestones(rolloutId: string, milestones: Pick<RolloutRecord, 'succeededAt' | 'failure' | 'deadline'>): Promise<void>;
-  /** How the rollout ended (once: the first writer's end stays). */
-  markEnded(rolloutId: string, end: RolloutEnd): Promise<void>;
+  /** How the rollout ended (once: the first writer's end stays); true for that first writer. */
+  markEnded(rolloutId: string, end: RolloutEnd): Promise<boolean>;
 }
 
 /** What a completed request answered: replayed verbatim for the same key and request. */

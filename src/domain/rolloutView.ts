@@ -336,7 +336,8 @@ function lifecycleView (input: RolloutViewInput, status: IImageRolloutStatus | u
     deadlineExceeded: lifecycle.deadline,
     automaticRollback: lifecycle.autoRollback,
     deferredPromotion: lifecycle.deferredPromotion,
-    queuedPromotion: queued && queued.afterRolloutId === plan.rolloutId
+    // A push waits for whichever rollout is current (one it queued behind may have been replaced by another automatic one).
+    queuedPromotion: queued
       ? { releaseId: queued.releaseId, tag: queued.tag, firstObservedAt: queued.firstObservedAt, queuedAt: queued.queuedAt, eventId: queued.eventId }
       : undefined,
   };

@@ -7,10 +7,11 @@ import {
   preconditionRefusal, requestFingerprint, rolloutRefFor, serviceAfterRollout,
   type AutomaticPromotionSkip, type Issuer, type RolloutEnd, type RolloutIntent, type RolloutRecord, type RolloutTrigger,
 } from '../domain/rollouts.js';
-import { lastVerifiedRelease } from '../domain/lifecycle.js';
+import { lastVerifiedRelease, type RolloutLifecycle } from '../domain/lifecycle.js';
 import { errors, type AppError, type ErrorCode } from '../errors.js';
 import type { FaultHook } from '../faults.js';
 import { refusal, success, type Result } from './result.js';
+import type { Telemetry } from './telemetry.js';
 
 /**
  * Promotion and rollback (manual or automatic) as a sequence of single-document writes that
@@ -34,6 +35,14 @@ export interface IssueRolloutDeps {
   now: Clock;
   leaseMs: number;
   fault: FaultHook;
+  /** Delivery metrics: a promotion rolled back or aborted is a failed change. */
+  telemetry?: Pick<Telemetry, 'changeFailure'>;
+}
+
+/** The rollout a new one replaces, as its finishing reads it. */
+interface PreviousRollout {
+  mode: RolloutRecord['mode'];
+  lifecycle?: RolloutLifecycle;
 }
 
 export interface RolloutRequest {
@@ -93,13 +102,28 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
    * Before the plan replaces the previous rollout's status summary: that rollout's milestones go
    * into its history record (normally there already; a crash may have kept them from it).
    */
-  async function keepMilestonesOfPrevious (record: RolloutRecord): Promise<void> {
-    if (!record.previous) return;
+  async function keepMilestonesOfPrevious (record: RolloutRecord): Promise<PreviousRollout | undefined> {
+    if (!record.previous) return undefined;
     const view = await repos.services.findLifecycle(record.serviceId);
-    const lifecycle = view?.plan?.rolloutId === record.previous.rolloutId ? view.state?.summary.lifecycle : undefined;
-    if (!lifecycle) return;
-    const { succeededAt, failure, deadline } = lifecycle;
-    await repos.rollouts.recordMilestones(record.previous.rolloutId, { succeededAt, failure, deadline });
+    if (view?.plan?.rolloutId !== record.previous.rolloutId) return undefined;
+    const lifecycle = view.state?.summary.lifecycle;
+    if (lifecycle) {
+      const { succeededAt, failure, deadline } = lifecycle;
+      await repos.rollouts.recordMilestones(record.previous.rolloutId, { succeededAt, failure, deadline });
+    }
+    return { mode: view.plan.mode, lifecycle };
+  }
+
+  /**
+   * A promotion rolled back or aborted is a failed change (src/domain/deliveryMetrics.ts) — counted
+   * here, once (by the writer of its end), unless its failure before success was counted already.
+   */
+  function countEndedChange (record: RolloutRecord, end: RolloutEnd, previous: PreviousRollout | undefined): void {
+    if (!previous || previous.mode === 'rollback' || end.by === 'superseded') return;
+    const failure = previous.lifecycle?.failure;
+    const succeededAt = previous.lifecycle?.succeededAt;
+    const countedAlready = failure !== undefined && (succeededAt === undefined || failure.at < succeededAt);
+    if (!countedAlready) deps.telemetry?.changeFailure(record.serviceId);
   }
 
   /** How the previous rollout ended: this rollout replaced it. */
@@ -111,7 +135,7 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
 
   /** Steps 3–5 for one recorded rollout. Safe to run twice and in several processes at once. */
   async function finish (record: RolloutRecord): Promise<void> {
-    await keepMilestonesOfPrevious(record);
+    const previous = await keepMilestonesOfPrevious(record);
     const applied = await repos.services.applyRollout(record, deps.now());
     if (applied === 'service-missing') throw new Error(`service '${record.serviceId}' of rollout '${record.rolloutId}' is gone`);
     fault('after-plan-write');
@@ -120,7 +144,10 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
       await repos.releases.recordPromotion(record.releaseId, record.createdAt, count);
     }
     fault('after-release-update');
-    if (record.previous) await repos.rollouts.markEnded(record.previous.rolloutId, endOf(record));
+    if (record.previous) {
+      const end = endOf(record);
+      if (await repos.rollouts.markEnded(record.previous.rolloutId, end)) countEndedChange(record, end, previous);
+    }
     if (record.mode === 'automatic') await repos.services.clearQueuedPromotion(record.serviceId, record.releaseId);
     await repos.rollouts.markApplied(record.rolloutId);
     await forgetReportsBefore(record);

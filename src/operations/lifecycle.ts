@@ -47,6 +47,9 @@ export interface LifecycleDeps {
 /** At most this many open lifecycles are looked at per sweep (the rest wait for the next). */
 const SWEEP_BATCH = 500;
 
+/** A waiting push whose promotion is refused with these is not forgotten: it waits for the next rollout to settle. */
+const STILL_WAITING = new Set<string>(['rollout-generation-conflict', 'current-rollout-mismatch', 'idempotency-key-reused']);
+
 /** How deep one pass follows its own decisions (a deadline decided, then its follow-ups). */
 const MAX_PASSES = 3;
 
@@ -178,6 +181,9 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
       trigger: { kind: 'deferred-promotion', afterRolloutId: plan.rolloutId },
     }));
     if (!result.ok && result.error.code === 'idempotency-request-in-progress') return undefined;
+    // Lost to another rollout (or to an earlier attempt for this rollout, made for an older push): the
+    // push keeps waiting, for whichever rollout is current now to settle. Refused for good: forgotten.
+    if (!result.ok && STILL_WAITING.has(result.error.code)) return `refused: ${result.error.code}; the push keeps waiting`;
     await repos.services.clearQueuedPromotion(view.serviceId, queued.releaseId);
     if (!result.ok) return `refused: ${result.error.code}`;
     if (!result.value.issued) return `skipped: ${result.value.skip}`;

@@ -122,7 +122,11 @@ export function observePushEvent (deps: ObservePushEventDeps) {
       issuer: { subject: `registry-push:${event.actorUserId ?? actor.principal.subject}`, role: 'system', type: 'machine' },
       reason: `automatic promotion: tag '${event.tag}' pushed (event ${event.eventId})`,
     }));
-    return automaticOutcome(result);
+    const outcome = automaticOutcome(result);
+    // Lost the generation to another rollout (a waiting push promoted as the rollout settled): that
+    // rollout is in progress now, so this push waits for it instead of being dropped.
+    if (!(outcome instanceof Error) && outcome.outcome === 'conflict') return (await queueBehindRollout(service, release, event, actor, policy)) ?? outcome;
+    return outcome;
   }
 
   /**

@@ -66,7 +66,8 @@ export class RolloutStore implements RolloutRepository {
     if (Object.keys(set).length > 0) await this.collection.updateOne({ _id: rolloutId }, { $set: set });
   }
 
-  async markEnded (rolloutId: string, end: RolloutEnd): Promise<void> {
-    await this.collection.updateOne({ _id: rolloutId, ended: { $exists: false } }, { $set: { ended: end } });
+  async markEnded (rolloutId: string, end: RolloutEnd): Promise<boolean> {
+    const result = await this.collection.updateOne({ _id: rolloutId, ended: { $exists: false } }, { $set: { ended: end } });
+    return result.modifiedCount === 1;
   }
 }
