@@ -80,7 +80,13 @@ describe('cloudly-release reads', () => {
       expect(yaml.code, yaml.stderr).toBe(0);
       expect(parseYaml(yaml.stdout)).toEqual(json.json());
       const table = await runCli([...command, '-o', 'table']);
-      expect(table.stdout).toBe((await runCli(command)).stdout);
+      const plain = await runCli(command);
+      expect(table.code, table.stderr).toBe(0);
+      expect(plain.code, plain.stderr).toBe(0);
+      // The status text counts the progress deadline down ("in 9m 48s"): two runs a second apart differ there only.
+      const countdown = (out: string): string => out.replace(/unless it progresses \(in [^;]+;/, 'unless it progresses (in …;');
+      expect(countdown(table.stdout)).toBe(countdown(plain.stdout));
+      expect(plain.stdout).toMatch(command[0] === 'list' ? /^RELEASE\s+TAGS\s+DIGEST\s/ : /^service {3}svc_\S+\nrollout {3}ro_/);
     }
     const error = await runCli(['status', '--service', 'svc_missing', '-o', 'yaml']);
     expect(error.code).toBe(1);
@@ -104,10 +110,15 @@ describe('cloudly-release reads', () => {
       `rollout ${rolloutId} (generation 1) pending: observed 0/2, healthy 0/2, verified 0/2`,
       `rollout ${rolloutId} (generation 1) deploying: observed 1/2, healthy 1/2, verified 1/2`,
     ]);
-    // Then the status text, once: the final state is in it exactly one time.
+    // Then the status text, once: its status line is the only line with the final counts (no progress line
+    // "rollout … succeeded" before it); the other line naming success is the rollout's milestone (succeededAt).
     expect(lines[2]).toBe(`service   ${svc.id}`);
-    expect(lines.filter((l) => /succeeded/.test(l)))
-      .toEqual([expect.stringMatching(/^status {4}succeeded: observed 2\/2, healthy 2\/2, verified 2\/2 \(updated /)]);
+    expect(lines.filter((l) => /^service /.test(l))).toHaveLength(1);
+    expect(lines.filter((l) => /succeeded/.test(l))).toEqual([
+      expect.stringMatching(/^status {4}succeeded: observed 2\/2, healthy 2\/2, verified 2\/2 \(updated \S+Z\)$/),
+      expect.stringMatching(/^succeeded \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+    ]);
+    expect(lines.filter((l) => /^rollout ro_\S+ \(generation 1\) /.test(l))).toHaveLength(2);
   });
 
   it('status --watch follows a newer rollout that replaces the watched one; -o json is one document at the end', async () => {
