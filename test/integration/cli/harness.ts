@@ -120,7 +120,9 @@ export type Action =
   /** Forward the request, pass the first chunk of the response, then cut the connection (an SSE stream dropping). */
   | 'cut-after-first-chunk'
   /** Answer 404 itself (a gateway without the route). */
-  | 'not-found';
+  | 'not-found'
+  /** Answer this itself (a gateway in trouble, a login page, a redirect): the server never sees the request. */
+  | { respond: { status: number, contentType?: string, body?: string, headers?: Record<string, string> } };
 
 export interface ProxyOptions {
   /** Reset this many connections at once (RST), before any byte is read. */
@@ -171,9 +173,12 @@ export async function startProxy (target: string | (() => string), opts: ProxyOp
         proxy.requests.push({ ...req, action });
         passed = 0;
       }
-      if (action === 'not-found') {
-        const body = JSON.stringify({ code: 'not-found', detail: 'no such route here' });
-        client.end(`HTTP/1.1 404 Not Found\r\ncontent-type: application/problem+json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+      if (action === 'not-found') action = { respond: { status: 404, body: JSON.stringify({ code: 'not-found', detail: 'no such route here' }) } };
+      if (typeof action === 'object') {
+        const { status, contentType = 'application/problem+json', body = '', headers = {} } = action.respond;
+        const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+        client.end(`HTTP/1.1 ${status} Proxy Says\r\ncontent-type: ${contentType}\r\n${extra}content-length: ${Buffer.byteLength(body)}\r\n` +
+          `connection: close\r\n\r\n${body}`);
         upstream.destroy();
         return;
       }
