@@ -41,7 +41,8 @@ interface AgentState {
   readonly opts: AgentOptions;
   readonly session: string;
   readonly replicas: ReplicaScript[];
-  readonly startedAt: number;
+  /** The origin of the replicas' script: when the agent's first report (nothing scheduled yet) was answered. */
+  startedAt: number;
   readonly signal: AbortSignal;
   sequence: number;
   lastReportAt: number;
@@ -84,6 +85,10 @@ export function startAgent (opts: AgentOptions): Agent {
 }
 
 async function runAgent (state: AgentState): Promise<void> {
+  // First an empty snapshot (nothing scheduled yet); the script's delays count from its answer, so that
+  // a slow first request (a cold server, a busy machine) does not skip the replicas' progression.
+  await report(state, state.replicas.map(() => 'absent'));
+  state.startedAt = Date.now();
   while (!state.signal.aborted && state.superseded === undefined) {
     const phases = state.replicas.map((r) => phaseAt(r, Date.now() - state.startedAt));
     if (phases.join() !== state.lastPhases || Date.now() - state.lastReportAt >= state.opts.intervalMs) await report(state, phases);

@@ -16,6 +16,8 @@ export interface DemoOptions {
   fail: string[];
   silent: string[];
   intervalMs: number;
+  /** The service's rolloutPolicy.stabilityWindowSeconds: how long a replica must run (verified) before it counts. */
+  stabilityWindowSeconds: number;
   lingerMs: number;
   timeoutMs: number;
   follow: boolean;
@@ -37,6 +39,9 @@ evidence until the rollout ends (docs/demo.md). Needs a running server (npm star
   --silent NODE      that node never reports                  -> stays deploying
                      (NODE: a1..a3, b1..b3, or the full name such as demo-shop-b2; repeatable)
   --interval DUR     how often agents re-report without change (default 3s)
+  --stability-window DUR
+                     the service's stability window: a replica counts once it has run
+                     verified this long (whole seconds, default 5s; the server's is 10s)
   --linger DUR       keep reporting this long after the rollout ended (default 10s)
   --timeout DUR      give up waiting for the rollout after this long (default 60s)
   --follow           keep the agents running until Ctrl-C
@@ -49,6 +54,8 @@ exit codes: 0 as predicted, 1 otherwise, 3 usage or configuration, 4 server unre
 const DEMO_NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 const MAX_NAME_LENGTH = 40;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000 };
+/** rolloutPolicy.stabilityWindowSeconds' range (src/contracts/rolloutPolicy.ts). */
+const MAX_STABILITY_WINDOW_S = 24 * 3600;
 
 /** `200ms`, `3s`, `1.5m`, or a bare number of seconds; undefined when unreadable. */
 export function parseDuration (text: string): number | undefined {
@@ -61,6 +68,15 @@ function durationOption (name: string, value: string, minMs: number): number {
   const ms = parseDuration(value);
   if (ms === undefined || ms < minMs) throw usageError(`--${name} must be a duration of at least ${minMs} ms such as 500ms, 3s or 1m, got '${value}'`);
   return ms;
+}
+
+/** Whole seconds from 0 to a day: the policy field is an integer number of seconds. */
+function stabilityWindowOption (value: string): number {
+  const ms = parseDuration(value);
+  if (ms === undefined || ms % 1_000 !== 0 || ms > MAX_STABILITY_WINDOW_S * 1_000) {
+    throw usageError(`--stability-window must be whole seconds from 0 to ${MAX_STABILITY_WINDOW_S} such as 0, 5s or 1m, got '${value}'`);
+  }
+  return ms / 1_000;
 }
 
 function releaseOption (name: string, value: string | undefined): ReleaseLabel | undefined {
@@ -78,6 +94,7 @@ const options = {
   fail: { type: 'string', multiple: true, default: [] as string[] },
   silent: { type: 'string', multiple: true, default: [] as string[] },
   interval: { type: 'string', default: '3s' },
+  'stability-window': { type: 'string', default: '5s' },
   linger: { type: 'string', default: '10s' },
   timeout: { type: 'string', default: '60s' },
   follow: { type: 'boolean', default: false },
@@ -110,6 +127,7 @@ export function parseDemoArgs (argv: string[]): DemoOptions {
     fail: values.fail,
     silent: values.silent,
     intervalMs: durationOption('interval', values.interval, 50),
+    stabilityWindowSeconds: stabilityWindowOption(values['stability-window']),
     lingerMs: durationOption('linger', values.linger, 0),
     timeoutMs: durationOption('timeout', values.timeout, 100),
     follow: values.follow,

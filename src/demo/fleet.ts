@@ -33,6 +33,8 @@ export interface FleetSpec {
   releases: Record<ReleaseLabel, ReleaseSpec>;
   /** The digest a `--mismatch` node runs instead of the planned one. */
   rogueDigest: TSha256Digest;
+  /** The service's stability window (`--stability-window`): short, so that the demo settles in seconds. */
+  stabilityWindowSeconds: number;
 }
 
 const CLUSTER_SUFFIXES = ['a', 'b'];
@@ -41,7 +43,7 @@ const REGISTRY_HOST = 'registry.example.com';
 
 export const digestOf = (seed: string): TSha256Digest => `sha256:${createHash('sha256').update(seed).digest('hex')}`;
 
-export function fleetSpec (name: string): FleetSpec {
+export function fleetSpec (name: string, stabilityWindowSeconds: number): FleetSpec {
   const releaseOf = (label: ReleaseLabel): ReleaseSpec => ({ label, releaseId: `${name}-${label}`, digest: digestOf(`${name}:${label}`) });
   return {
     name,
@@ -54,6 +56,7 @@ export function fleetSpec (name: string): FleetSpec {
     repository: `demo/${name}`,
     releases: { v1: releaseOf('v1'), v2: releaseOf('v2') },
     rogueDigest: digestOf(`${name}:rogue`),
+    stabilityWindowSeconds,
   };
 }
 
@@ -79,6 +82,8 @@ export function serviceDataOf (spec: FleetSpec): TServiceWritableData {
     deploymentIds: [],
     registryTarget: { protocol: 'oci', registryHost: spec.registryHost, repository: spec.repository },
     placement: { clusterIds: spec.clusters.map((c) => c.id), replicasPerNode: spec.replicasPerNode },
+    // The other lifecycle settings keep the server's defaults (progress deadline 600 s, no automatic rollback).
+    rolloutPolicy: { stabilityWindowSeconds: spec.stabilityWindowSeconds },
   };
 }
 

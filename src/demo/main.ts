@@ -62,7 +62,7 @@ async function main (argv: string[], env: NodeJS.ProcessEnv, streams: Streams): 
   const interrupt = interruptSignal();
   try {
     const config = await loadDemoConfig(env);
-    const spec = fleetSpec(options.name);
+    const spec = fleetSpec(options.name, options.stabilityWindowSeconds);
     const switches = resolveSwitches(spec, options);
     const api = createApi(config.baseUrl, config.tokens);
     const summary = await runDemo({ api, spec, out, options, switches, signal: interrupt.signal, ...(config.dataDir ? { dataDir: config.dataDir } : {}) });

@@ -7,8 +7,9 @@ import type { Output } from './output.js';
 /**
  * Following a rollout through `GET /v1/services/:id/rollout`: one line per change of its
  * status or counts, until it is terminal AND every agent has settled (all its replicas in
- * their final phase, reported), so that a status seen while replicas were still starting
- * is never taken for the outcome.
+ * their final phase, reported) AND the server's counts have settled (every running replica
+ * has run for the stability window), so that a status seen while replicas were still
+ * starting, or not yet stable, is never taken for the outcome.
  */
 
 /** What the demo reads of the rollout view (the server's schema is in src/http/rolloutRoutes.ts). */
@@ -20,11 +21,23 @@ export interface BlockingReason {
   detail: string;
 }
 
+/** One replica as the server judged it (the view's `reporters[].replicas[]`). */
+export interface ReplicaView {
+  deploymentStatus: string;
+  verification: string;
+  counted: boolean;
+  /** Running for the stability window: only then it counts as healthy. */
+  runningStable?: boolean;
+  /** Running verified for the stability window: only then it counts as verified. */
+  stable?: boolean;
+}
+
 export interface RolloutView {
   serviceId: string;
   plan?: IImmutableImageDeploymentPlan;
   status?: IImageRolloutStatus;
   blocking: BlockingReason[];
+  reporters?: Array<{ rolloutId?: string, replicas?: ReplicaView[] }>;
 }
 
 export type WatchEnd = 'terminal' | 'timeout' | 'superseded' | 'interrupted';
@@ -65,10 +78,18 @@ export async function readRollout (api: Api, serviceId: string): Promise<Rollout
   return await api.call<RolloutView>({ method: 'GET', path: `/v1/services/${encodeURIComponent(serviceId)}/rollout`, as: { role: 'admin' }, retries: 1 });
 }
 
-/** `rollout ro_… deploying: observed 4/12, healthy 2/12, verified 2/12` (+ failed, reason). */
-export function describeStatus (status: IImageRolloutStatus): string {
+/** Counted running replicas of the rollout that have not run (verified) for the stability window yet: they do not count yet. */
+export function notYetStable (view: RolloutView | undefined, rolloutId: string): number {
+  const replicas = (view?.reporters ?? []).filter((r) => r.rolloutId === undefined || r.rolloutId === rolloutId).flatMap((r) => r.replicas ?? []);
+  const waiting = (r: ReplicaView): boolean => r.runningStable !== true || (r.verification === 'verified' && r.stable !== true);
+  return replicas.filter((r) => r.counted && r.deploymentStatus === 'running' && waiting(r)).length;
+}
+
+/** `rollout ro_… deploying: observed 4/12, healthy 2/12, verified 2/12, not yet stable 2` (+ failed, reason). */
+export function describeStatus (status: IImageRolloutStatus, unstable = 0): string {
   const of = (n: number): string => `${n}/${status.requiredReplicaCount}`;
   const counts = [`observed ${of(status.observedReplicaCount)}`, `healthy ${of(status.healthyReplicaCount)}`, `verified ${of(status.verifiedReplicaCount)}`];
+  if (unstable > 0) counts.push(`not yet stable ${unstable}`);
   if (status.failedReplicaCount > 0) counts.push(`failed ${status.failedReplicaCount}`);
   const reason = status.mismatchReason ? ` (${status.mismatchReason})` : '';
   return `rollout ${status.rolloutId} ${status.status}: ${counts.join(', ')}${reason}`;
@@ -89,10 +110,11 @@ export async function watchRollout (opts: WatchOptions): Promise<WatchResult> {
     const superseded = supersededBy(opts, view);
     if (superseded !== undefined) return { end: 'superseded', view, unreachable, supersededBy: superseded, lastLine };
     const status = view?.status?.rolloutId === opts.plan.rolloutId ? view.status : undefined;
-    const line = status && !unreachable ? describeStatus(status) : '';
+    const unstable = notYetStable(view, opts.plan.rolloutId);
+    const line = status && !unreachable ? describeStatus(status, unstable) : '';
     if (line !== '' && line !== lastLine) opts.out.line(line);
     lastLine = line || lastLine;
-    if (opts.untilTerminal && isTerminal(status?.status) && opts.agents.every((a) => a.settled)) {
+    if (opts.untilTerminal && isTerminal(status?.status) && opts.agents.every((a) => a.settled) && unstable === 0) {
       return { end: 'terminal', view, unreachable, lastLine };
     }
     if (Date.now() >= deadline) return { end: 'timeout', view, unreachable, lastLine };

@@ -23,17 +23,22 @@ export async function registerClusters ({ api, spec, out }: SetupContext): Promi
   }
 }
 
-/** Creates the service, or reuses the one of an earlier run: service names are unique, and the 409 names its id. */
+/**
+ * Creates the service, or reuses the one of an earlier run: service names are unique, and the 409 names its id.
+ * A reused service gets the demo's service data again (PUT), so that this run's `--stability-window` is the one in force.
+ */
 export async function ensureService ({ api, spec, out }: SetupContext): Promise<string> {
+  const window = `stability window ${spec.stabilityWindowSeconds} s`;
   try {
     const { service } = await api.call<{ service: IService }>({ method: 'POST', path: '/v1/services', as: { role: 'admin' }, body: serviceDataOf(spec) });
     const placement = `${spec.clusters.map((c) => c.id).join(', ')}, ${spec.replicasPerNode} replicas per node`;
-    out.line(`service ${spec.name} created: ${service.id} (placement: ${placement})`);
+    out.line(`service ${spec.name} created: ${service.id} (placement: ${placement}; ${window})`);
     return service.id;
   } catch (err) {
     const existing = err instanceof ProblemError && err.code === 'service-already-exists' ? err.problem['serviceId'] : undefined;
     if (typeof existing !== 'string') throw err;
-    out.line(`service ${spec.name} exists: ${existing} (reused)`);
+    await api.call({ method: 'PUT', path: servicePath(existing), as: { role: 'admin' }, body: serviceDataOf(spec) });
+    out.line(`service ${spec.name} exists: ${existing} (reused; ${window})`);
     return existing;
   }
 }

@@ -15,8 +15,11 @@ import { request, startFleet, type Fleet } from '../../support/fleet.js';
  */
 
 const demoEntry = join(import.meta.dirname, '..', '..', '..', 'dist', 'src', 'demo', 'main.js');
-/** Fast enough for a test, slow enough that the progression is real: replicas settle within ~3 intervals. */
-const FAST = ['--interval', '200ms', '--linger', '0', '--json'];
+/**
+ * Fast enough for a test, slow enough that the progression is real: replicas settle within ~3 intervals,
+ * then count once they have run (verified) for the service's 1 s stability window.
+ */
+const FAST = ['--interval', '200ms', '--stability-window', '1s', '--linger', '0', '--json'];
 
 interface DemoRun {
   code: number | null;
@@ -132,15 +135,22 @@ describe('npm run demo', () => {
     ]);
     // Agents report on change and again without change: more than one report per agent.
     for (const r of view.reporters) expect(r.lastSequence).toBeGreaterThan(1);
+    // The demo's stability window is the one in force; replicas were seen running before they counted.
+    expect(view.lifecycle.policy).toMatchObject({ stabilityWindowSeconds: 1 });
+    expect(first.stderr).toMatch(/deploying: observed \d+\/12, healthy \d+\/12, verified \d+\/12, not yet stable \d+/);
+    // A replica still starting (pending evidence: no container to inspect) is "not verified yet", never a mismatch.
+    expect(first.stderr).not.toContain('mismatched');
     expect(first.stderr).toContain(`npx cloudly-release wait --service ${one.serviceId}`);
     expect(first.stderr).toContain(`${url}/console`);
 
-    const second = await runDemo(['--name', 'ok', ...FAST]);
+    // The second run's --stability-window replaces the first's on the reused service.
+    const second = await runDemo(['--name', 'ok', ...FAST, '--stability-window', '0']);
     expect(second.code, second.stderr).toBe(0);
     const two = second.json();
     expect(two).toMatchObject({ serviceId: one.serviceId, status: 'succeeded', generation: 2 });
     expect(two.rolloutId).not.toBe(one.rolloutId);
-    expect(second.stderr).toContain(`service ok exists: ${one.serviceId} (reused)`);
+    expect(second.stderr).toContain(`service ok exists: ${one.serviceId} (reused; stability window 0 s)`);
+    expect((await rolloutOf(one.serviceId)).lifecycle.policy).toMatchObject({ stabilityWindowSeconds: 0 });
     expect((await rolloutOf(one.serviceId)).status).toMatchObject({ rolloutId: two.rolloutId, status: 'succeeded' });
     const releases = await request<any>(url, { path: `/v1/services/${one.serviceId}/image-releases`, token: admin });
     expect(releases.json.releases.map((r: any) => [r.id, r.data.observationCount]).sort()).toEqual([['ok-v1', 2], ['ok-v2', 2]]);
@@ -248,7 +258,7 @@ describe('npm run demo: configuration', () => {
     expect(run.stderr).toContain('npm start');
   });
 
-  it('a token the server does not accept, an unknown node and an unknown option are exit 3', async () => {
+  it('a token the server does not accept, an unknown node, an unknown option and a stability window of part of a second are exit 3', async () => {
     const wrongSecret = await runDemo(['--name', 'cfg'], { AUTH_JWT_SECRET: 'x'.repeat(40) });
     expect(wrongSecret.code).toBe(3);
     expect(wrongSecret.stderr).toContain('refused the demo\'s token');
@@ -258,5 +268,8 @@ describe('npm run demo: configuration', () => {
     const unknownOption = await runDemo(['--bogus']);
     expect(unknownOption.code).toBe(3);
     expect(unknownOption.stderr).toContain('--bogus');
+    const partSecond = await runDemo(['--stability-window', '1.5s']); // the policy field counts whole seconds
+    expect(partSecond.code).toBe(3);
+    expect(partSecond.stderr).toContain("--stability-window must be whole seconds from 0 to 86400 such as 0, 5s or 1m, got '1.5s'");
   });
 });
