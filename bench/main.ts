@@ -14,6 +14,7 @@ import { chartSvg, criteriaList, latencyFigures, markdownTable, ratio, type Char
 import { machineBusyMs, projectDir } from './lib/processes.js';
 import { formatProfile, profilesIn, summarizeProfile } from './lib/profile.js';
 import { RolloutFleets } from './lib/fleet.js';
+import { capMeasuredBlocks } from './lib/load.js';
 import {
   openLoopTable, readPathFigures, reportersFigures, reportersTable, reportSizeFigures, reportSizeTable, rolloutCriteria, roundTripsTable,
 } from './lib/rolloutOutput.js';
@@ -62,6 +63,7 @@ const plan = quick
       openLoop: { rounds: 1, durationMs: () => 3_000, warmMs: 500 },
       reportSize: { rounds: 1, perBlock: (n: number) => (n <= 10 ? 15 : n <= 100 ? 8 : 3), warmMs: 500, bytesReports: 5 },
       readPath: { connections: 50, perBlock: 50, rounds: 1, warmMs: 500 },
+      blockCapMs: 2_500,
     }
   : {
       rounds: 5,
@@ -78,6 +80,8 @@ const plan = quick
       openLoop: { rounds: 2, durationMs: (r: number) => (r === 1 ? 2_000 : r === 10 ? 8_000 : 4_000), warmMs: 1_500 },
       reportSize: { rounds: 3, perBlock: (n: number) => (n <= 10 ? 60 : n <= 100 ? 30 : n <= 500 ? 6 : 4), warmMs: 1_500, bytesReports: 20 },
       readPath: { connections: 50, perBlock: 35, rounds: 3, warmMs: 1_500 },
+      // A measured block stops starting operations after this long even if its count is not reached (a loaded machine).
+      blockCapMs: 5_000,
     };
 /** The one-rollout parts: reporters per rollout (4 nodes × 2 replicas each), report sizes (nodes of one reporter). */
 const REPORTERS = [1, 10, 50, 150];
@@ -89,6 +93,7 @@ const HEADLINE_REPORTERS = 100;
 const shapeFor = (reporters: number): FleetShape => ({ reporters, nodesPerReporter: 10, replicasPerNode: 2, reportersPerService: 10 });
 const SCALING = [1, 10, 100, 1000].filter((r) => only.has('scaling') || (r === HEADLINE_REPORTERS && only.has('ingestion')));
 
+capMeasuredBlocks(plan.blockCapMs);
 const ctx: BenchContext = await createContext({ quick, log, ...(profiling ? { profileDir } : {}) });
 // Other processes on the machine (CPU the machine spent that none of the bench's processes did).
 const ours = (): number => [ctx.probes.server, ctx.probes.fastify, ctx.probes.db, ctx.probes.self].reduce((sum, p) => sum + (p ? p.read() : 0), 0);
