@@ -86,7 +86,9 @@ export function reportsFor (plan: IImmutableImageDeploymentPlan, serviceId: stri
 
 /** The part of test/support/fixtures.ts `Caller` a report needs. */
 interface ReportCaller {
-  inject(opts: { method: string, url: string, headers?: Record<string, string>, payload?: unknown }): Promise<{ statusCode: number, body: string, json(): any }>;
+  inject(
+    opts: { method: string, url: string, headers?: Record<string, string>, payload?: unknown },
+  ): Promise<{ statusCode: number, body: string, json(): any }>;
 }
 
 /**

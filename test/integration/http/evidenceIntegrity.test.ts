@@ -10,7 +10,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImageRolloutStatus, IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
 import { canonical, expectedDeployments, storedDeploymentsOf, withoutReporter, type StoredDeployment } from '../../support/deployments.js';
-import { bearer, createFixtureService, httpCaller, promote, pushRelease, registerCluster, type Caller, type CallerResponse, type FixtureService } from '../../support/fixtures.js';
+import {
+  bearer, createFixtureService, httpCaller, promote, pushRelease, registerCluster, type Caller, type CallerResponse, type FixtureService,
+} from '../../support/fixtures.js';
 import { startFleet, type Fleet } from '../../support/fleet.js';
 import { fullReplicas, reportBody, verifiedReplica } from '../../support/reports.js';
 
@@ -18,7 +20,11 @@ import { fullReplicas, reportBody, verifiedReplica } from '../../support/reports
 const ROUNDS = Number(process.env['EVIDENCE_ROUNDS'] ?? 20);
 
 interface BlockingEntry { kind: string, reason: string, nodeName?: string, deploymentId?: string, reporterId?: string }
-interface RolloutViewReply { status?: IImageRolloutStatus, reporters: Array<{ reporterId: string, reporterSessionId: string, lastSequence: number }>, blocking: BlockingEntry[] }
+interface RolloutViewReply {
+  status?: IImageRolloutStatus,
+  reporters: Array<{ reporterId: string, reporterSessionId: string, lastSequence: number }>,
+  blocking: BlockingEntry[],
+}
 
 describe('report evidence and stored deployments keep their promises', () => {
   let fleet: Fleet;
@@ -116,14 +122,16 @@ describe('report evidence and stored deployments keep their promises', () => {
   });
 
   describe('a refused report changes nothing and two reports in flight never interleave (2 processes)', () => {
-    it(`two reporters of one cluster report the same nodes at once: the stored deployments are exactly the accepted report's, its reporter is the status's (${ROUNDS} rounds)`, async () => {
+    it('two reporters of one cluster report the same nodes at once: the stored deployments are exactly the accepted report\'s, ' +
+      `its reporter is the status's (${ROUNDS} rounds)`, async () => {
       const bad: string[] = [];
       for (let round = 0; round < ROUNDS; round++) {
         const { svc, plan } = await promoted(['cP'], 2);
         const nodes = ['p1', 'p2'];
         const reports = (['P', 'Q'] as const).map((name) => {
           const deployments = fullReplicas(plan, svc.id, nodes).map((d) => ({ ...d, id: `${name}-${round}-${String(d['id'])}` }));
-          return { name, reporterId: `cP/coreflow-${name.toLowerCase()}`, deployments, body: reportBody(plan, svc.id, { session: `s-${name}-${round}`, sequence: 1, nodeNames: nodes, deployments }) };
+          const body = reportBody(plan, svc.id, { session: `s-${name}-${round}`, sequence: 1, nodeNames: nodes, deployments });
+          return { name, reporterId: `cP/coreflow-${name.toLowerCase()}`, deployments, body };
         });
         // P through one process, Q through the other, at the same moment (alternating which is which).
         const answers = await Promise.all(reports.map((r, i) => send(callers[(i + round) % 2]!, r.name, r.body)));
@@ -160,41 +168,55 @@ describe('report evidence and stored deployments keep their promises', () => {
         const next = snapshotOf(10 * round + 2);
         const [answerK, answerNext] = await Promise.all([send(callers[round % 2]!, 'P', k.body), send(callers[(round + 1) % 2]!, 'P', next.body)]);
         if (answerNext!.statusCode !== 200 || answerNext!.json().outcome !== 'applied' || ![200, 409].includes(answerK!.statusCode)) {
-          bad.push(`round ${round}: answers k ${answerK!.statusCode} ${answerK!.body.slice(0, 120)} / k+1 ${answerNext!.statusCode} ${answerNext!.body.slice(0, 120)}`);
+          bad.push(`round ${round}: answers k ${answerK!.statusCode} ${answerK!.body.slice(0, 120)} ` +
+            `/ k+1 ${answerNext!.statusCode} ${answerNext!.body.slice(0, 120)}`);
           continue;
         }
         const stored = withoutReporter(await storedDeployments(svc.id));
         const status = await serviceStatus(svc.id);
         const expected = expectedDeployments('cP', next.deployments);
         if (canonical(stored) !== canonical(expected) || status?.reporters[0]?.reportSequence !== next.sequence) {
-          bad.push(`round ${round}: k answered ${answerK!.statusCode}, status at sequence ${status?.reporters[0]?.reportSequence ?? '-'}, stored deployments ${describeIds(stored)}`);
+          bad.push(`round ${round}: k answered ${answerK!.statusCode}, status at sequence ${status?.reporters[0]?.reportSequence ?? '-'}, ` +
+            `stored deployments ${describeIds(stored)}`);
         }
       }
       expect(bad, `${bad.length} of ${ROUNDS} rounds broke the promise`).toEqual([]);
     }, 180_000);
   });
 
-  it('a session\'s sequence never goes backwards, even after another session of the same reporter reported: the lower sequence is refused and changes nothing', async () => {
+  it('a session\'s sequence never goes backwards, even after another session of the same reporter reported: ' +
+    'the lower sequence is refused and changes nothing', async () => {
     const { svc, plan } = await promoted(['cM'], 2);
     const T = Date.now();
-    const first = await send(api, 'M', reportBody(plan, svc.id, { session: 'sA1', sequence: 5, nodeNames: ['m1'], reportedAt: T, deployments: fullReplicas(plan, svc.id, ['m1']) }));
+    const first = await send(api, 'M', reportBody(plan, svc.id, {
+      session: 'sA1', sequence: 5, nodeNames: ['m1'], reportedAt: T, deployments: fullReplicas(plan, svc.id, ['m1']),
+    }));
     expect(first.statusCode, first.body).toBe(200);
     const second = await send(api, 'M', reportBody(plan, svc.id, {
       session: 'sA2', sequence: 3, nodeNames: ['m1'], reportedAt: T + 1_000, deployments: [verifiedReplica(plan, svc.id, 'm1', 0)],
     }));
     expect(second.statusCode, second.body).toBe(200);
-    const before = JSON.stringify({ status: await serviceStatus(svc.id), reporters: (await rolloutView(svc.id)).reporters, deployments: await storedDeployments(svc.id) });
+    const before = JSON.stringify({
+      status: await serviceStatus(svc.id), reporters: (await rolloutView(svc.id)).reporters, deployments: await storedDeployments(svc.id),
+    });
 
     // sA1 already reached sequence 5: its sequence 4 is older than what it said before.
     const backwards = await send(api, 'M', reportBody(plan, svc.id, {
-      session: 'sA1', sequence: 4, nodeNames: ['m1'], reportedAt: T + 1_500, deployments: [verifiedReplica(plan, svc.id, 'm1', 7, { status: 'starting', evidence: null })],
+      session: 'sA1',
+      sequence: 4,
+      nodeNames: ['m1'],
+      reportedAt: T + 1_500,
+      deployments: [verifiedReplica(plan, svc.id, 'm1', 7, { status: 'starting', evidence: null })],
     }));
     expect({ status: backwards.statusCode, code: backwards.json().code }, backwards.body).toEqual({ status: 409, code: 'stale-rollout-report' });
-    const after = JSON.stringify({ status: await serviceStatus(svc.id), reporters: (await rolloutView(svc.id)).reporters, deployments: await storedDeployments(svc.id) });
+    const after = JSON.stringify({
+      status: await serviceStatus(svc.id), reporters: (await rolloutView(svc.id)).reporters, deployments: await storedDeployments(svc.id),
+    });
     expect(after).toBe(before);
   });
 
-  it('a running task of the current rollout whose evidence does not verify keeps the rollout from succeeding, even when another task on its node verifies', async () => {
+  it('a running task of the current rollout whose evidence does not verify keeps the rollout from succeeding, ' +
+    'even when another task on its node verifies', async () => {
     const { svc, plan } = await promoted(['cM'], 1);
     const other = `sha256:${'e'.repeat(64)}`;
     const deployments = [
@@ -232,7 +254,8 @@ describe('report evidence and stored deployments keep their promises', () => {
     };
 
     for (const [status, source] of [['starting', 'task-spec'], ['scheduled', undefined]] as const) {
-      it(`a '${status}' replica with pending evidence (evidenceSource ${source ?? 'absent'}) keeps the rollout deploying, and it succeeds once later reports verify`, async () => {
+      it(`a '${status}' replica with pending evidence (evidenceSource ${source ?? 'absent'}) keeps the rollout deploying, ` +
+        'and it succeeds once later reports verify', async () => {
         const { svc, plan } = await promoted(['cM'], 2);
         const early = [verifiedReplica(plan, svc.id, 'm1', 0), pendingReplica(plan, svc.id, 1, status, pendingEvidence(plan, source))];
         const first = await send(api, 'M', reportBody(plan, svc.id, { session: 's-m', sequence: 1, nodeNames: ['m1'], deployments: early }));
@@ -240,7 +263,9 @@ describe('report evidence and stored deployments keep their promises', () => {
         const during = await serviceStatus(svc.id);
         expect({ status: during?.status, mismatchReason: during?.mismatchReason }).toEqual({ status: 'deploying', mismatchReason: undefined });
 
-        const later = await send(api, 'M', reportBody(plan, svc.id, { session: 's-m', sequence: 2, nodeNames: ['m1'], deployments: fullReplicas(plan, svc.id, ['m1']) }));
+        const later = await send(api, 'M', reportBody(plan, svc.id, {
+          session: 's-m', sequence: 2, nodeNames: ['m1'], deployments: fullReplicas(plan, svc.id, ['m1']),
+        }));
         expect(later.statusCode, later.body).toBe(200);
         expect((await serviceStatus(svc.id))?.status).toBe('succeeded');
       });
@@ -252,7 +277,8 @@ describe('report evidence and stored deployments keep their promises', () => {
       const res = await send(api, 'M', reportBody(plan, svc.id, { session: 's-m', sequence: 1, nodeNames: ['m1'], deployments }));
       expect(res.statusCode, res.body).toBe(200);
       const status = await serviceStatus(svc.id);
-      expect({ status: status?.status, mismatchReason: status?.mismatchReason }).toEqual({ status: 'mismatched', mismatchReason: 'container-inspection-unavailable' });
+      expect({ status: status?.status, mismatchReason: status?.mismatchReason })
+        .toEqual({ status: 'mismatched', mismatchReason: 'container-inspection-unavailable' });
     });
   });
 });

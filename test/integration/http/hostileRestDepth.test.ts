@@ -173,7 +173,14 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     resources: { memorySizeMB: 256, cpus: 0.5 },
     domains: [{ name: 'shop.example.com' }],
     deploymentIds: ['d-1'],
-    registryTarget: { protocol: 'oci', registryHost, repository: s.svc.repository, tag: 'latest', imageUrl: `${registryHost}/${s.svc.repository}:latest`, imageId: 'img-1' },
+    registryTarget: {
+      protocol: 'oci',
+      registryHost,
+      repository: s.svc.repository,
+      tag: 'latest',
+      imageUrl: `${registryHost}/${s.svc.repository}:latest`,
+      imageId: 'img-1',
+    },
     deployOnPush: false,
     placement: { clusterIds: ['c1'], replicasPerNode: 1 },
   });
@@ -188,14 +195,26 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
   const restBases: Record<string, RestBase> = {
     'POST /v1/services': { url: () => '/v1/services', token: () => admin, body: () => serviceBody(`svc-${randomBytes(4).toString('hex')}`), ok: 201 },
     'PUT /v1/services/{serviceId}': { url: () => `/v1/services/${s.svc.id}`, token: () => admin, body: () => serviceBody(s.name), ok: 200 },
-    'PUT /v1/clusters/{clusterId}': { url: () => '/v1/clusters/c1', token: () => admin, body: () => ({ name: 'cluster one', nodeNames: ['n1', 'n2'] }), ok: 200 },
-    'POST /v1/registry/push-events': { url: () => '/v1/registry/push-events', token: () => api, body: () => ({ ...pushEvent(s.svc, { tag: 'hostile' }), actorUserId: 'ci' }), ok: 201 },
+    'PUT /v1/clusters/{clusterId}': {
+      url: () => '/v1/clusters/c1',
+      token: () => admin,
+      body: () => ({ name: 'cluster one', nodeNames: ['n1', 'n2'] }),
+      ok: 200,
+    },
+    'POST /v1/registry/push-events': {
+      url: () => '/v1/registry/push-events',
+      token: () => api,
+      body: () => ({ ...pushEvent(s.svc, { tag: 'hostile' }), actorUserId: 'ci' }),
+      ok: 201,
+    },
     'POST /v1/deployment-snapshots': { url: () => '/v1/deployment-snapshots', token: () => cluster, body: report, ok: 200 },
     'POST /v1/services/{serviceId}/image-releases/{releaseId}/promote': {
       url: () => `/v1/services/${s.svc.id}/image-releases/${other()}/promote`,
       token: () => api,
       headers: () => ({ 'idempotency-key': key() }),
-      body: () => ({ expectedRolloutGeneration: s.plan.rolloutGeneration, expectedCurrentRolloutId: s.plan.rolloutId, enableImmutableImage: true, reason: 'hostile' }),
+      body: () => ({
+        expectedRolloutGeneration: s.plan.rolloutGeneration, expectedCurrentRolloutId: s.plan.rolloutId, enableImmutableImage: true, reason: 'hostile',
+      }),
       ok: 200,
     },
     'POST /v1/services/{serviceId}/image-releases/{releaseId}/rollback': {
@@ -224,11 +243,24 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     reportDeploymentSnapshots: { token: () => cluster, payload: report },
     promoteServiceImageRelease: {
       token: () => api,
-      payload: () => ({ serviceId: s.svc.id, releaseId: other(), idempotencyKey: key(), expectedRolloutGeneration: s.plan.rolloutGeneration, expectedCurrentRolloutId: s.plan.rolloutId, enableImmutableImage: true }),
+      payload: () => ({
+        serviceId: s.svc.id,
+        releaseId: other(),
+        idempotencyKey: key(),
+        expectedRolloutGeneration: s.plan.rolloutGeneration,
+        expectedCurrentRolloutId: s.plan.rolloutId,
+        enableImmutableImage: true,
+      }),
     },
     rollbackServiceImageRelease: {
       token: () => api,
-      payload: () => ({ serviceId: s.svc.id, releaseId: other(), idempotencyKey: key(), expectedCurrentRolloutId: s.plan.rolloutId, expectedRolloutGeneration: s.plan.rolloutGeneration }),
+      payload: () => ({
+        serviceId: s.svc.id,
+        releaseId: other(),
+        idempotencyKey: key(),
+        expectedCurrentRolloutId: s.plan.rolloutId,
+        expectedRolloutGeneration: s.plan.rolloutGeneration,
+      }),
     },
     getServiceById: { token: () => admin, payload: () => ({ serviceId: s.svc.id }) },
     getServiceImageReleases: { token: () => admin, payload: () => ({ serviceId: s.svc.id }) },
@@ -239,12 +271,16 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     listServices: { token: () => admin, payload: () => ({ limit: 10 }) },
     abortServiceRollout: {
       token: () => api,
-      payload: () => ({ serviceId: s.svc.id, idempotencyKey: key(), expectedCurrentRolloutId: s.plan.rolloutId, expectedRolloutGeneration: s.plan.rolloutGeneration }),
+      payload: () => ({
+        serviceId: s.svc.id, idempotencyKey: key(), expectedCurrentRolloutId: s.plan.rolloutId, expectedRolloutGeneration: s.plan.rolloutGeneration,
+      }),
     },
   };
 
   /** The request schema of every TypedRequest method (identity included), from the contracts. */
-  const typedContracts: Record<string, { request: TSchema }> = { ...typedRequestContracts, ...releaseTypedRequestContracts, ...clusterContracts, ...serviceTypedRequestContracts };
+  const typedContracts: Record<string, { request: TSchema }> = {
+    ...typedRequestContracts, ...releaseTypedRequestContracts, ...clusterContracts, ...serviceTypedRequestContracts,
+  };
   const typedEnvelope = (method: string): TSchema => {
     const contract = typedContracts[method];
     if (!contract) throw new Error(`no contract for ${method}`);
@@ -300,12 +336,18 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     const base = restBases[routeKey];
     if (!base) throw new Error(`no base body for ${routeKey}`);
     const method = routeKey.split(' ')[0] as 'POST' | 'PUT';
-    return t.app.inject({ method, url: base.url(), headers: { ...bearer(base.token()), ...base.headers?.(), 'content-type': 'application/json' }, payload: text });
+    return t.app.inject({
+      method,
+      url: base.url(),
+      headers: { ...bearer(base.token()), ...base.headers?.(), 'content-type': 'application/json' },
+      payload: text,
+    });
   };
   const typedSend = (text: string): Promise<LightMyRequestResponse> =>
     t.app.inject({ method: 'POST', url: '/typedrequest', headers: { 'content-type': 'application/json' }, payload: text });
 
-  const brief = (res: LightMyRequestResponse): string => `${res.statusCode} ${String(res.headers['content-type'])} ${res.body.length} bytes: ${res.body.slice(0, 300)}`;
+  const brief = (res: LightMyRequestResponse): string =>
+    `${res.statusCode} ${String(res.headers['content-type'])} ${res.body.length} bytes: ${res.body.slice(0, 300)}`;
 
   /** Why a REST answer breaks "4xx problem+json with a code, a few KB at most"; undefined when it does not. */
   const restVerdict = (res: LightMyRequestResponse): string | undefined => {
@@ -490,7 +532,8 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
   // Last: writes. Proves every refusal above is due to the hostile value, not to a base body refused anyway.
   it('the base bodies unmodified are accepted (REST and TypedRequest)', async () => {
     // The report verifies the current release; after the promotion, the abort returns to it.
-    const order = ['POST /v1/deployment-snapshots', 'POST /v1/services', 'PUT /v1/services/{serviceId}', 'PUT /v1/clusters/{clusterId}', 'POST /v1/registry/push-events',
+    const order = ['POST /v1/deployment-snapshots', 'POST /v1/services', 'PUT /v1/services/{serviceId}', 'PUT /v1/clusters/{clusterId}',
+      'POST /v1/registry/push-events',
       'POST /v1/services/{serviceId}/image-releases/{releaseId}/promote', 'POST /v1/services/{serviceId}/rollout/abort',
       'POST /v1/services/{serviceId}/image-releases/{releaseId}/rollback'];
     expect([...order].sort()).toEqual(Object.keys(restBases).sort());
@@ -502,7 +545,8 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     for (const method of Object.keys(typedBases)) {
       const res = await typedSend(JSON.stringify(typedBody(method)));
       const reply = res.json() as { response?: unknown, error?: unknown };
-      expect({ error: reply.error, hasResponse: reply.response !== undefined && reply.response !== null }, `${method}: ${brief(res)}`).toEqual({ error: undefined, hasResponse: true });
+      expect({ error: reply.error, hasResponse: reply.response !== undefined && reply.response !== null }, `${method}: ${brief(res)}`)
+        .toEqual({ error: undefined, hasResponse: true });
       await refresh();
     }
   });

@@ -205,7 +205,8 @@ describe('GET /metrics', () => {
     // Request durations: labelled with the route pattern, never a raw URL or an id.
     const http = m.family('http_request_duration_seconds', 'histogram');
     // Ids never appear — but for the service label of the delivery series (services are admin-made, their number the operator's).
-    const delivery = /^cloudly_release_(deployments_total|change_failures_total|lead_time_seconds_(bucket|sum|count)|time_to_restore_seconds_(bucket|sum|count))\{/;
+    const delivery = new RegExp('^cloudly_release_(deployments_total|change_failures_total|' +
+      'lead_time_seconds_(bucket|sum|count)|time_to_restore_seconds_(bucket|sum|count))\\{');
     const withIds = m.text.split('\n').filter((line) => line.includes(svc.id) || line.includes(ro1));
     for (const line of withIds) expect(delivery.test(line) && line.includes(`service="${svc.id}"`) && !line.includes(ro1), line).toBe(true);
     const series = http.data as PromHistogramData[];

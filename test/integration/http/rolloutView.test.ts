@@ -345,7 +345,15 @@ describe('blockingReasons (pure)', () => {
     reporters: [reporter(nodeNames)],
   });
   const replica = (nodeName: string, deploymentId: string, extra: Partial<ReplicaDetail> = {}): ReplicaDetail => ({
-    nodeName, deploymentId, deploymentStatus: 'running', health: 'healthy', verification: 'verified', counted: true, runningStable: true, stable: true, ...extra,
+    nodeName,
+    deploymentId,
+    deploymentStatus: 'running',
+    health: 'healthy',
+    verification: 'verified',
+    counted: true,
+    runningStable: true,
+    stable: true,
+    ...extra,
   });
   const evidence = (replicas: ReplicaDetail[], rolloutId = 'ro_1'): ReporterEvidence[] =>
     [{ reporterId: 'c1/r', rolloutId, receivedAt: 1, replicas }];

@@ -44,7 +44,12 @@ describe('the real TypedRequest client never hands a caller another request\'s a
 
     await server.kill('SIGKILL');
     const promotion = new TypedRequest<IRequest_Any_Cloudly_PromoteServiceImageRelease>(endpoint, 'promoteServiceImageRelease').fire({
-      identity: identity(admin), serviceId: svc.id, releaseId, idempotencyKey: `ci-${randomBytes(6).toString('hex')}`, expectedRolloutGeneration: 0, enableImmutableImage: true,
+      identity: identity(admin),
+      serviceId: svc.id,
+      releaseId,
+      idempotencyKey: `ci-${randomBytes(6).toString('hex')}`,
+      expectedRolloutGeneration: 0,
+      enableImmutableImage: true,
     });
     const outcome = await promotion.then((value) => ({ resolvedWith: value }), (err: unknown) => ({ rejectedWith: err }));
     expect('rejectedWith' in outcome ? 'rejected' : outcome).toBe('rejected');
@@ -76,7 +81,9 @@ describe('every API answer carries Cache-Control: no-store (REST and /typedreque
     const value = String(res.headers['cache-control'] ?? '');
     if (!/(^|,)\s*no-store\s*(,|$)/i.test(value)) missing.push(`${what} → ${res.statusCode} (cache-control: ${value === '' ? 'absent' : value})`);
   };
-  const call = async (what: string, method: 'GET' | 'POST' | 'PUT', url: string, token?: string, payload?: object, headers: Record<string, string> = {}): Promise<CallerResponse> => {
+  const call = async (
+    what: string, method: 'GET' | 'POST' | 'PUT', url: string, token?: string, payload?: object, headers: Record<string, string> = {},
+  ): Promise<CallerResponse> => {
     const res = await caller.inject({ method, url, headers: { ...(token ? bearer(token) : {}), ...headers }, ...(payload ? { payload } : {}) });
     check(what, res);
     return res;
@@ -95,7 +102,16 @@ describe('every API answer carries Cache-Control: no-store (REST and /typedreque
     expect((await call('PUT cluster', 'PUT', '/v1/clusters/c1', admin, { nodeNames: ['n1'] })).statusCode).toBe(200);
     const svc = await createFixtureService(caller, admin, { clusterIds: ['c1'], replicasPerNode: 1 });
     const created = await call('POST service', 'POST', '/v1/services', admin, {
-      name: `svc-${randomBytes(4).toString('hex')}`, description: '', imageId: 'img-1', imageVersion: '1', environment: {}, scaleFactor: 1, balancingStrategy: 'round-robin', ports: { web: 80 }, domains: [], deploymentIds: [],
+      name: `svc-${randomBytes(4).toString('hex')}`,
+      description: '',
+      imageId: 'img-1',
+      imageVersion: '1',
+      environment: {},
+      scaleFactor: 1,
+      balancingStrategy: 'round-robin',
+      ports: { web: 80 },
+      domains: [],
+      deploymentIds: [],
     });
     expect(created.statusCode).toBe(201);
     const read = await call('GET service', 'GET', `/v1/services/${svc.id}`, admin);
@@ -103,8 +119,10 @@ describe('every API answer carries Cache-Control: no-store (REST and /typedreque
     const events = [pushEvent(svc, { tag: 'a' }), pushEvent(svc, { tag: 'b' })];
     for (const event of events) expect((await call('POST push event', 'POST', '/v1/registry/push-events', admin, event)).statusCode).toBe(201);
     const [a, b] = events.map((e) => String(e['releaseId'])) as [string, string];
-    const promote = (releaseId: string, generation: number, current?: string) => call('POST promote', 'POST', `/v1/services/${svc.id}/image-releases/${releaseId}/promote`, admin,
-      { expectedRolloutGeneration: generation, ...(current ? { expectedCurrentRolloutId: current } : {}), enableImmutableImage: true }, { 'idempotency-key': randomBytes(8).toString('hex') });
+    const promote = (releaseId: string, generation: number, current?: string) =>
+      call('POST promote', 'POST', `/v1/services/${svc.id}/image-releases/${releaseId}/promote`, admin,
+        { expectedRolloutGeneration: generation, ...(current ? { expectedCurrentRolloutId: current } : {}), enableImmutableImage: true },
+        { 'idempotency-key': randomBytes(8).toString('hex') });
     const first = await promote(a, 0);
     expect(first.statusCode).toBe(200);
     const plan1 = first.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
@@ -119,18 +137,24 @@ describe('every API answer carries Cache-Control: no-store (REST and /typedreque
     // The replay of an idempotent write is an answer too.
     const replayKey = randomBytes(8).toString('hex');
     for (const attempt of ['first', 'replay']) {
-      await call(`POST promote (${attempt})`, 'POST', `/v1/services/${svc.id}/image-releases/${b}/promote`, admin, { expectedRolloutGeneration: 3, enableImmutableImage: true }, { 'idempotency-key': replayKey });
+      await call(`POST promote (${attempt})`, 'POST', `/v1/services/${svc.id}/image-releases/${b}/promote`, admin,
+        { expectedRolloutGeneration: 3, enableImmutableImage: true }, { 'idempotency-key': replayKey });
     }
 
     // Every route of the OpenAPI document: without a token, and with an admin token (an empty body where one is expected).
     const doc = (await caller.inject({ method: 'GET', url: '/docs/json' })).json() as { paths: Record<string, Record<string, { requestBody?: unknown }>> };
     const params: Record<string, string> = { serviceId: svc.id, releaseId: a, clusterId: 'c1', tag: 'a' };
-    const routes = Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ method: method.toUpperCase(), path, hasBody: op.requestBody !== undefined })));
+    const routes = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops).map(([method, op]) => ({ method: method.toUpperCase(), path, hasBody: op.requestBody !== undefined })));
     expect(routes.length).toBeGreaterThan(10);
     for (const route of routes) {
       const url = route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(params[name] ?? 'x'));
       for (const [who, token] of [['no token', undefined], ['admin', admin]] as const) {
-        const headers: Record<string, string> = { ...(token ? bearer(token) : {}), ...(route.hasBody ? { 'content-type': 'application/json' } : {}), 'idempotency-key': randomBytes(8).toString('hex') };
+        const headers: Record<string, string> = {
+          ...(token ? bearer(token) : {}),
+          ...(route.hasBody ? { 'content-type': 'application/json' } : {}),
+          'idempotency-key': randomBytes(8).toString('hex'),
+        };
         await raw(`${route.method} ${route.path} (${who})`, url, { method: route.method, headers, ...(route.hasBody ? { body: '{}' } : {}) });
       }
     }
@@ -149,7 +173,9 @@ describe('every API answer carries Cache-Control: no-store (REST and /typedreque
     await raw('malformed %-escape', '/v1/services/%E0%A4%A', { headers: bearer(admin) });
     await raw('invalid JSON', '/v1/services', { method: 'POST', headers: { ...bearer(admin), 'content-type': 'application/json' }, body: '{"name":' });
     await raw('unsupported media type', '/v1/services', { method: 'POST', headers: { ...bearer(admin), 'content-type': 'text/plain' }, body: 'x' });
-    await raw('body too large', '/v1/services', { method: 'POST', headers: { ...bearer(admin), 'content-type': 'application/json' }, body: JSON.stringify({ x: 'y'.repeat(t.config.BODY_LIMIT_BYTES) }) });
+    await raw('body too large', '/v1/services', {
+      method: 'POST', headers: { ...bearer(admin), 'content-type': 'application/json' }, body: JSON.stringify({ x: 'y'.repeat(t.config.BODY_LIMIT_BYTES) }),
+    });
     await raw('unknown service (REST)', '/v1/services/svc_missing', { headers: bearer(admin) });
     await raw('bad token (REST)', `/v1/services/${svc.id}`, { headers: bearer('not.a.jwt') });
 

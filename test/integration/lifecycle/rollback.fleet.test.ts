@@ -120,7 +120,9 @@ describe('abort and automatic rollback across 3 server processes', () => {
       automationHold: 'set',
       trigger: { kind: 'automatic-rollback', cause: 'failed', ofRolloutId: second.rolloutId },
     });
-    expect(history[1]).toMatchObject({ outcome: 'failed', failureReason: 'replica-failed', endedBy: { kind: 'rolled-back', rolloutId: history[0]!.rolloutId } });
+    expect(history[1]).toMatchObject({
+      outcome: 'failed', failureReason: 'replica-failed', endedBy: { kind: 'rolled-back', rolloutId: history[0]!.rolloutId },
+    });
     const service = (await caller(0).inject({ method: 'GET', url: `/v1/services/${svc.id}`, headers: bearer(admin) })).json();
     expect(service.automationHold).toMatchObject({ rolloutId: history[0]!.rolloutId });
     const after = await scrapeAll();
@@ -130,7 +132,9 @@ describe('abort and automatic rollback across 3 server processes', () => {
 
     // The rollback fails too: no automatic rollback of a rollback.
     const rollbackPlan = await current(svc.id);
-    await Promise.all(clusters.slice(0, 5).map(async (c, k) => { expect((await clusterReport(c, rollbackPlan, svc.id, 1, 'failed', k)).statusCode).toBe(200); }));
+    await Promise.all(clusters.slice(0, 5).map(async (c, k) => {
+      expect((await clusterReport(c, rollbackPlan, svc.id, 1, 'failed', k)).statusCode).toBe(200);
+    }));
     await eventually('the rollback failed', async () => (await caller(1).inject({
       method: 'GET', url: `/v1/services/${svc.id}/rollout`, headers: bearer(admin),
     })).json().lifecycle?.failure !== undefined);
@@ -152,7 +156,9 @@ describe('abort and automatic rollback across 3 server processes', () => {
       // A fresh promotion (an explicit one also lifts the hold a previous round's rollback set), not yet reported on.
       const start = await current(svc.id);
       const next = await pushRelease(caller(round), api, svc, { tag: `r${round}` });
-      const promoted = await promote(caller(round + 1), api, svc.id, next.releaseId, { generation: start.rolloutGeneration, currentRolloutId: start.rolloutId });
+      const promoted = await promote(caller(round + 1), api, svc.id, next.releaseId, {
+        generation: start.rolloutGeneration, currentRolloutId: start.rolloutId,
+      });
       expect(promoted.statusCode, promoted.body).toBe(200);
       const plan = promoted.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
       const other = await pushRelease(caller(round + 2), api, svc, { tag: `s${round}` });

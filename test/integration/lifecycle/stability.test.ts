@@ -34,7 +34,9 @@ describe('stability window', () => {
       method: 'POST',
       url: '/v1/services',
       headers: bearer(admin),
-      payload: serviceData({ registryTarget: { protocol: 'oci', registryHost, repository }, placement: { clusterIds: ['c1'], replicasPerNode: 1 }, rolloutPolicy }),
+      payload: serviceData({
+        registryTarget: { protocol: 'oci', registryHost, repository }, placement: { clusterIds: ['c1'], replicasPerNode: 1 }, rolloutPolicy,
+      }),
     });
     expect(created.statusCode, created.body).toBe(201);
     const svc = { id: created.json().service.id as string, repository };
@@ -46,7 +48,10 @@ describe('stability window', () => {
 
   let sequence = 0;
   /** One report of n1's replica, running and verified (unless `status` says otherwise), received at the test's clock. */
-  async function report (s: { svc: FixtureService, plan: IImmutableImageDeploymentPlan }, opts: { deployedAt?: number, skewMs?: number, status?: string } = {}) {
+  async function report (
+    s: { svc: FixtureService, plan: IImmutableImageDeploymentPlan },
+    opts: { deployedAt?: number, skewMs?: number, status?: string } = {},
+  ) {
     const replica = verifiedReplica(s.plan, s.svc.id, 'n1', 0, {
       ...(opts.status ? { status: opts.status } : {}),
       ...(opts.deployedAt === undefined ? {} : { deployment: { deployedAt: opts.deployedAt } }),
@@ -65,7 +70,8 @@ describe('stability window', () => {
     expect(await report(s)).toMatchObject({ status: 'deploying', healthyReplicaCount: 0, verifiedReplicaCount: 0 });
     let v = await view(s.svc.id);
     expect(v.blocking).toEqual([expect.objectContaining({ kind: 'replica-not-stable', nodeName: 'n1', detail: expect.stringContaining('0 s of 10 s') })]);
-    expect(v.reporters[0].replicas[0].stability).toEqual({ state: 'not-yet-stable', windowMs: W * SECOND, runningVerifiedSince: t0, stableAt: t0 + W * SECOND });
+    expect(v.reporters[0].replicas[0].stability)
+      .toEqual({ state: 'not-yet-stable', windowMs: W * SECOND, runningVerifiedSince: t0, stableAt: t0 + W * SECOND });
 
     clock += (W / 2) * SECOND;
     expect(await report(s)).toMatchObject({ status: 'deploying', healthyReplicaCount: 0, verifiedReplicaCount: 0 });

@@ -30,7 +30,14 @@ const history: MetricsRollout[] = [
   // Automatic deployment; lead time 60 min.
   { rolloutId: 'g4', generation: 4, mode: 'automatic', releaseId: 'rel_c', createdAt: D0 + 2 * DAY, succeededAt: D0 + 2 * DAY + 15 * MIN },
   // Superseded before any outcome: not a change.
-  { rolloutId: 'g5', generation: 5, mode: 'promotion', releaseId: 'rel_d', createdAt: D0 + 3 * DAY, ended: { at: D0 + 3 * DAY + HOUR, by: 'superseded', rolloutId: 'g6' } },
+  {
+    rolloutId: 'g5',
+    generation: 5,
+    mode: 'promotion',
+    releaseId: 'rel_d',
+    createdAt: D0 + 3 * DAY,
+    ended: { at: D0 + 3 * DAY + HOUR, by: 'superseded', rolloutId: 'g6' },
+  },
   // Deployment (lead time 65 min), then aborted a day later: a failed change from the abort on.
   {
     rolloutId: 'g6',

@@ -62,8 +62,9 @@ describe('stability window', () => {
   });
 
   it('window 0: counted at the first report', () => {
-    expect(replicaStability({ running: true, verified: true, reportedAt: T, receivedAt: T, policy: { stabilityWindowSeconds: 0, clockToleranceSeconds: 5 } }).stable)
-      .toBe(true);
+    expect(replicaStability({
+      running: true, verified: true, reportedAt: T, receivedAt: T, policy: { stabilityWindowSeconds: 0, clockToleranceSeconds: 5 },
+    }).stable).toBe(true);
   });
 
   it('describes where a replica stands at the time of a read', () => {
