@@ -77,7 +77,8 @@ async function main (): Promise<number> {
   } else {
     const secret = await readDevSecret(config.DATA_DIR);
     if (!secret) {
-      process.stderr.write(`no key configured and no development secret at ${devSecretPath(config.DATA_DIR)}: run \`npm start\` once, or set AUTH_JWT_SECRET\n`);
+      const where = devSecretPath(config.DATA_DIR);
+      process.stderr.write(`no key configured and no development secret at ${where}: run \`npm start\` once, or set AUTH_JWT_SECRET\n`);
       return 2;
     }
     signing = { kind: 'secret', secret };

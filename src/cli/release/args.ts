@@ -75,7 +75,9 @@ export function parseDuration (text: string): number | undefined {
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 /** The server keeps at most 1024 characters of reason. */
 export const MAX_REASON_LENGTH = 1024;
+/** The largest page the server serves: releases and the history 500, services 200 (its servicePageLimits). */
 const MAX_PAGE = 500;
+const MAX_SERVICES_PAGE = 200;
 
 /** The first sentence of a parseArgs error, so a usage error stays one line. */
 const firstSentence = (message: string): string => (message.split(/\.\s/)[0] ?? message).replace(/\s+/g, ' ').trim();
@@ -179,9 +181,9 @@ function followOf (values: ParsedValues, defaultTimeoutMs: number | undefined): 
   };
 }
 
-function pageOf (values: ParsedValues): Page {
+function pageOf (values: ParsedValues, max = MAX_PAGE): Page {
   const cursor = nonEmpty(values.cursor, 'cursor');
-  return { limit: intOption(values.limit, 'limit', { min: 1, max: MAX_PAGE }) ?? defaults.pageLimit, ...(cursor ? { cursor } : {}) };
+  return { limit: intOption(values.limit, 'limit', { min: 1, max }) ?? defaults.pageLimit, ...(cursor ? { cursor } : {}) };
 }
 
 /** The follow options go with --wait (promote, rollback, abort) and --watch (status). */
@@ -222,7 +224,7 @@ function commandArgsOf (command: Exclude<Command, 'completion'>, values: ParsedV
       return { command, serviceId: requireService(values, command), ...pageOf(values) };
     case 'services': {
       const name = nonEmpty(values.name, 'name');
-      return { command, ...(name ? { name } : {}), ...pageOf(values) };
+      return { command, ...(name ? { name } : {}), ...pageOf(values, MAX_SERVICES_PAGE) };
     }
     case 'status': {
       const serviceId = requireService(values, command);

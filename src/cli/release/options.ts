@@ -47,7 +47,7 @@ export const options = {
   service: { type: 'string', short: 's', value: 'ID', description: 'the service' },
   release: { type: 'string', short: 'r', value: 'ID', description: 'the release' },
   name: { type: 'string', value: 'NAME', description: 'only services with this name' },
-  limit: { type: 'string', value: 'N', description: 'page size, 1-500 (default 20)' },
+  limit: { type: 'string', value: 'N', description: 'page size, 1-500 (services 1-200; default 20)' },
   cursor: { type: 'string', value: 'CURSOR', description: 'the page after this cursor (printed by the previous page)' },
   'expect-generation': { type: 'string', value: 'N', description: 'compare-and-swap on this generation (default: read the current one)' },
   'expect-rollout-id': { type: 'string', value: 'ID', description: 'compare-and-swap on this current rollout' },

@@ -14,7 +14,7 @@ commands
 ${commandLines}
 
 list / history / services
-  --limit N                  page size, 1-500 (default ${defaults.pageLimit}); the output names the next page's --cursor
+  --limit N                  page size, 1-500 (services 1-200; default ${defaults.pageLimit}); the output names the next page's --cursor
   --cursor C                 the page after C
   --name NAME                services: only services with this name
 

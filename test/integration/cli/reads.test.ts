@@ -71,6 +71,44 @@ describe('cloudly-release reads', () => {
     expect(more.stdout).toContain(`more: cloudly-release history --service ${svc.id} --limit 2 --cursor ${page.json().nextCursor}`);
   });
 
+  it('services: found by name with their rollout state and automation hold; json and yaml as the server sent them; pages', async () => {
+    const { svc, a, b } = await cf.service();
+    const name = (await caller.inject({ method: 'GET', url: `/v1/services/${svc.id}`, headers: bearer(cf.admin) })).json().service.data.name as string;
+    expect((await promote(caller, cf.api, svc.id, a, { generation: 0 })).statusCode).toBe(200);
+    expect((await promote(caller, cf.api, svc.id, b, { generation: 1 })).statusCode).toBe(200);
+    const second = await cf.planOf(svc.id);
+    expect((await rollback(caller, cf.api, svc.id, a, { generation: 2, currentRolloutId: second.rolloutId })).statusCode).toBe(200);
+    const third = await cf.planOf(svc.id);
+    const untouched = await cf.service();
+
+    const text = await runCli(['services', '--name', name]);
+    expect(text.code, text.stderr).toBe(0);
+    const lines = text.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^SERVICE\s+NAME\s+GEN\s+ROLLOUT\s+MODE\s+STATUS\s+VERIFIED\s+RELEASE\s+UPDATED\s+HOLD$/);
+    expect(lines.slice(1)).toEqual([expect.stringMatching(new RegExp(
+      `^${svc.id}\\s+${name}\\s+3\\s+${third.rolloutId}\\s+rollback\\s+rolling-back\\s+0/2\\s+${a}\\s+\\S+Z\\s+on hold since \\S+Z$`))]);
+
+    const server = (await caller.inject({ method: 'GET', url: `/v1/services?name=${encodeURIComponent(name)}`, headers: bearer(cf.admin) })).json();
+    const json = await runCli(['services', '--name', name, '-o', 'json']);
+    expect(json.json()).toEqual({ ok: true, command: 'services', exitCode: 0, ...server });
+    const yaml = await runCli(['services', '--name', name, '-o', 'yaml']);
+    expect(parseYaml(yaml.stdout)).toEqual(json.json());
+
+    // Without a name: every service, a page at a time; the table names the next page's command line.
+    const page = await runCli(['services', '--limit', '1', '--json']);
+    expect(page.json().services).toHaveLength(1);
+    const more = await runCli(['services', '--limit', '1']);
+    expect(more.stdout.trim().split('\n').at(-1)).toBe(`more: cloudly-release services --limit 1 --cursor ${page.json().nextCursor}`);
+    const all = await runCli(['services', '--limit', '200', '--json']);
+    expect(all.json().services.map((s: { id: string }) => s.id)).toEqual(expect.arrayContaining([svc.id, untouched.svc.id]));
+    expect(all.json().services.find((s: { id: string }) => s.id === untouched.svc.id).rollout).toBeUndefined();
+    expect(all.json().nextCursor).toBeUndefined();
+
+    const none = await runCli(['services', '--name', 'no-such-service']);
+    expect(none.code, none.stderr).toBe(0);
+    expect(none.stdout).toBe('no services named "no-such-service"\n');
+  });
+
   it('-o yaml is the same document as -o json (list, status); -o table is the default text', async () => {
     const { svc, a } = await cf.service();
     expect((await promote(caller, cf.api, svc.id, a, { generation: 0 })).statusCode).toBe(200);

@@ -3,6 +3,7 @@ import { jwtShapeProblem, parseInvocation, requestedFormat, type Invocation } fr
 import { CliError, ExitCode } from '../../../src/cli/release/errors.js';
 import { commands, options } from '../../../src/cli/release/options.js';
 import { usageText } from '../../../src/cli/release/usage.js';
+import { servicePageLimits } from '../../../src/contracts/services.js';
 
 /** A token of the right shape (the CLI checks the shape only; the server checks the signature). */
 const jwt = [{ alg: 'HS256', typ: 'JWT' }, { sub: 'ci-bot', role: 'api' }]
@@ -61,6 +62,10 @@ describe('cloudly-release argument parsing', () => {
     expect(run(['services']).args).toEqual({ command: 'services', limit: 20 });
     expect(run(['services', '--name', 'shop web', '--limit', '5', '--cursor', 'abc']).args)
       .toEqual({ command: 'services', name: 'shop web', limit: 5, cursor: 'abc' });
+    // The server serves at most 200 services a page (servicePageLimits): more is refused here, before anything is sent.
+    const max = servicePageLimits.maxPageSize;
+    expect(run(['services', '--limit', String(max)]).args).toEqual({ command: 'services', limit: max });
+    expect(refusal(['services', '--limit', String(max + 1)]).message).toMatch(new RegExp(`--limit must be an integer from 1 to ${max}`));
     expect(refusal(['services', '--service', 's']).message).toBe("--service is not an option of 'services'");
     expect(refusal(['services', '--name', '']).message).toMatch(/--name must not be empty/);
   });
