@@ -123,6 +123,24 @@ describe('cloudly-release and the rollout lifecycle', () => {
       expect(text.stderr).toMatch(/no-verified-release: nothing to abort to/);
     });
 
+    it('text output: one line naming the aborted rollout and the release returned to; a service with no rollout has nothing to abort', async () => {
+      const { svc, a, second } = await verifiedThenPromoted();
+      const run = await runCli(['abort', '--service', svc.id], github(`abort-${++runSeq}`));
+      expect(run.code, run.stderr).toBe(0);
+      const [entry] = await cf.history(svc.id);
+      expect(run.stdout).toMatch(new RegExp(`^aborted rollout ${second.rolloutId} of service ${svc.id}: rolling back to release ${a} ` +
+        `\\(sha256:[0-9a-f]{12}\\): rollout ${entry!.rolloutId}, generation 3\n$`));
+      expect(entry).toMatchObject({ generation: 3, mode: 'rollback', releaseId: a, trigger: { kind: 'abort' } });
+      expect(run.stderr).toMatch(/^cloudly-release: Idempotency-Key cr1-gha-abort-[0-9a-f]{32} /m);
+
+      const idle = await cf.service();
+      const nothing = await runCli(['abort', '--service', idle.svc.id, '--json']);
+      expect(nothing.code, nothing.stderr).toBe(1);
+      expect(nothing.json()).toMatchObject({ ok: false, command: 'abort', exitCode: 1, error: { code: 'no-current-rollout', currentGeneration: 0 } });
+      expect(nothing.stderr.trim().split('\n').at(-1)).toBe(`cloudly-release: no-current-rollout: service ${idle.svc.id} has no rollout to abort`);
+      expect(await cf.history(idle.svc.id)).toHaveLength(0);
+    });
+
     it('a stale expectation is a conflict: exit 1 naming the current generation and rollout, not retried, nothing changed', async () => {
       const { svc, first, second } = await verifiedThenPromoted();
       const stale = await runCli(['abort', '--service', svc.id, '--expect-generation', '1', '--json']);
@@ -205,6 +223,31 @@ describe('cloudly-release and the rollout lifecycle', () => {
       expect(after.stdout).toMatch(/^failed {4}\S+Z: required-replica-missing \(the progress deadline\)$/m);
       expect(after.stdout).toMatch(/^deadline {2}progress deadline exceeded \(no progress for 3 s since \S+Z\): failed at \S+Z \(required-replica-missing\)$/m);
       expect(after.stdout).not.toMatch(/unless it progresses/);
+    });
+  });
+
+  describe('the progress deadline, watched', () => {
+    it('status --watch ends with exit 0 when the deadline fails the rollout (a read), showing the verdict; wait on it exits 1', async () => {
+      const { svc, a } = await cf.service({ rolloutPolicy: { progressDeadlineSeconds: 2 } });
+      expect((await promote(caller(), cf.api, svc.id, a, { generation: 0 })).statusCode).toBe(200);
+      const rolloutId = (await cf.planOf(svc.id)).rolloutId;
+      const run = await runCli(['status', '--service', svc.id, '--watch', '--timeout', '30s']);
+      expect(run.code, run.stderr).toBe(0);
+      const lines = run.stdout.trim().split('\n');
+      // Before the status text at most the pending line (none when the deadline passed before the first read, on a slow machine).
+      const head = lines.indexOf(`service   ${svc.id}`);
+      expect(lines.slice(0, head)).toEqual(head === 0 ? [] : [`rollout ${rolloutId} (generation 1) pending: observed 0/2, healthy 0/2, verified 0/2`]);
+      // The final state once: the status text (not a progress line) says failed, and why.
+      expect(lines.filter((l) => /failed/.test(l))).toEqual([
+        expect.stringMatching(/^status {4}failed: observed 0\/2, healthy 0\/2, verified 0\/2 \(required-replica-missing\) \(updated \S+Z\)$/),
+        expect.stringMatching(/^failed {4}\S+Z: required-replica-missing \(the progress deadline\)$/),
+        expect.stringMatching(/^deadline {2}progress deadline exceeded \(no progress for 2 s since \S+Z\): failed at \S+Z \(required-replica-missing\)$/),
+        expect.stringMatching(/^ {2}required-replica-missing: no progress for 2 s /),
+      ]);
+      // A gate on the same rollout now, after the verdict: exit 1 at once.
+      const gate = await runCli(['wait', '--service', svc.id, '--rollout-id', rolloutId, '--timeout', '30s', '--json']);
+      expect(gate.code, gate.stderr).toBe(1);
+      expect(gate.json()).toMatchObject({ ok: false, exitCode: 1, outcome: 'failed', rolloutId, deadlineExceeded: { deadlineSeconds: 2 } });
     });
   });
 
