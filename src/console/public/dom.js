@@ -82,16 +82,24 @@ export function timeAgo (at) {
   return h('time', { datetime: new Date(at).toISOString(), title: formatTime(at), 'data-at': at, text: formatAge(at) });
 }
 
-/** Refreshes every `timeAgo` element under `root` (once a second while a page is open). */
+/** `in 9 min 52 s` until a millisecond timestamp, `passed` once it has. */
+export const formatUntil = (at, now = Date.now()) => (at > now ? `in ${formatDuration(at - now)}` : 'passed');
+
+/** A `<time>` counting down to `at`, with the absolute time on hover; `data-until` lets the page refresh it. */
+export const timeUntil = (at) =>
+  h('time', { datetime: new Date(at).toISOString(), title: formatTime(at), 'data-until': at, text: formatUntil(at) });
+
+/** Refreshes every `timeAgo` and `timeUntil` element under `root` (once a second while a page is open). */
 export function refreshAges (root, now = Date.now()) {
   for (const el of root.querySelectorAll('time[data-at]')) el.textContent = formatAge(Number(el.dataset.at), now);
+  for (const el of root.querySelectorAll('time[data-until]')) el.textContent = formatUntil(Number(el.dataset.until), now);
 }
 
 /** The badge class of a rollout status: success, progress, pending, danger, or none. */
 export function statusTone (status) {
   switch (status) {
     case 'succeeded': case 'rolled-back': return 'success';
-    case 'deploying': case 'verifying': case 'rolling-back': return 'progress';
+    case 'deploying': case 'verifying': case 'rolling-back': case 'in-progress': return 'progress';
     case 'pending': return 'pending';
     case 'failed': case 'mismatched': return 'danger';
     default: return 'none';

@@ -21,13 +21,14 @@ function describeReplica (replica, now) {
   if (replica.health === 'failed') return { state: 'failed', words: 'failed' };
   if (replica.health !== 'healthy') return { state: 'pending', words: `not healthy yet (${replica.deploymentStatus})` };
   if (replica.verification !== 'verified') return { state: 'progress', words: 'healthy, not verified yet' };
+  // The counter moves with this browser's clock between reads, from the server's runningVerifiedSince.
   const stability = replica.stability;
-  if (stability?.state === 'not-yet-stable') {
-    const since = typeof stability.runningVerifiedSince === 'number' ? now - stability.runningVerifiedSince : 0;
-    const held = `${formatDuration(Math.min(since, stability.windowMs))} of ${formatDuration(stability.windowMs)}`;
+  const since = typeof stability?.runningVerifiedSince === 'number' ? Math.max(0, now - stability.runningVerifiedSince) : 0;
+  if (stability?.state === 'not-yet-stable' && since < stability.windowMs) {
+    const held = `${formatDuration(Math.floor(since / 1000) * 1000)} of ${formatDuration(stability.windowMs)}`;
     return { state: 'progress', words: `healthy and verified, not yet stable, ${held}` };
   }
-  if (stability?.state === 'waiting-for-report') return { state: 'progress', words: 'healthy and verified, not yet stable, waiting for the next report' };
+  if (stability && stability.state !== 'stable') return { state: 'progress', words: 'healthy and verified, not yet stable, waiting for the next report' };
   return { state: 'verified', words: 'verified and healthy' };
 }
 

@@ -3,10 +3,10 @@
 
 import { openActionDialog } from './actions.js';
 import { getHistory, getReleases, getRollout, getService } from './api.js';
-import { announce, fill, fillIfChanged, h, refreshAges, shortDigest, statusBadge, timeAgo } from './dom.js';
+import { announce, fill, fillIfChanged, h, refreshAges, shortDigest, statusBadge, timeAgo, timeUntil } from './dom.js';
 import { gridLegend, gridModel, renderGrid } from './grid.js';
 import { followService } from './live.js';
-import { historyTable, releasesTable } from './tables.js';
+import { historyTable, releasesTable, triggerText } from './tables.js';
 
 const LIVE_TEXT = {
   connecting: 'Connecting to the live stream…',
@@ -16,6 +16,10 @@ const LIVE_TEXT = {
 };
 
 const enc = encodeURIComponent;
+
+/** Statuses after which the server may still add a follow-up to the view, and how long after the event to look for it. */
+const SETTLED = new Set(['succeeded', 'rolled-back', 'failed', 'mismatched']);
+const FOLLOW_UP_MS = 1500;
 
 function section (id, title, ...children) {
   return h('section', { 'aria-labelledby': `${id}-title`, id },
@@ -32,7 +36,57 @@ function fact (term, ...value) {
   return h('div', {}, h('dt', { text: term }), h('dd', {}, ...value));
 }
 
-function summary (view, onAbort) {
+/** A fact with an id (the lifecycle's, which tests and people look for by name). */
+function namedFact (id, term, ...value) {
+  return h('div', { id }, h('dt', { text: term }), h('dd', {}, ...value));
+}
+
+const seconds = (n) => `${n} s`;
+
+/**
+ * The current rollout's lifecycle (servers with lifecycle control): the deadline counting down
+ * while it is in progress, when it succeeded, how it failed (and whether the deadline decided it),
+ * what its automatic rollback came to, a push waiting for it, and the settings in force.
+ */
+function lifecycleFacts (view) {
+  const l = view.lifecycle;
+  if (!l) return [];
+  const p = l.policy ?? {};
+  const rollback = view.plan?.mode === 'rollback';
+  const failure = l.failure;
+  const deadline = l.deadlineExceeded;
+  return [
+    typeof l.deadlineAt === 'number'
+      ? namedFact('lifecycle-deadline', 'Deadline', timeUntil(l.deadlineAt),
+        h('span', { class: 'muted', text: ` — fails unless it progresses (${seconds(p.progressDeadlineSeconds ?? '?')} allowed without progress)` }))
+      : [],
+    typeof l.succeededAt === 'number' ? namedFact('lifecycle-succeeded', rollback ? 'Rolled back' : 'Succeeded', timeAgo(l.succeededAt)) : [],
+    failure
+      ? namedFact('lifecycle-failure', 'Failed', h('code', { text: failure.reason }),
+        failure.by === 'deadline' && deadline
+          ? ` — progress deadline exceeded: no progress for ${seconds(deadline.deadlineSeconds)} `
+          : ` — ${failure.status} by a report `,
+        timeAgo(failure.at))
+      : [],
+    !failure && deadline
+      ? namedFact('lifecycle-failure', 'Failed', h('code', { text: deadline.reason }),
+        ` — progress deadline exceeded: no progress for ${seconds(deadline.deadlineSeconds)} `, timeAgo(deadline.at))
+      : [],
+    l.automaticRollback ? namedFact('lifecycle-auto-rollback', 'Automatic rollback', `${l.automaticRollback.outcome} `, timeAgo(l.automaticRollback.at)) : [],
+    l.queuedPromotion
+      ? namedFact('lifecycle-queued', 'Queued push',
+        h('span', { class: 'mono', text: l.queuedPromotion.tag }),
+        ` (${l.queuedPromotion.releaseId}) promotes automatically once this rollout settles; queued `,
+        timeAgo(l.queuedPromotion.queuedAt))
+      : [],
+    l.deferredPromotion ? namedFact('lifecycle-deferred', 'Queued push', `${l.deferredPromotion.outcome} `, timeAgo(l.deferredPromotion.at)) : [],
+    namedFact('lifecycle-policy', 'Settings',
+      `progress deadline ${seconds(p.progressDeadlineSeconds ?? '?')}, stability window ${seconds(p.stabilityWindowSeconds ?? '?')}, automatic rollback ` +
+      (p.autoRollback?.enabled ? `on (${(p.autoRollback.triggers ?? []).join(', ')})` : 'off')),
+  ];
+}
+
+function summary (view, entry, onAbort) {
   const plan = view.plan;
   if (!plan) return h('p', { class: 'muted', text: 'No rollout yet: promote a release below.' });
   const st = currentStatus(view);
@@ -41,17 +95,20 @@ function summary (view, onAbort) {
       `${st.failedReplicaCount} failed of ${st.requiredReplicaCount} required`
     : `${plan.targetScope.requiredReplicaCount} required`;
   const hold = view.automationHold;
+  const trigger = triggerText(entry);
   return h('div', {},
     h('dl', { class: 'facts inline' },
       fact('Status', statusBadge(st?.status ?? 'pending')),
       fact('Mode', plan.mode),
+      trigger ? namedFact('rollout-trigger', 'Issued by the server', trigger) : [],
       fact('Release', h('span', { class: 'mono', text: plan.releaseId })),
       fact('Digest', h('span', { class: 'mono', title: plan.requestedDigest, text: shortDigest(plan.requestedDigest) })),
       fact('Generation', String(plan.rolloutGeneration), h('span', { class: 'muted mono', text: ` ${plan.rolloutId}` })),
       fact('Replicas', h('span', { id: 'replica-counts', text: counts })),
       st?.mismatchReason ? fact('Reason', h('code', { text: st.mismatchReason })) : [],
       fact('Updated', timeAgo(st?.updatedAt ?? plan.createdAt)),
-      hold ? fact('Automation', `on hold since a rollback by ${hold.by} `, timeAgo(hold.since)) : []),
+      hold ? fact('Automation', `on hold since a rollback by ${hold.by} `, timeAgo(hold.since)) : [],
+      lifecycleFacts(view)),
     h('button', { type: 'button', class: 'danger', id: 'abort', 'data-focus-key': 'abort', text: 'Abort rollout…', onclick: onAbort }));
 }
 
@@ -64,7 +121,17 @@ function blockingList (view) {
 
 /** Draws the service page into `root`; returns `dispose()`. */
 export function servicePage (root, serviceId) {
-  const state = { view: undefined, releases: [], releasesCursor: undefined, history: [], rolloutId: null, status: undefined };
+  const state = {
+    view: undefined,
+    releases: [],
+    releasesCursor: undefined,
+    history: [],
+    rolloutId: null,
+    status: undefined,
+    historyKey: undefined,
+    followUp: undefined,
+    note: undefined, // { rolloutId, text }: what an action just did, said again with the status change it causes
+  };
   const el = {
     title: h('h1', { tabindex: '-1', text: 'Service' }),
     ident: h('p', { class: 'muted mono', text: serviceId }),
@@ -98,15 +165,35 @@ export function servicePage (root, serviceId) {
     else renderGrid(el.grid, model, (label) => { el.detail.textContent = label; });
   }
 
+  /** The history's entry of the current rollout (its trigger), once the history is read. */
+  const currentEntry = () => state.history.find((e) => e.rolloutId === state.view?.plan?.rolloutId);
+
+  function drawSummary () {
+    const view = state.view;
+    const entry = currentEntry();
+    fillIfChanged(el.summary, JSON.stringify([view.plan, currentStatus(view), view.automationHold, view.lifecycle, entry?.trigger]),
+      () => summary(view, entry, openAbort));
+  }
+
   function drawView () {
     const view = state.view;
-    fillIfChanged(el.summary, JSON.stringify([view.plan, currentStatus(view), view.automationHold]), () => summary(view, openAbort));
+    drawSummary();
     drawGrid();
     fillIfChanged(el.blocking, JSON.stringify([view.plan?.rolloutId, view.blocking]), () => blockingList(view));
     const status = currentStatus(view)?.status;
+    const note = state.note && state.note.rolloutId === view.plan?.rolloutId ? state.note.text : undefined;
+    if (note) state.note = undefined;
     if (state.status !== undefined && status !== state.status) {
       const st = currentStatus(view);
-      announce(`Rollout ${status ?? 'none'}${st ? `: ${st.verifiedReplicaCount} of ${st.requiredReplicaCount} replicas verified` : ''}.`);
+      // One message, not two in a row: the second would replace the first before a screen reader says it.
+      const counts = st ? `: ${st.verifiedReplicaCount} of ${st.requiredReplicaCount} replicas verified` : '';
+      announce(`${note ? `${note} ` : ''}Rollout ${status ?? 'none'}${counts}.`);
+      // What the server does once a rollout settles (an automatic rollback refused, a queued push's outcome)
+      // changes the view just after the status event, with no event of its own: look once more.
+      if (SETTLED.has(status)) {
+        window.clearTimeout(state.followUp);
+        state.followUp = window.setTimeout(() => { void reloadView(); }, FOLLOW_UP_MS);
+      }
     }
     state.status = status ?? null;
   }
@@ -118,7 +205,19 @@ export function servicePage (root, serviceId) {
     const status = currentStatus(state.view ?? {})?.status;
     fillIfChanged(el.releases, JSON.stringify([state.releases, plan?.rolloutId, state.releasesCursor]),
       () => releasesTable(state.releases, plan, releaseActions, more));
-    fillIfChanged(el.history, JSON.stringify([state.history, plan?.rolloutId, status]), () => historyTable(state.history, plan, status));
+    const lifecycle = state.view?.lifecycle;
+    fillIfChanged(el.history, JSON.stringify([state.history, plan?.rolloutId, status, lifecycle?.succeededAt, lifecycle?.failure]),
+      () => historyTable(state.history, plan, status, lifecycle));
+    if (state.view) drawSummary(); // the current rollout's trigger comes with the history
+  }
+
+  /** What the history says of the current rollout changes with its status and milestones: re-read it then (one read per change). */
+  const historyKey = (view) => JSON.stringify([view.plan?.rolloutId, currentStatus(view)?.status, view.lifecycle?.succeededAt, view.lifecycle?.failure?.at,
+    view.lifecycle?.deadlineExceeded?.at, view.lifecycle?.automaticRollback?.at]);
+
+  async function loadHistory () {
+    state.history = (await getHistory(serviceId)).rollouts;
+    drawLists();
   }
 
   async function loadReleases (append = false) {
@@ -152,9 +251,13 @@ export function servicePage (root, serviceId) {
           el.error.hidden = true;
           drawView();
           const rolloutId = state.view.plan?.rolloutId ?? '';
+          const historyWas = state.historyKey;
+          state.historyKey = historyKey(state.view);
           if (rolloutId !== state.rolloutId) {
             state.rolloutId = rolloutId;
             await loadLists(); // a new rollout: the releases' counters and the history changed
+          } else if (state.historyKey !== historyWas) {
+            await loadHistory(); // its outcome moved on
           } else drawLists();
         } catch (err) {
           showError(err);
@@ -171,7 +274,9 @@ export function servicePage (root, serviceId) {
   function done (what) {
     return ({ service }) => {
       const plan = service.data.imageDeployment;
-      announce(`${what}: rollout ${plan?.rolloutId ?? ''} (generation ${plan?.rolloutGeneration ?? '?'}) issued.`);
+      const text = `${what}: rollout ${plan?.rolloutId ?? ''} (generation ${plan?.rolloutGeneration ?? '?'}) issued.`;
+      state.note = { rolloutId: plan?.rolloutId, text };
+      announce(text);
       void reloadView();
     };
   }
@@ -248,5 +353,6 @@ export function servicePage (root, serviceId) {
     disposed = true;
     stopLive?.();
     window.clearInterval(tick);
+    window.clearTimeout(state.followUp);
   };
 }

@@ -51,32 +51,63 @@ export function releasesTable (releases, plan, actions, more) {
 
 const modeText = { promotion: 'promotion', automatic: 'automatic promotion', rollback: 'rollback' };
 
-/** The rollout's outcome when the history has one, else the live status for the current rollout. */
-function outcomeOf (entry, current, status) {
-  const outcome = typeof entry.outcome === 'string' ? entry.outcome : current ? status : undefined;
-  if (outcome) return statusBadge(outcome);
-  return h('span', { class: 'muted', text: current ? 'current' : 'earlier' });
+/** Why the server issued a rollout by itself (the history entry's `trigger`), in words; undefined for one a person or CI asked for. */
+export function triggerText (entry) {
+  const t = entry?.trigger;
+  const of = (id) => (id ? ` of ${id}` : '');
+  switch (t?.kind) {
+    case undefined: return undefined;
+    case 'abort': return `abort${of(entry.rollbackOfRolloutId)}`;
+    case 'automatic-rollback': return `automatic rollback${of(t.ofRolloutId)}${t.cause ? ` (${t.cause})` : ''}`;
+    case 'deferred-promotion': return `a push that waited for ${t.afterRolloutId ?? 'the rollout before'} to settle`;
+    default: return t.kind;
+  }
 }
 
-function historyRow (entry, plan, status) {
+const FINISHED = new Set(['succeeded', 'rolled-back', 'failed', 'mismatched']);
+
+/**
+ * The rollout's outcome from the history (servers with lifecycle control), with why it failed or
+ * what ended it and when. The current rollout's entry can lag its live status by a moment (the
+ * history is written after the status event): while it says in-progress, the live view decides.
+ */
+function outcomeCell (entry, current, status, lifecycle) {
+  const stale = current && (entry.outcome === undefined || entry.outcome === 'in-progress');
+  if (stale) {
+    const failure = lifecycle?.failure;
+    const succeeded = entry.mode === 'rollback' ? 'rolled-back' : 'succeeded';
+    if (typeof lifecycle?.succeededAt === 'number') return [statusBadge(succeeded), ' ', timeAgo(lifecycle.succeededAt)];
+    if (failure) return [statusBadge(failure.status), ` ${failure.reason}${failure.by === 'deadline' ? ' (progress deadline) ' : ' '}`, timeAgo(failure.at)];
+    if (FINISHED.has(status)) return statusBadge(status);
+  }
+  if (typeof entry.outcome !== 'string') return current && status ? statusBadge(status) : h('span', { class: 'muted', text: current ? 'current' : 'earlier' });
+  const why = entry.failureReason
+    ? ` ${entry.failureReason}${entry.failedBy === 'deadline' ? ' (progress deadline)' : ''}`
+    : entry.endedBy && entry.succeededAt === undefined ? ` by ${entry.endedBy.rolloutId}` : '';
+  const at = entry.succeededAt ?? entry.failedAt ?? entry.endedAt;
+  return [statusBadge(entry.outcome), why ? `${why} ` : ' ', typeof at === 'number' ? timeAgo(at) : null];
+}
+
+function historyRow (entry, plan, status, lifecycle) {
   const current = plan?.rolloutId === entry.rolloutId;
-  return h('tr', { 'data-rollout-id': entry.rolloutId, 'data-mode': entry.mode },
+  const trigger = triggerText(entry);
+  return h('tr', { 'data-rollout-id': entry.rolloutId, 'data-mode': entry.mode, 'data-outcome': entry.outcome, 'data-trigger': entry.trigger?.kind },
     h('th', { scope: 'row', class: 'num', text: String(entry.generation) }),
-    h('td', { text: modeText[entry.mode] ?? entry.mode }),
+    h('td', {}, modeText[entry.mode] ?? entry.mode, trigger ? h('span', { class: 'muted', text: ` (${trigger})` }) : null),
     h('td', { class: 'mono', text: entry.releaseId }),
     digestCell(entry.requestedDigest),
-    h('td', {}, outcomeOf(entry, current, status)),
+    h('td', { class: 'outcome' }, outcomeCell(entry, current, status, lifecycle)),
     h('td', { text: `${entry.issuedBy.subject} (${entry.issuedBy.role})` }),
     h('td', { text: entry.reason }),
     h('td', {}, h('time', { datetime: new Date(entry.createdAt).toISOString(), text: formatTime(entry.createdAt) })),
     h('td', { text: entry.automationHold === 'unchanged' ? '' : `hold ${entry.automationHold}` }));
 }
 
-/** The rollout history (audit trail), newest first. */
-export function historyTable (rollouts, plan, status) {
+/** The rollout history (audit trail), newest first; `lifecycle` is the current rollout's (the live view's). */
+export function historyTable (rollouts, plan, status, lifecycle) {
   if (rollouts.length === 0) return h('p', { class: 'muted', text: 'Nothing was ever promoted to this service.' });
   return h('table', { class: 'history' },
     h('caption', { class: 'sr-only', text: 'Rollout history, newest first' }),
     headRow(['Generation', 'Mode', 'Release', 'Digest', 'Outcome', 'Issued by', 'Reason', 'When', 'Automation']),
-    h('tbody', {}, rollouts.map((entry) => historyRow(entry, plan, status))));
+    h('tbody', {}, rollouts.map((entry) => historyRow(entry, plan, status, lifecycle))));
 }

@@ -62,7 +62,7 @@ export const inPage = <T>(page: Page, expression: string): Promise<T> => page.ev
 const q = (selector: string): string => `document.querySelector(${JSON.stringify(selector)})`;
 
 /** Waits until `expression` is true in the page; on timeout, says what `actual` shows instead. */
-async function waitUntil (page: Page, expression: string, what: string, actual: string, timeout: number): Promise<void> {
+export async function waitUntil (page: Page, expression: string, what: string, actual: string, timeout: number): Promise<void> {
   try {
     await page.waitForFunction(expression, { timeout });
   } catch (err) {

@@ -1,9 +1,10 @@
 import type { HTTPRequest } from 'puppeteer-core';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { promote } from '../../support/fixtures.js';
+import { fullReplicas } from '../../support/reports.js';
 import { screenshot, signedIn, waitForAttribute, waitForGrid, waitForText, type ConsolePage } from './browser.js';
 import { consoleHarness } from './harness.js';
-import { currentPlan, history, promotedService, type PromotedService } from './stage.js';
+import { NODES, currentPlan, history, promotedService, report, type PromotedService } from './stage.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -144,38 +145,65 @@ describe('console actions in a browser', () => {
     expect((await currentPlan(stage, s.svc.id)).releaseId).toBe(s.releases.b);
   });
 
-  it('abort sends an Idempotency-Key with the state on screen and shows the answer plainly', async () => {
-    // POST /v1/services/:id/rollout/abort is being added on main. Until it lands here, the browser's
-    // request is answered with the documented refusal (409 no-verified-release), so what the page
-    // sends and how it shows a refusal are tested; the success path waits for the route.
-    const s = await openService('abort');
-    const { page } = s.cp;
-    await page.setRequestInterception(true);
-    page.on('request', (request: HTTPRequest) => {
-      if (!request.url().endsWith('/rollout/abort')) {
-        void request.continue();
-        return;
-      }
-      void request.respond({
-        status: 409,
-        contentType: 'application/problem+json',
-        body: JSON.stringify({
-          type: 'urn:cloudly-release:error:no-verified-release',
-          title: 'No verified release',
-          status: 409,
-          code: 'no-verified-release',
-          detail: 'no earlier release of this service was verified: there is nothing to return to',
-          requestId: 'req-abort-1',
-        }),
-      });
+  it('aborts from the page: the server rolls back to the last verified release; the page and the history name it an abort', async () => {
+    let second = '';
+    const s = await openService('abort', async (svc) => {
+      await report(stage, svc.plan, svc.svc.id, fullReplicas(svc.plan, svc.svc.id, NODES));
+      const res = await promote(stage.api, stage.releaser, svc.svc.id, svc.releases.b, { generation: 1, currentRolloutId: svc.plan.rolloutId });
+      expect(res.statusCode, res.body).toBe(200);
+      second = res.json().service.data.imageDeployment.rolloutId;
     });
-    await page.click('#abort');
+    const { page } = s.cp;
+    await page.click('#abort', { count: 2 });
     await page.waitForSelector('#action-dialog[open]');
     expect(await page.$eval('#action-confirm', (b) => b.textContent)).toBe('Abort rollout');
+    await waitForText(page, '#action-summary', `Rolls back rollout ${second} to the last release that was verified on every target node.`);
+    await waitForText(page, '#action-expect', `Expected generation2Expected current rollout${second}`);
+    await page.type('#action-reason', 'v2 looks wrong');
+    await page.click('#action-confirm', { count: 2 });
+    await waitForAttribute(page, '#action-dialog', 'data-state', 'done');
+
+    const rollouts = await history(stage, s.svc.id);
+    expect(rollouts.map((r) => r['generation'])).toEqual([3, 2, 1]);
+    expect(rollouts[0]).toMatchObject({
+      mode: 'rollback',
+      releaseId: s.releases.a,
+      rollbackOfRolloutId: second,
+      trigger: { kind: 'abort' },
+      reason: 'v2 looks wrong',
+      issuedBy: { subject: 'ops-admin' },
+    });
+    expect(rollouts[1]).toMatchObject({ rolloutId: second, outcome: 'aborted', endedBy: { kind: 'aborted', rolloutId: rollouts[0]?.['rolloutId'] } });
+    const posts = postsTo(s.cp, '/rollout/abort');
+    expect(posts).toHaveLength(1);
+    expect(posts[0]?.headers['idempotency-key']).toMatch(UUID);
+    expect(JSON.parse(posts[0]?.body ?? '')).toEqual({ expectedRolloutGeneration: 2, expectedCurrentRolloutId: second, reason: 'v2 looks wrong' });
+
+    // The page follows the rollback: what it is, why the server issued it, and the aborted rollout's outcome.
+    const abortId = String(rollouts[0]?.['rolloutId']);
+    await waitForText(page, '#status', `Aborted: rollout ${abortId} (generation 3) issued.`);
+    await waitForAttribute(page, '#rollout-summary .badge', 'data-status', 'rolling-back');
+    await waitForText(page, '#rollout-trigger', `abort of ${second}`);
+    await waitForText(page, '#rollout-summary', s.releases.a);
+    await waitForAttribute(page, `#history-list tr[data-rollout-id="${abortId}"]`, 'data-trigger', 'abort');
+    await waitForText(page, `#history-list tr[data-rollout-id="${abortId}"]`, `rollback (abort of ${second})`);
+    await waitForText(page, `#history-list tr[data-rollout-id="${second}"] td.outcome`, `aborted by ${abortId}`);
+    await report(stage, await currentPlan(stage, s.svc.id), s.svc.id, fullReplicas(await currentPlan(stage, s.svc.id), s.svc.id, NODES));
+    await waitForAttribute(page, '#rollout-summary .badge', 'data-status', 'rolled-back');
+    await waitForText(page, '#lifecycle-succeeded', 'Rolled back');
+  });
+
+  it('abort with nothing to return to: the server\'s refusal (409 no-verified-release) said plainly; nothing changed', async () => {
+    const s = await openService('abort-none');
+    const { page } = s.cp;
+    await page.click('#abort');
+    await page.waitForSelector('#action-dialog[open]');
     await page.click('#action-confirm');
     await waitForAttribute(page, '#action-dialog', 'data-state', 'failed-close');
-    await waitForText(page, '#action-error', 'No verified release: no earlier release of this service was verified: there is nothing to return to');
-    await waitForText(page, '#action-error', 'no-verified-release, HTTP 409, request id req-abort-1');
+    await waitForText(page, '#action-error', `There is no verified release to return to: service '${s.svc.id}' has no release that succeeded before, ` +
+      'other than the one deployed now: nothing to abort to');
+    await waitForText(page, '#action-error', 'no-verified-release, HTTP 409, request id ');
+    expect(await page.$eval('#action-confirm', (b) => b.hidden)).toBe(true);
     const posts = postsTo(s.cp, '/rollout/abort');
     expect(posts).toHaveLength(1);
     expect(posts[0]?.headers['idempotency-key']).toMatch(UUID);

@@ -15,15 +15,16 @@ export interface Harness {
  * For a describe block: one real server process (`node dist/src/server.js`, exactly what `npm start`
  * and the container image run, so the tests also prove that the build ships the page), one browser,
  * cluster c1 with NODES registered. The server's log must never contain a token (the SSE URL carries one).
+ * `env`: extra server environment (LIFECYCLE_SWEEP_INTERVAL_MS, so that a short progress deadline is noticed at once).
  */
-export function consoleHarness (): Harness {
+export function consoleHarness (opts: { env?: Record<string, string> } = {}): Harness {
   let fleet: Fleet | undefined;
   let browser: Browser | undefined;
   let stage: Stage | undefined;
   const pages: ConsolePage[] = [];
 
   beforeAll(async () => {
-    [fleet, browser] = await Promise.all([startFleet({ processes: 1 }), launchBrowser()]);
+    [fleet, browser] = await Promise.all([startFleet({ processes: 1, ...(opts.env ? { env: opts.env } : {}) }), launchBrowser()]);
     const base = fleet.servers[0]?.url ?? '';
     stage = {
       base,
@@ -31,6 +32,7 @@ export function consoleHarness (): Harness {
       admin: await fleet.token('admin', { subject: 'ops-admin' }),
       releaser: await fleet.token('api', { subject: 'ci-bot' }),
       coreflow: await fleet.token('cluster', { clusterId: 'c1', subject: 'coreflow-c1' }),
+      secret: fleet.secret,
     };
     await registerCluster(stage.api, stage.admin, 'c1', NODES);
   }, 120_000);
