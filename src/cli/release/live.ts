@@ -84,15 +84,17 @@ export function nodeRows (view: RolloutView, now = Date.now()): NodeRow[] {
       replicasOf.set(replica.nodeName, list);
     }
   }
-  const blockingOf = new Map<string, BlockingReason>();
-  for (const b of view.blocking) if (b.nodeName !== undefined && !blockingOf.has(b.nodeName)) blockingOf.set(b.nodeName, b);
+  const blockingOf = new Map<string, BlockingReason[]>();
+  for (const b of view.blocking) if (b.nodeName !== undefined) blockingOf.set(b.nodeName, [...(blockingOf.get(b.nodeName) ?? []), b]);
   return plan.targetScope.targetNodeNames.map((nodeName) => {
     const replicas = (replicasOf.get(nodeName) ?? []).sort((a, b) => (a.deploymentId < b.deploymentId ? -1 : a.deploymentId > b.deploymentId ? 1 : 0));
     const slots = Array.from({ length: perNode }, (_, i) => slotState(replicas[i]));
-    const block = blockingOf.get(nodeName);
+    const blocks = blockingOf.get(nodeName) ?? [];
     const unstable = replicas.filter((r) => slotState(r) === 'not-yet-stable');
+    // Not yet stable is the last thing a node waits for: said with its own clock, not the server's text,
+    // and only when nothing else blocks the node (a replica still starting beside it is worth more).
+    const block = (unstable.length > 0 ? blocks.find((b) => b.kind !== 'replica-not-stable') : undefined) ?? blocks[0];
     let note: string;
-    // Not yet stable is the last thing a node waits for: said with its own clock, not the server's text.
     if (block && !(block.kind === 'replica-not-stable' && unstable.length > 0)) note = `${block.reason}: ${block.detail}`;
     else if (unstable.length > 0) note = stabilityNote(unstable, perNode, now);
     else if (slots.every((s) => s === 'verified')) note = 'verified';

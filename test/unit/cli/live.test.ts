@@ -165,6 +165,10 @@ describe('the live view of a rollout', () => {
     const view = fixture();
     view.blocking.unshift({ kind: 'replica-not-stable', reason: 'replica-unhealthy', nodeName: 'n1', deploymentId: 'n1-task-1', detail: 'server text' });
     expect(nodeRows(view, NOW)[0]).toMatchObject({ note: 'not yet stable 4 s of 10 s', blocking: true });
+    // Whatever the order: the server lists a node's reasons replica by replica, so a not-yet-stable one may come first.
+    const starting = { kind: 'replica-unhealthy', reason: 'replica-unhealthy', nodeName: 'n1', deploymentId: 'n1-task-0', detail: "'n1-task-0' starting" };
+    view.blocking.splice(1, 0, starting);
+    expect(nodeRows(view, NOW)[0]).toMatchObject({ note: "replica-unhealthy: 'n1-task-0' starting", blocking: true });
     view.blocking.unshift({ kind: 'replicas-missing', reason: 'required-replica-missing', nodeName: 'n1', detail: "node 'n1' has 1 of 2" });
     expect(nodeRows(view, NOW)[0]).toMatchObject({ note: "required-replica-missing: node 'n1' has 1 of 2", blocking: true });
   });
