@@ -34,12 +34,12 @@ export const EnvSchema = Type.Object({
     { default: 'info' }
   ),
   DATA_DIR: Type.String({ minLength: 1, default: '.data', description: 'local state: development database and secret' }),
-  LOCAL_DATABASE_PORT: Type.Integer({
+  LOCAL_DATABASE_PORT: Type.Optional(Type.Integer({
     minimum: 0,
     maximum: 65535,
-    default: 27027,
-    description: 'port of the local development database (without MONGODB_URI); 0 = any free port',
-  }),
+    description: 'port of the local development database (without MONGODB_URI): exactly this port, 0 = any free port; ' +
+      'unset = 27027 when free, else any free port',
+  })),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 1024 * 1024, description: 'request body limit' }),
   REPORT_BODY_LIMIT_BYTES: Type.Integer({
     minimum: 1024,
@@ -134,11 +134,25 @@ function rawValues (env: NodeJS.ProcessEnv): Record<string, unknown> {
 }
 
 /**
+ * TypeBox's conversion reads an integer variable as far as it parses: PORT=3000.5 became 3000 and
+ * PORT=1e3 became 1. An integer variable must be written as one: decimal digits, an optional sign.
+ */
+function refuseNonIntegers (raw: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(raw)) {
+    const schema = EnvSchema.properties[key as keyof typeof EnvSchema.properties] as { type?: unknown, description?: string };
+    if (schema.type !== 'integer' || /^[+-]?\d+$/.test(String(value))) continue;
+    const description = schema.description === undefined ? '' : `${schema.description} — `;
+    throw new ConfigError(`${key}: ${description}Expected integer (got ${JSON.stringify(value)})`);
+  }
+}
+
+/**
  * Reads the environment. Throws ConfigError with one line naming the first bad
  * variable, so that `npm start` stops with a message an operator can act on.
  */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): AppConfig {
   const raw = rawValues(env);
+  refuseNonIntegers(raw);
   const converted = Value.Default(EnvSchema, Value.Convert(EnvSchema, raw));
   const first = Value.Errors(EnvSchema, converted).First();
   if (first) {

@@ -8,11 +8,17 @@ import { devSecretPath, loadOrCreateDevSecret } from './devSecret.js';
  * DATA_DIR) → buildApp → listen. SIGTERM/SIGINT (and an uncaught error) stop accepting
  * connections, let in-flight requests finish (bounded by SHUTDOWN_TIMEOUT_MS), close the
  * database, and exit (0 after a signal).
+ *
+ * A start that cannot succeed ends with ONE line on stderr and an exit code (docs/operations.md):
+ * 2 = configuration error (a bad variable; no MONGODB_URI where there is no local development
+ * database, as in the image), 3 = refused (DATA_DIR in use by another server, LOCAL_DATABASE_PORT
+ * taken), 1 = anything else that failed (the line says what).
  */
 
 /** The development database launcher (tools/dev-database), as far as the server needs to know it. */
 interface DevelopmentDatabaseModule {
-  startDevelopmentDatabase(opts: { dataDir: string, port: number, log: (line: string) => void }): Promise<{ uri: string, stop(): Promise<void> }>;
+  startDevelopmentDatabase(opts: { dataDir: string, port: number | undefined, log: (line: string) => void }): Promise<{ uri: string, stop(): Promise<void> }>;
+  DevelopmentDatabaseRefusal: abstract new (...args: never[]) => Error;
 }
 
 interface Database {
@@ -21,15 +27,25 @@ interface Database {
   stop(): Promise<void>;
 }
 
+const EXIT_FAILED = 1;
+const EXIT_CONFIGURATION = 2;
+const EXIT_REFUSED = 3;
+
 const say = (line: string): void => { process.stderr.write(`${line}\n`); };
+
+function stop (code: number, line: string): never {
+  say(line);
+  process.exit(code);
+}
+
+const messageOf = (err: unknown): string => err instanceof Error ? err.message : String(err);
 
 function configOrExit (): AppConfig {
   try {
     return loadConfig(process.env);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    say(`configuration error: ${err.message}`);
-    process.exit(2);
+    stop(EXIT_CONFIGURATION, `configuration error: ${err.message}`);
   }
 }
 
@@ -46,26 +62,38 @@ async function openDatabase (config: AppConfig): Promise<Database> {
     module = await import(launcher) as DevelopmentDatabaseModule;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err;
-    say('configuration error: MONGODB_URI is not set, and this installation has no local development database (tools/dev-database): set MONGODB_URI');
-    process.exit(2);
+    stop(EXIT_CONFIGURATION, 'configuration error: MONGODB_URI is not set, and this installation has no local development database ' +
+      '(tools/dev-database): set MONGODB_URI (or MONGODB_URI_FILE)');
   }
-  const local = await module.startDevelopmentDatabase({ dataDir: config.DATA_DIR, port: config.LOCAL_DATABASE_PORT, log: say });
-  return { ...local, kind: 'local-h2' };
+  try {
+    const local = await module.startDevelopmentDatabase({ dataDir: config.DATA_DIR, port: config.LOCAL_DATABASE_PORT, log: say });
+    return { ...local, kind: 'local-h2' };
+  } catch (err) {
+    if (err instanceof module.DevelopmentDatabaseRefusal) stop(EXIT_REFUSED, `start-up refused: ${err.message}`);
+    stop(EXIT_FAILED, `start-up failed: the local development database did not start: ${messageOf(err)}`);
+  }
 }
 
 /** The configured JWT key, else the development secret under DATA_DIR (created on first start). */
 async function withAuthKey (config: AppConfig): Promise<{ config: AppConfig, note?: string }> {
   if (authKeyOf(config)) return { config };
-  const { secret, created } = await loadOrCreateDevSecret(config.DATA_DIR);
-  const note = `no AUTH_JWT_SECRET/AUTH_JWT_PUBLIC_KEY set: using the development secret ${created ? 'just created ' : ''}` +
+  let dev: { secret: string, created: boolean };
+  try {
+    dev = await loadOrCreateDevSecret(config.DATA_DIR);
+  } catch (err) {
+    stop(EXIT_FAILED, `start-up failed: no AUTH_JWT_SECRET/AUTH_JWT_PUBLIC_KEY set, and the development secret ${devSecretPath(config.DATA_DIR)} ` +
+      `cannot be read or created (${(err as NodeJS.ErrnoException).code ?? messageOf(err)})`);
+  }
+  const note = `no AUTH_JWT_SECRET/AUTH_JWT_PUBLIC_KEY set: using the development secret ${dev.created ? 'just created ' : ''}` +
     `in ${devSecretPath(config.DATA_DIR)}. Mint a token with: npm run token -- --role admin`;
-  return { config: { ...config, AUTH_JWT_SECRET: secret }, note };
+  return { config: { ...config, AUTH_JWT_SECRET: dev.secret }, note };
 }
 
 async function main (): Promise<void> {
   const configured = configOrExit();
+  // The database first: without one this installation can use, nothing else (no development secret) is written.
+  const database = await openDatabase(configured);
   const { config: keyed, note } = await withAuthKey(configured);
-  const database = await openDatabase(keyed);
   const app = await buildApp({ config: { ...keyed, MONGODB_URI: database.uri } });
   if (note) app.log.warn(note);
 
@@ -83,9 +111,8 @@ async function main (): Promise<void> {
   try {
     await app.listen({ host: keyed.HOST, port: keyed.PORT, listenTextResolver: (address) => `listening on ${address} (database: ${database.kind})` });
   } catch (err) {
-    app.log.fatal({ err }, 'could not listen');
     await database.stop();
-    process.exit(1);
+    stop(EXIT_FAILED, `start-up failed: cannot listen on ${keyed.HOST}:${keyed.PORT} (${(err as NodeJS.ErrnoException).code ?? messageOf(err)})`);
   }
 }
 

@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/http/auth.js';
 import { serviceData } from '../support/app.js';
@@ -11,8 +13,50 @@ import { inheritedEnv, serverEntry, startServerProcess } from '../support/fleet.
  * `npm start` as an operator runs it: the compiled server (built by `pretest`),
  * no MONGODB_URI, so the local development database on disk under DATA_DIR.
  */
-const startServer = (dataDir: string) =>
-  startServerProcess({ ...inheritedEnv(), DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' }, { timeoutMs: 90_000 });
+const startServer = (dataDir: string, env: Record<string, string> = {}) =>
+  startServerProcess({ ...inheritedEnv(), DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', ...env }, { timeoutMs: 90_000 });
+
+const repositoryRoot = join(import.meta.dirname, '..', '..');
+
+interface Exited { code: number | null, stdout: string, stderr: string }
+
+/** Runs `node <entry>` with exactly `env` until it exits by itself (SIGKILL after `timeoutMs`: then code is null). */
+async function runToExit (env: Record<string, string>, entry = serverEntry, timeoutMs = 60_000): Promise<Exited> {
+  const child = spawn(process.execPath, [entry], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+/** The whole output is exactly one line matching `line`: no stack trace (Java `at …` or Node's), nothing on stdout. */
+function expectOneLine (result: Exited, line: RegExp): void {
+  expect(result.stdout).toBe('');
+  expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
+  expect(result.stderr).toMatch(line);
+  expect(result.stderr).not.toMatch(/\n\s+at |Exception|Error:|Node\.js v/);
+}
+
+async function listen (server: Server, port = 0): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no TCP address');
+  return address.port;
+}
+
+async function freePort (): Promise<number> {
+  const server = createServer();
+  const port = await listen(server);
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 describe('the server process (npm start)', () => {
   let dataDir: string;
@@ -45,13 +89,92 @@ describe('the server process (npm start)', () => {
     }
   }, 180_000);
 
+  it('refuses a second server on the same DATA_DIR with one line and exit code 3, and the first keeps serving', async () => {
+    const first = await startServer(dataDir);
+    try {
+      const second = await runToExit({ ...inheritedEnv(), DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' });
+      expect(second.code).toBe(3);
+      expectOneLine(second, /^start-up refused: DATA_DIR \S+ is in use by another server \(its local development database holds the lock on \S+data\.mv\)/);
+      expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
+    } finally {
+      expect(await first.stop('SIGTERM')).toBe(0);
+    }
+    // The lock goes with the server that held it.
+    const after = await startServer(dataDir);
+    expect(await after.stop('SIGTERM')).toBe(0);
+  }, 180_000);
+
+  it('runs the local development database on exactly LOCAL_DATABASE_PORT', async () => {
+    const port = await freePort();
+    const server = await startServer(await mkdtemp(join(tmpdir(), 'cloudly-port-')), { LOCAL_DATABASE_PORT: String(port) });
+    try {
+      expect(server.logs.some((l) => l.includes('local development database (h2, ') && l.includes(`at mongodb://127.0.0.1:${port}/`))).toBe(true);
+      const client = await new MongoClient(`mongodb://127.0.0.1:${port}/`, { serverSelectionTimeoutMS: 5_000 }).connect();
+      try {
+        expect(await client.db('cloudly_release').command({ ping: 1 })).toMatchObject({ ok: 1 });
+      } finally {
+        await client.close();
+      }
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    } finally {
+      expect(await server.stop('SIGTERM')).toBe(0);
+    }
+  }, 120_000);
+
+  it('refuses a LOCAL_DATABASE_PORT that is taken with one line and exit code 3 (no silent other port)', async () => {
+    const holder = createServer();
+    const port = await listen(holder);
+    try {
+      const dir = await mkdtemp(join(tmpdir(), 'cloudly-port-'));
+      const result = await runToExit({ ...inheritedEnv(), DATA_DIR: dir, PORT: '0', LOCAL_DATABASE_PORT: String(port) });
+      expect(result.code).toBe(3);
+      expectOneLine(result, new RegExp(`^start-up refused: LOCAL_DATABASE_PORT ${port} is in use \\(127\\.0\\.0\\.1:${port}\\)`));
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
+  }, 120_000);
+
   it('stops at start-up with one line naming a bad variable', async () => {
-    const child = spawn(process.execPath, [serverEntry], { env: { PATH: process.env['PATH'] ?? '', DATA_DIR: dataDir, PORT: 'eighty' } });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    expect(code).toBe(2);
-    expect(stderr.trim().split('\n')).toHaveLength(1);
-    expect(stderr).toMatch(/^configuration error: PORT: /);
+    for (const [variable, value] of [['PORT', 'eighty'], ['LOCAL_DATABASE_PORT', '70000'], ['PORT', '3000.5']] as const) {
+      const result = await runToExit({ PATH: process.env['PATH'] ?? '', DATA_DIR: dataDir, [variable]: value });
+      expect(result.code).toBe(2);
+      expectOneLine(result, new RegExp(`^configuration error: ${variable}: `));
+    }
+  });
+});
+
+/**
+ * The installation the image holds: only what the Dockerfile's runtime stage copies from the build
+ * stage (read from the Dockerfile itself), production dependencies, no tools/ and no test code.
+ */
+describe('the container image', () => {
+  let installation: string;
+  let copied: string[];
+  beforeAll(async () => {
+    const dockerfile = await readFile(join(repositoryRoot, 'Dockerfile'), 'utf8');
+    const runtimeStage = dockerfile.slice(dockerfile.search(/^FROM \S+ AS runtime$/m));
+    copied = [...runtimeStage.matchAll(/^COPY --from=build (?:--chown=\S+ )?\/app\/(\S+) \.\/(\S+)$/gm)].map((m) => `${m[1]} -> ${m[2]}`);
+    installation = await mkdtemp(join(tmpdir(), 'cloudly-image-'));
+    for (const match of runtimeStage.matchAll(/^COPY --from=build (?:--chown=\S+ )?\/app\/(\S+) \.\/(\S+)$/gm)) {
+      await cp(join(repositoryRoot, match[1] ?? ''), join(installation, match[2] ?? ''), { recursive: true });
+    }
+    await cp(join(repositoryRoot, 'package.json'), join(installation, 'package.json'));
+    await symlink(join(repositoryRoot, 'node_modules'), join(installation, 'node_modules'));
+    await mkdir(join(installation, '.data'));
+  });
+  afterAll(async () => { await rm(installation, { recursive: true, force: true }); });
+
+  it('carries the compiled server only: no tools/ (no local development database), no test code', async () => {
+    expect(copied).toEqual(['dist/src -> dist/src']);
+    expect(await readdir(join(installation, 'dist'))).toEqual(['src']);
+  });
+
+  it('without MONGODB_URI refuses to start with one line and exit code 2, writing nothing', async () => {
+    const result = await runToExit({
+      PATH: process.env['PATH'] ?? '', NODE_ENV: 'production', HOST: '0.0.0.0', PORT: '0', DATA_DIR: join(installation, '.data'),
+    }, join(installation, 'dist', 'src', 'server.js'));
+    expect(result.code).toBe(2);
+    expectOneLine(result, /^configuration error: MONGODB_URI is not set, and this installation has no local development database/);
+    expect(await readdir(join(installation, '.data'))).toEqual([]);
   });
 });

@@ -30,6 +30,19 @@ export interface StartLocalMongoOptions {
   startTimeoutMs?: number
 }
 
+/**
+ * The launcher refused to start for a reason the operator must resolve, told on its stdout as
+ * `REFUSED locked <file>` (another process holds the h2 file) or `REFUSED port-in-use <host:port>`.
+ */
+export class LocalMongoRefusal extends Error {
+  constructor (readonly reason: 'locked' | 'port-in-use', readonly subject: string) {
+    super(reason === 'locked'
+      ? `the local development database file ${subject} is locked by another process`
+      : `cannot listen on ${subject}: the port is in use`);
+    this.name = 'LocalMongoRefusal';
+  }
+}
+
 const MAIN_CLASS = 'mongodev.MongoDevServer';
 const BUILD_TIMEOUT_MS = 10 * 60_000;
 const STOP_TIMEOUT_MS = 10_000;
@@ -152,19 +165,33 @@ export async function startLocalMongo (opts: StartLocalMongoOptions): Promise<Lo
   const child = spawn('java', args, { stdio: ['pipe', 'pipe', 'pipe'] });
   const outputTail = collectTail(child, opts.log);
   const exited = exitOf(child);
+  const stdout = requirePipe(child.stdout);
+  // 'exit' may come before the last stdout line has been read: a REFUSED line is looked at once stdout is closed.
+  const stdoutClosed = new Promise<void>((resolve) => { stdout.once('close', () => resolve()); });
+  let refusal: LocalMongoRefusal | undefined;
   const address = await new Promise<{ host: string, port: number }>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`local development database did not report LISTENING within ${timeoutMs} ms:\n${outputTail()}`));
     }, timeoutMs);
-    createInterface({ input: requirePipe(child.stdout) }).on('line', (line) => {
+    createInterface({ input: stdout }).on('line', (line) => {
+      const refused = /^REFUSED (locked|port-in-use) (.+)$/.exec(line);
+      if (refused?.[1] !== undefined && refused[2] !== undefined) {
+        refusal = new LocalMongoRefusal(refused[1] as LocalMongoRefusal['reason'], refused[2]);
+        return;
+      }
       const match = /^LISTENING (.+):(\d+)$/.exec(line);
       if (match?.[1] === undefined || match[2] === undefined) return;
       clearTimeout(timer);
       resolve({ host: match[1], port: Number(match[2]) });
     });
-    void exited.then(({ code, signal, error }) => {
+    void exited.then(async ({ code, signal, error }) => {
       clearTimeout(timer);
+      if (error === undefined) await stdoutClosed;
+      if (refusal !== undefined) {
+        reject(refusal);
+        return;
+      }
       const why = error !== undefined
         ? `cannot run java (${error.message}): the local development database needs Java 17+, or set MONGODB_URI`
         : `local development database exited before listening (${signal ?? `exit code ${code}`})`;

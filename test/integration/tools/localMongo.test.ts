@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { MongoClient, MongoServerError, type Collection } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { dockerAnswers } from '../../support/databaseResolution.js';
-import { ensureLocalMongoBuilt, startLocalMongo, type LocalMongo } from '../../../tools/dev-database/localMongo.js';
+import { ensureLocalMongoBuilt, LocalMongoRefusal, startLocalMongo, type LocalMongo } from '../../../tools/dev-database/localMongo.js';
 import { openTestDatabase, type TestDatabase } from '../../support/database.js';
 
 interface Counter { _id: string, gen: number }
@@ -107,12 +107,33 @@ describe('the local development database', () => {
     }
   });
 
-  it('reports a clear error when the port is taken', async () => {
+  it('refuses a port that is taken: LocalMongoRefusal port-in-use, nothing on stderr', async () => {
     const server = await startLocalMongo({ backend: 'memory' });
+    const lines: string[] = [];
     try {
-      await expect(startLocalMongo({ backend: 'memory', port: server.port })).rejects.toThrow(/exited before listening[\s\S]*cannot listen/);
+      const refused = await startLocalMongo({ backend: 'memory', port: server.port, log: (line) => lines.push(line) }).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(LocalMongoRefusal);
+      expect(refused).toMatchObject({ reason: 'port-in-use', subject: `127.0.0.1:${server.port}` });
+      expect((refused as Error).message).toBe(`cannot listen on 127.0.0.1:${server.port}: the port is in use`);
+      expect(lines).toEqual([]);
     } finally {
       await server.stop();
+    }
+  });
+
+  it('refuses a second server on a locked h2 file (LocalMongoRefusal locked, no stack trace), and the first keeps its data', async () => {
+    const dataFile = path.join(tempDir, 'locked.mv');
+    const first = await startLocalMongo({ backend: 'h2', dataFile });
+    const lines: string[] = [];
+    try {
+      await withClient(first.uri, async (client) => { await client.db('lock').collection('c').insertOne({ _id: 'kept' } as never); });
+      const refused = await startLocalMongo({ backend: 'h2', dataFile, log: (line) => lines.push(line) }).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(LocalMongoRefusal);
+      expect(refused).toMatchObject({ reason: 'locked', subject: dataFile });
+      expect(lines).toEqual([]);
+      expect(await withClient(first.uri, async (client) => await client.db('lock').collection('c').countDocuments())).toBe(1);
+    } finally {
+      await first.stop();
     }
   });
 

@@ -2,11 +2,14 @@ package mongodev;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
+import org.h2.mvstore.DataUtils;
 import org.h2.mvstore.MVStore;
+import org.h2.mvstore.MVStoreException;
 
 import de.bwaldvogel.mongo.MongoBackend;
 import de.bwaldvogel.mongo.MongoServer;
@@ -22,8 +25,11 @@ import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
  * MongoDevServer [--host 127.0.0.1] [--port 0] [--backend memory|h2] [--file PATH]
  * </pre>
  *
- * Contract with src/store/localMongo.ts:
+ * Contract with tools/dev-database/localMongo.ts:
  * - prints exactly one line "LISTENING host:port" on stdout once bound (port 0 = a free port);
+ * - or, when it cannot start for a reason the operator must act on, one line "REFUSED locked PATH"
+ *   (another process holds the h2 file) or "REFUSED port-in-use HOST:PORT" on stdout, nothing on
+ *   stderr, and exit code 3 (no stack trace: the parent turns it into one line for the operator);
  * - exits when stdin reaches EOF, so it dies with its Node parent even when that is SIGKILLed;
  * - on SIGTERM (or that EOF) closes the backend, which for h2 writes the last changes to the file.
  */
@@ -80,6 +86,9 @@ public final class MongoDevServer {
             // Netty rethrows BindException undeclared, past MongoServer's own RuntimeException cleanup,
             // and its event loop threads would keep this JVM alive: shut down here, then exit.
             server.shutdownNow();
+            if (causedBy(e, BindException.class)) {
+                refuse("port-in-use " + host + ":" + port);
+            }
             throw fail("cannot listen on " + host + ":" + port + ": " + e);
         }
         Runtime.getRuntime().addShutdownHook(new Thread(server::shutdownNow, "mongo-dev-shutdown"));
@@ -109,9 +118,17 @@ public final class MongoDevServer {
         } catch (IOException e) {
             throw fail("cannot create the directory of " + file + ": " + e);
         }
-        MVStore store = MVStore.open(file);
-        store.setAutoCommitDelay(H2_AUTO_COMMIT_DELAY_MS);
-        return store;
+        try {
+            MVStore store = MVStore.open(file);
+            store.setAutoCommitDelay(H2_AUTO_COMMIT_DELAY_MS);
+            return store;
+        } catch (MVStoreException e) {
+            // Another server (usually a second `npm start` on the same DATA_DIR) holds the file lock.
+            if (e.getErrorCode() == DataUtils.ERROR_FILE_LOCKED) {
+                refuse("locked " + Path.of(file).toAbsolutePath());
+            }
+            throw fail("cannot open " + file + ": " + e.getMessage());
+        }
     }
 
     /** Netty's threads keep the JVM alive; the end of stdin is the parent saying goodbye. */
@@ -142,6 +159,22 @@ public final class MongoDevServer {
             // reported below
         }
         throw fail("invalid port " + value);
+    }
+
+    private static boolean causedBy(Throwable error, Class<? extends Throwable> type) {
+        for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+            if (type.isInstance(cause)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** A start the operator must resolve (see the class comment): one protocol line, exit code 3. */
+    private static void refuse(String reason) {
+        System.out.println("REFUSED " + reason);
+        System.out.flush();
+        System.exit(3);
     }
 
     private static IllegalStateException fail(String message) {
