@@ -1,6 +1,6 @@
 import type { HTTPRequest } from 'puppeteer-core';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { promote } from '../../support/fixtures.js';
+import { bearer, promote } from '../../support/fixtures.js';
 import { fullReplicas } from '../../support/reports.js';
 import { screenshot, signedIn, waitForAttribute, waitForGrid, waitForText, type ConsolePage } from './browser.js';
 import { consoleHarness } from './harness.js';
@@ -191,6 +191,42 @@ describe('console actions in a browser', () => {
     await report(stage, await currentPlan(stage, s.svc.id), s.svc.id, fullReplicas(await currentPlan(stage, s.svc.id), s.svc.id, NODES));
     await waitForAttribute(page, '#rollout-summary .badge', 'data-status', 'rolled-back');
     await waitForText(page, '#lifecycle-succeeded', 'Rolled back');
+  });
+
+  it('abort answered with a conflict when someone else aborted first: said plainly, nothing changed, one abort in the history', async () => {
+    let second = '';
+    const s = await openService('abort-conflict', async (svc) => {
+      await report(stage, svc.plan, svc.svc.id, fullReplicas(svc.plan, svc.svc.id, NODES));
+      const res = await promote(stage.api, stage.releaser, svc.svc.id, svc.releases.b, { generation: 1, currentRolloutId: svc.plan.rolloutId });
+      expect(res.statusCode, res.body).toBe(200);
+      second = res.json().service.data.imageDeployment.rolloutId;
+    });
+    const { page } = s.cp;
+    await page.click('#abort');
+    await page.waitForSelector('#action-dialog[open]');
+    // While the operator reads the dialog, another operator aborts with the CLI.
+    const theirs = await stage.api.inject({
+      method: 'POST',
+      url: `/v1/services/${s.svc.id}/rollout/abort`,
+      headers: { ...bearer(stage.admin), 'idempotency-key': `cli-${second}` },
+      payload: { expectedRolloutGeneration: 2, expectedCurrentRolloutId: second, reason: 'CLI' },
+    });
+    expect(theirs.statusCode, theirs.body).toBe(200);
+    const theirRollout = theirs.json().service.data.imageDeployment.rolloutId;
+    await page.click('#action-confirm');
+    await waitForAttribute(page, '#action-dialog', 'data-state', 'failed-reload');
+    await waitForText(page, '#action-error',
+      `Someone else changed the rollout: it is now generation 3 (rollout ${theirRollout}), you were looking at generation 2. Nothing was changed.`);
+    await waitForText(page, '#action-error', 'HTTP 409, request id ');
+    expect(await page.$eval('#action-confirm', (b) => b.hidden)).toBe(true);
+    const posts = postsTo(s.cp, '/rollout/abort');
+    expect(posts).toHaveLength(1);
+    expect(posts[0]?.headers['idempotency-key']).toMatch(UUID);
+    const rollouts = await history(stage, s.svc.id);
+    expect(rollouts.map((r) => [r['generation'], r['reason']])).toEqual([[3, 'CLI'], [2, 'manual promotion'], [1, 'first release']]);
+    await page.click('#action-error button'); // Reload
+    await page.waitForSelector('#action-dialog:not([open])');
+    await waitForText(page, '#rollout-trigger', `abort of ${second}`);
   });
 
   it('abort with nothing to return to: the server\'s refusal (409 no-verified-release) said plainly; nothing changed', async () => {
