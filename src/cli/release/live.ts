@@ -135,7 +135,10 @@ const STATUS_STYLE: Record<string, Style> = {
   succeeded: 'green', 'rolled-back': 'green', failed: 'red', mismatched: 'red',
 };
 
-/** The lines of one frame, each at most `width - 1` characters wide (so the terminal never wraps). */
+/**
+ * The lines of one frame, each at most `width - 1` characters wide (so the terminal never wraps and
+ * the next frame can be drawn over this one) — but the final state (`footer`), which nothing redraws.
+ */
 export function renderLive (input: LiveInput): string[] {
   const { view, width, height } = input;
   const lines: Line[] = [];
@@ -175,6 +178,8 @@ export function renderLive (input: LiveInput): string[] {
     lines.push([{ text: (Object.keys(SLOT) as SlotState[]).map((s) => `${SLOT[s].glyph} ${SLOT[s].label}`).join('  '), style: 'dim' }]);
     for (const line of lifecycle) lines.push([{ text: line }]);
   }
+  // The final state is drawn once and never moves again: its lines may wrap, so no reason is cut short.
+  const footerFrom = lines.length;
   if (input.footer) {
     for (const line of input.footer) lines.push([{ text: line }]);
   } else if (status) {
@@ -184,7 +189,7 @@ export function renderLive (input: LiveInput): string[] {
       ...(updated !== undefined ? [{ text: `  (updated ${isoTime(updated)})`, style: 'dim' as const }] : []),
     ]);
   }
-  return lines.map((line) => paint(line, Math.max(10, width - 1), input.color));
+  return lines.map((line, i) => paint(line, input.footer && i >= footerFrom ? Infinity : Math.max(10, width - 1), input.color));
 }
 
 /** Clips a line to `max` visible characters, then styles it (escapes are not counted). */

@@ -138,6 +138,12 @@ describe('the live view of a rollout', () => {
   it('fits the terminal: lines are clipped to the width, and on a short terminal blocking nodes come first', () => {
     const narrow = renderLive({ view: fixture(), width: 40, height: 40, color: true });
     for (const line of narrow) expect([...visible(line)].length).toBeLessThanOrEqual(39);
+    // The final state is drawn once and never redrawn: it is not clipped (the reasons are read in full).
+    const reason = "  replica-unhealthy: replica 'n1-task-1' on node 'n1' has run verified for the 10 s stability window: waiting for a report";
+    const footer = ['rollout ro_9 (generation 3) mismatched: pulled-digest-mismatch', 'blocking', reason];
+    const final = renderLive({ view: fixture(), footer, width: 40, height: 40, color: true });
+    expect(final.slice(-3).map(visible)).toEqual(footer);
+    for (const line of final.slice(0, -3)) expect([...visible(line)].length).toBeLessThanOrEqual(39);
     const view = fixture();
     view.plan!.targetScope.targetNodeNames = ['n1', ...Array.from({ length: 30 }, (_, i) => `m${i}`), 'n3'];
     const short = renderLive({ view, width: 160, height: 10, color: false });
