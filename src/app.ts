@@ -2,8 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import { authKeyOf, faultPointsOf, type AppConfig } from './config.js';
 import { consolePlugin } from './console/plugin.js';
 import type { Repositories } from './domain/ports.js';
@@ -14,6 +12,7 @@ import { createTokenVerifier } from './http/auth.js';
 import { problemDocument, registerErrorHandling } from './http/errorHandler.js';
 import { instrumentRequests } from './http/instrumentation.js';
 import { registerJsonBody } from './http/jsonBody.js';
+import { registerOpenApi } from './http/openapi.js';
 import { clusterRoutes } from './http/rest/clusters.js';
 import { healthRoutes } from './http/rest/health.js';
 import { metricsRoutes } from './http/rest/metrics.js';
@@ -204,18 +203,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   registerAnswerHeaders(app);
   registerErrorHandling(app, { onErrorAnswered: (code) => { metrics.errorAnswered(code); }, bodyLimitBytes: config.BODY_LIMIT_BYTES });
 
-  await app.register(swagger, {
-    openapi: {
-      info: {
-        title: 'Cloudly image-release control plane',
-        version: '0.1.0',
-        description: 'Promote, roll back and verify container images by immutable sha256 digest.',
-      },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
-      security: [{ bearer: [] }],
-    },
-  });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await registerOpenApi(app);
 
   const repos = store.repositories;
   const operations = composeOperations({

@@ -2,6 +2,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 import type { TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { Value } from '@sinclair/typebox/value';
+import { problemsOf } from './schemaErrors.js';
 
 /**
  * The validator of every route part (body, querystring, params, headers), from its TypeBox
@@ -37,6 +38,6 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
     }
     const converted = httpPart === 'body' ? value : Value.Convert(schema, value);
     if (check.Check(converted)) return { value: converted };
-    return { error: [...check.Errors(converted)].map((e) => problem(e.path, e.message)) };
+    return { error: problemsOf(check.Errors(converted)).map((p) => problem(p.field, p.message)) };
   };
 };

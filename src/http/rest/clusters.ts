@@ -6,6 +6,8 @@ import { permissions } from '../../domain/principal.js';
 import type { ClusterOperations } from '../../operations/clusters.js';
 import type { TokenVerifier } from '../auth.js';
 import { valueOf } from '../replies.js';
+import { examples, withExample } from '../examples.js';
+import { withBody, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
 
 export interface ClusterRoutesOptions {
@@ -16,10 +18,14 @@ export interface ClusterRoutesOptions {
 const tags = ['clusters'];
 const ClusterParams = Type.Object({ clusterId: ClusterId }, { additionalProperties: false });
 const ClusterReply = Type.Object({ cluster: ICluster });
-const clusterReplies = replies(ClusterReply);
-const registerSummary = 'Register a cluster with its full node set (admin; idempotent, replaces the node set)';
+const ClusterBody = withExample(TClusterWritableData, examples.clusterWritableData);
+const registerSummary = 'Register a cluster with its full node set (admin)';
+const registerDescription = 'Idempotent: the body is the whole node set and replaces the one registered before. A node name registered' +
+  ' to another cluster is 409 `node-name-taken` (naming the node and its cluster); a name listed twice is 400.';
 const readSummary = 'Read a cluster and its node names';
-const listSummary = 'List clusters sorted by id (at most `limit`, default 100, max 256; `after` = last id of the previous page)';
+const readDescription = 'The registered node names, which promotions target (a service\'s `placement.clusterIds`).';
+const listSummary = 'List clusters sorted by id';
+const listDescription = 'At most `limit` (default 100, max 256); `after` = the last id of the previous page.';
 const ListQuery = Type.Object({ limit: Type.Optional(ClusterListLimit), after: Type.Optional(ClusterId) }, { additionalProperties: false });
 
 /** REST: register (admin), read and list clusters and their node names. */
@@ -27,19 +33,30 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<ClusterRoutesOptions> = as
   const guard = guardWith(verifier);
 
   app.put('/v1/clusters/:clusterId', {
-    ...guard(permissions.registerClusters, { tags, summary: registerSummary, params: ClusterParams, body: TClusterWritableData, response: clusterReplies }),
+    ...guard(permissions.registerClusters, {
+      tags,
+      summary: registerSummary,
+      description: registerDescription,
+      params: ClusterParams,
+      body: ClusterBody,
+      response: replies(ClusterReply, withInput, withBody, ['node-name-taken']),
+    }),
     preValidation: async (request) => {
       const refused = duplicateNodeNamesRefusal(request.body, '/body');
       if (refused) throw refused;
     },
   }, async (request, reply) => valueOf(await clusters.registerCluster(request.params.clusterId, request.body), reply, '/body'));
 
-  app.get('/v1/clusters/:clusterId', guard(permissions.readClusters, { tags, summary: readSummary, params: ClusterParams, response: clusterReplies }),
-    async (request, reply) => valueOf(await clusters.readCluster(request.params.clusterId), reply, '/params'));
+  app.get('/v1/clusters/:clusterId', guard(permissions.readClusters, {
+    tags, summary: readSummary, description: readDescription, params: ClusterParams, response: replies(ClusterReply, withInput, ['cluster-not-found']),
+  }),
+  async (request, reply) => valueOf(await clusters.readCluster(request.params.clusterId), reply, '/params'));
 
-  app.get('/v1/clusters', guard(permissions.readClusters, { tags, summary: listSummary, querystring: ListQuery, response: replies(ListClustersResponse) }),
-    async ({ query }, reply) => {
-      const listed = await clusters.listClusters({ limit: query.limit ?? clusterListLimits.default, after: query.after });
-      return valueOf(listed, reply, '/querystring');
-    });
+  app.get('/v1/clusters', guard(permissions.readClusters, {
+    tags, summary: listSummary, description: listDescription, querystring: ListQuery, response: replies(ListClustersResponse, withInput),
+  }),
+  async ({ query }, reply) => {
+    const listed = await clusters.listClusters({ limit: query.limit ?? clusterListLimits.default, after: query.after });
+    return valueOf(listed, reply, '/querystring');
+  });
 };

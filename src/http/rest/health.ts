@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { DatabaseHealth } from '../../domain/ports.js';
 import { errors } from '../../errors.js';
+import { anyRoute, problemResponses, stored } from '../schemas.js';
 
 const READY_PING_TIMEOUT_MS = 1000;
 
@@ -16,8 +17,9 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
     schema: {
       tags: ['operations'],
       summary: 'Liveness: the process is up',
+      description: 'Answers without touching the database (no token): restart the process when this fails.',
       security: [],
-      response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+      response: { 200: Type.Object({ status: Type.Literal('ok') }), ...problemResponses(anyRoute) },
     },
   }, async () => ({ status: 'ok' as const }));
 
@@ -26,8 +28,9 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
     schema: {
       tags: ['operations'],
       summary: 'Readiness: the database answers a ping within 1 s and the indexes exist',
+      description: 'No token. 503 `database-unavailable` while the database is away: take the process out of the load balancer, not restart it.',
       security: [],
-      response: { 200: Type.Object({ status: Type.Literal('ready') }) },
+      response: { 200: Type.Object({ status: Type.Literal('ready') }), ...problemResponses(stored) },
     },
   }, async () => {
     if (!(await database.ping(READY_PING_TIMEOUT_MS))) throw errors.databaseUnavailable();

@@ -5,13 +5,15 @@ import type { FastifyRequest } from 'fastify';
 import { errors } from '../../errors.js';
 import type { Metrics } from '../../metrics.js';
 import { bearerToken } from '../auth.js';
-import { ProblemResponses } from '../schemas.js';
+import { anyRoute, problemResponses } from '../schemas.js';
 
 export interface MetricsRoutesOptions {
   metrics: Metrics;
   /** When set, GET /metrics needs `Authorization: Bearer <token>` (METRICS_TOKEN). */
   token?: string;
 }
+
+const tokenNeeded = 'Needs `Authorization: Bearer <METRICS_TOKEN>`.';
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
@@ -37,16 +39,15 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<MetricsRoutesOptions> = as
     schema: {
       tags: ['operations'],
       summary: 'Prometheus metrics (text exposition format 0.0.4)',
-      description: expected === undefined
-        ? 'No token needed (METRICS_TOKEN is not set).'
-        : 'Needs `Authorization: Bearer <METRICS_TOKEN>`.',
+      description: 'The series of this process: request counts and durations per route, error answers per code, rollout and lifecycle' +
+        ` counters, database heartbeat failures. ${expected === undefined ? 'No token needed (METRICS_TOKEN is not set).' : tokenNeeded}`,
       security: expected === undefined ? [] : [{ bearer: [] }],
       response: {
         200: {
           description: 'the series of this process',
           content: { 'text/plain': { schema: Type.String() } },
         },
-        ...ProblemResponses,
+        ...problemResponses(anyRoute, expected === undefined ? [] : ['unauthenticated']),
       },
     },
   }, async (_request, reply) => {

@@ -9,7 +9,8 @@ import type { Operations } from '../../operations/index.js';
 import type { TokenVerifier } from '../auth.js';
 import { actorOf } from '../authorize.js';
 import { valueOf } from '../replies.js';
-import { ServiceParams } from '../schemas.js';
+import { examples, withExample } from '../examples.js';
+import { ServiceParams, withBody, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
 
 export interface ReleaseRoutesOptions {
@@ -20,9 +21,13 @@ export interface ReleaseRoutesOptions {
 const tags = ['releases'];
 const TagParams = Type.Object({ serviceId: Id, tag: OciTag }, { additionalProperties: false });
 const pushSummary = 'Report an immutable registry push event (admin, api)';
-const pushDescription = '201: a new observation was recorded; 200: this eventId was already recorded with the same content (nothing changed).';
-const listSummary = 'A service\'s image releases, newest observation first (limit 1–500, default 50; pass nextCursor back as cursor)';
-const ledgerSummary = 'The tag ledger: which digest a tag pointed to, newest first; with `at`, only the entry current at that time';
+const pushDescription = '201: a new observation was recorded; 200: this eventId was already recorded with the same content (nothing changed,' +
+  ' header `Idempotent-Replayed: true`). The same eventId with other content is 409 `push-event-conflict` naming the fields that differ.' +
+  ' For a service with `deployOnPush`, `autoPromotion` says whether the event promoted, waits or was skipped, and why.';
+const listSummary = 'A service\'s image releases, newest observation first';
+const listDescription = 'Keyset pages: `limit` 1–500 (default 50); pass `nextCursor` back as `cursor`.';
+const ledgerSummary = 'The tag ledger: which digest a tag pointed to';
+const ledgerDescription = 'Newest first; with `at` (epoch milliseconds), only the entry that was current at that time.';
 
 /** REST: registry push events, a service's releases (keyset pages) and the tag ledger. */
 export const releaseRoutes: FastifyPluginAsyncTypebox<ReleaseRoutesOptions> = async (app, { operations, verifier }) => {
@@ -31,7 +36,15 @@ export const releaseRoutes: FastifyPluginAsyncTypebox<ReleaseRoutesOptions> = as
   const PushReply = ReportImmutableRegistryPushEventResponse;
 
   app.post('/v1/registry/push-events', guard(permissions.pushRegistryEvents, {
-    tags, summary: pushSummary, description: pushDescription, body: IImmutableRegistryPushEvent, response: { ...replies(PushReply), 201: PushReply },
+    tags,
+    summary: pushSummary,
+    description: pushDescription,
+    body: withExample(IImmutableRegistryPushEvent, examples.pushEvent),
+    response: {
+      ...replies({ ...PushReply, description: 'this eventId was already recorded with the same content: nothing changed' }, withBody,
+        ['service-not-found', 'push-event-conflict', 'release-identity-conflict', 'registry-target-mismatch']),
+      201: { ...PushReply, description: 'a new observation was recorded' },
+    },
   }), async (request, reply) => {
     // A redelivered event is answered as a replay (200, `Idempotent-Replayed: true`).
     const answer = valueOf(await operations.observePushEvent(request.body, actorOf(request)), reply, '/body');
@@ -39,10 +52,20 @@ export const releaseRoutes: FastifyPluginAsyncTypebox<ReleaseRoutesOptions> = as
   });
 
   app.get('/v1/services/:serviceId/image-releases', guard(permissions.readReleases, {
-    tags, summary: listSummary, params: ServiceParams, querystring: ImageReleasePageQuery, response: replies(ImageReleasePage),
+    tags,
+    summary: listSummary,
+    description: listDescription,
+    params: ServiceParams,
+    querystring: ImageReleasePageQuery,
+    response: replies(ImageReleasePage, withInput, ['service-not-found']),
   }), async ({ params, query }, reply) => valueOf(await releases.listReleasePage(params.serviceId, query), reply, '/querystring'));
 
   app.get('/v1/services/:serviceId/tags/:tag/history', guard(permissions.readReleases, {
-    tags, summary: ledgerSummary, params: TagParams, querystring: ImageTagHistoryQuery, response: replies(ImageTagHistory),
+    tags,
+    summary: ledgerSummary,
+    description: ledgerDescription,
+    params: TagParams,
+    querystring: ImageTagHistoryQuery,
+    response: replies(ImageTagHistory, withInput, ['service-not-found']),
   }), async ({ params, query }, reply) => valueOf(await releases.tagHistory(params.serviceId, params.tag, query), reply, '/querystring'));
 };

@@ -7,6 +7,8 @@ import type { Operations } from '../../operations/index.js';
 import type { TokenVerifier } from '../auth.js';
 import { actorOf } from '../authorize.js';
 import { valueOf } from '../replies.js';
+import { examples, withExample } from '../examples.js';
+import { withBody } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
 
 export interface ReportRoutesOptions {
@@ -27,6 +29,13 @@ const ReportReply = Type.Object({
 });
 
 const reportSummary = 'Report a deployment snapshot with runtime image evidence (cluster tokens)';
+const reportDescription = 'Coreflow\'s report: the TypedRequest `reportDeploymentSnapshots` request without `identity` (the cluster token' +
+  ' says who reports). For a service with an immutable rollout the `immutableReport` envelope is required and every replica\'s evidence' +
+  ' is verified again by the server; a cluster may report only nodes registered to it and inside the rollout\'s target scope (403).' +
+  ' Body limit: REPORT_BODY_LIMIT_BYTES (8 MiB by default).';
+const reportCodes = [
+  'service-not-found', 'stale-rollout-report', 'immutable-plan-missing', 'runtime-capability-missing', 'runtime-attestation-missing',
+] as const;
 
 /** REST: Coreflow's snapshot report (the TypedRequest request without `identity`). */
 export const reportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> = async (app, { operations, verifier, bodyLimit }) => {
@@ -34,7 +43,13 @@ export const reportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> = asyn
   const guard = guardWith(verifier);
   app.post('/v1/deployment-snapshots', {
     bodyLimit,
-    ...guard(permissions.reportSnapshots, { tags: ['reports'], summary: reportSummary, body: ReportDeploymentSnapshotsInput, response: replies(ReportReply) }),
+    ...guard(permissions.reportSnapshots, {
+      tags: ['reports'],
+      summary: reportSummary,
+      description: reportDescription,
+      body: withExample(ReportDeploymentSnapshotsInput, examples.snapshotReport),
+      response: replies(ReportReply, withBody, reportCodes),
+    }),
     preValidation: async (request) => {
       const refused = reportSnapshot.precheck(request.body);
       if (refused) throw refused;

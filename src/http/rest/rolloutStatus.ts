@@ -9,7 +9,7 @@ import { StoredDeployments, type RolloutReads } from '../../operations/readRollo
 import { queryAccessToken } from '../accessToken.js';
 import { bearerToken, type TokenVerifier } from '../auth.js';
 import { valueOf } from '../replies.js';
-import { ProblemResponses, ServiceParams } from '../schemas.js';
+import { authenticated, problemResponses, ServiceParams, stored, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
 import { serve, type StatusHub } from '../sse/hub.js';
 import { SseStream } from '../sse/stream.js';
@@ -46,7 +46,16 @@ function streamToken (request: FastifyRequest): string {
 }
 
 const tags = ['rollouts'];
-const streamReply = { description: 'text/event-stream; `data` of `status` events is a StatusEvent', content: { 'text/event-stream': { schema: StatusEvent } } };
+/** `data` of an `event: reset` (src/http/sse/stream.ts): the current state, from which the client continues. */
+const ResetEventData = Type.Object({
+  reason: Type.Union([Type.Literal('events-missed'), Type.Literal('unknown-revision')]),
+  revision: Type.Integer(),
+  latest: Type.Union([StatusEvent, Type.Null()]),
+}, { description: 'the `data` of an `event: reset`' });
+const streamReply = {
+  description: 'text/event-stream; the `data` of an `event: status` is a StatusEvent, that of an `event: reset` the current state',
+  content: { 'text/event-stream': { schema: Type.Union([StatusEvent, ResetEventData]) } },
+};
 
 const eventsDescription = [
   'Each change: `id: <revision>`, `event: status`, `data: <StatusEvent JSON>`, in revision order, none twice.',
@@ -63,19 +72,26 @@ const eventsSchema = {
   params: ServiceParams,
   querystring: EventsQuery,
   headers: EventsHeaders,
-  response: { ...ProblemResponses, 200: streamReply },
+  security: [{ bearer: [] }, { accessToken: [] }] as Array<Record<string, string[]>>,
+  response: { ...problemResponses(authenticated, stored, withInput, ['service-not-found']), 200: streamReply },
 };
 
 /** The rollout view and the status event stream. */
 export const rolloutStatusRoutes: FastifyPluginAsyncTypebox<RolloutStatusRoutesOptions> = async (app, { rollouts, verifier, hub }) => {
   const viewSummary = 'The current rollout: plan, status, each reporter\'s evidence, and what blocks success';
+  const viewDescription = 'What a CI script polls after a promotion: the plan, the aggregate status (`succeeded`, `failed`,' +
+    ' `rolled-back`, …), each reporter\'s latest accepted evidence, and the reasons that block success (missing nodes, mismatches).';
   app.get('/v1/services/:serviceId/rollout', guardWith(verifier)(permissions.readRolloutStatus, {
-    tags, summary: viewSummary, params: ServiceParams, response: replies(RolloutView),
+    tags, summary: viewSummary, description: viewDescription, params: ServiceParams, response: replies(RolloutView, withInput, ['service-not-found']),
   }), async (request, reply) => valueOf(await rollouts.readRollout(request.params.serviceId), reply, '/params'));
 
   const deploymentsSummary = 'The stored deployments: what each reporter\'s latest accepted report stated (for the current rollout)';
   app.get('/v1/services/:serviceId/deployments', guardWith(verifier)(permissions.readServices, {
-    tags: ['reports'], summary: deploymentsSummary, params: ServiceParams, response: replies(StoredDeployments),
+    tags: ['reports'],
+    summary: deploymentsSummary,
+    description: 'Per reporter (cluster), the deployments its latest accepted snapshot report stated, as stored.',
+    params: ServiceParams,
+    response: replies(StoredDeployments, withInput, ['service-not-found']),
   }), async (request, reply) => valueOf(await rollouts.readDeployments(request.params.serviceId), reply, '/params'));
 
   app.get('/v1/services/:serviceId/rollout/events', guardWith(verifier, streamToken)(permissions.readRolloutStatus, eventsSchema), async (request, reply) => {

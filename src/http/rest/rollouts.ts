@@ -5,12 +5,13 @@ import { Id, NonNegativeSafeInteger } from '../../contracts/index.js';
 import { DeliveryMetrics, DeliveryMetricsQuery } from '../../domain/deliveryMetrics.js';
 import { RolloutHistoryPage, RolloutHistoryQuery } from '../../domain/history.js';
 import { permissions } from '../../domain/principal.js';
-import { errors } from '../../errors.js';
+import { errors, type ErrorCode } from '../../errors.js';
 import type { Operations } from '../../operations/index.js';
 import type { TokenVerifier } from '../auth.js';
 import { actorOf } from '../authorize.js';
 import { valueOf } from '../replies.js';
-import { ServiceParams, ServiceReply } from '../schemas.js';
+import { examples, idempotencyKeyExample, withExample } from '../examples.js';
+import { ServiceParams, ServiceReply, withBody, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
 
 export interface RolloutRoutesOptions {
@@ -20,6 +21,16 @@ export interface RolloutRoutesOptions {
 
 /** Idempotency keys: 1–255 visible ASCII characters (a UUID, a CI run id, …). */
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** Declared for the document (and checked again by the validator); `requireIdempotencyKey` answers a missing one first. */
+const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.String({
+    pattern: '^[\\x21-\\x7e]{1,255}$',
+    description: 'one key per intended change, reused on every retry of it (e.g. a UUID): the same key with the same request replays' +
+      ' the stored outcome (`Idempotent-Replayed: true`), with another request it is 422 `idempotency-key-reused`; kept at least 24 h',
+    examples: [idempotencyKeyExample],
+  }),
+});
 
 const ReleaseParams = Type.Object({ serviceId: Id, releaseId: Id }, { additionalProperties: false });
 const Reason = Type.String({ minLength: 1, maxLength: 1024, description: 'why (kept in the rollout history)' });
@@ -49,16 +60,26 @@ async function requireIdempotencyKey (request: FastifyRequest): Promise<void> {
 const keyOf = (request: FastifyRequest): string => request.headers['idempotency-key'] as string;
 
 const tags = ['releases'];
-const keyRule = 'Header `Idempotency-Key` required.';
+const keyRule = 'Header `Idempotency-Key` required (400 `idempotency-key-missing` without it).';
 const promoteSummary = 'Promote a release: issue a new immutable-digest rollout (admin, api)';
 const promoteDescription = `${keyRule} Compare-and-swap on \`expectedRolloutGeneration\` (0 before the first rollout).`;
 const rollbackSummary = 'Roll back to a previously accepted release (admin, api)';
 const rollbackDescription = `${keyRule} Puts automatic promotion on hold until the next explicit promotion.`;
 const historySummary = 'Rollout history: every plan ever issued, newest first, with its outcome (the audit trail)';
+const historyDescription = 'Who, when, why, which release, and how each rollout ended; cursor pages (pass `nextCursor` back as `cursor`).';
 const abortSummary = 'Abort the current rollout: roll back to the last verified release (admin, api)';
 const abortDescription = `${keyRule} The target is the newest release whose rollout succeeded, other than the digest deployed now` +
   ' (409 no-verified-release when there is none). Same compare-and-swap and automation hold as a rollback.';
-const metricsSummary = 'Delivery metrics of a service over a window: deployment frequency, lead time, change-failure rate, time to restore';
+const metricsSummary = 'Delivery metrics of a service over a window';
+const metricsDescription = 'Deployment frequency, lead time, change-failure rate and time to restore over `windowDays` days ending at `to`' +
+  ' (epoch milliseconds, default now), worked out from the rollout history.';
+/** Every refusal a rollout write may answer besides the shared ones. */
+const rolloutWriteCodes = [
+  'idempotency-key-missing', 'service-not-found', 'release-not-found', 'rollout-generation-conflict', 'current-rollout-mismatch',
+  'idempotency-request-in-progress', 'idempotency-key-reused', 'invalid-deployment-plan',
+] as const;
+const rollbackCodes = ['rollback-target-not-accepted', 'rollback-target-is-current', 'no-current-rollout'] as const;
+const writeReplies = (...codes: ReadonlyArray<readonly ErrorCode[]>) => replies(ServiceReply, withInput, withBody, rolloutWriteCodes, ...codes);
 
 /** REST adapters for promotion, rollback, abort, the rollout history and the delivery metrics. */
 export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (app, { operations, verifier }) => {
@@ -66,7 +87,13 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
 
   app.post('/v1/services/:serviceId/image-releases/:releaseId/promote', {
     ...guard(permissions.promote, {
-      tags, summary: promoteSummary, description: promoteDescription, params: ReleaseParams, body: PromoteBody, response: replies(ServiceReply),
+      tags,
+      summary: promoteSummary,
+      description: promoteDescription,
+      params: ReleaseParams,
+      headers: IdempotencyHeaders,
+      body: withExample(PromoteBody, examples.promote),
+      response: writeReplies(),
     }),
     preValidation: requireIdempotencyKey,
   }, async (request, reply) => {
@@ -77,7 +104,13 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
 
   app.post('/v1/services/:serviceId/image-releases/:releaseId/rollback', {
     ...guard(permissions.rollBack, {
-      tags, summary: rollbackSummary, description: rollbackDescription, params: ReleaseParams, body: RollbackBody, response: replies(ServiceReply),
+      tags,
+      summary: rollbackSummary,
+      description: rollbackDescription,
+      params: ReleaseParams,
+      headers: IdempotencyHeaders,
+      body: withExample(RollbackBody, examples.rollback),
+      response: writeReplies(rollbackCodes),
     }),
     preValidation: requireIdempotencyKey,
   }, async (request, reply) => {
@@ -87,7 +120,13 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
 
   app.post('/v1/services/:serviceId/rollout/abort', {
     ...guard(permissions.rollBack, {
-      tags, summary: abortSummary, description: abortDescription, params: ServiceParams, body: RollbackBody, response: replies(ServiceReply),
+      tags,
+      summary: abortSummary,
+      description: abortDescription,
+      params: ServiceParams,
+      headers: IdempotencyHeaders,
+      body: withExample(RollbackBody, examples.abort),
+      response: writeReplies(rollbackCodes, ['no-verified-release']),
     }),
     preValidation: requireIdempotencyKey,
   }, async (request, reply) => {
@@ -96,10 +135,20 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
   });
 
   app.get('/v1/services/:serviceId/delivery-metrics', guard(permissions.readRolloutHistory, {
-    tags, summary: metricsSummary, params: ServiceParams, querystring: DeliveryMetricsQuery, response: replies(DeliveryMetrics),
+    tags,
+    summary: metricsSummary,
+    description: metricsDescription,
+    params: ServiceParams,
+    querystring: DeliveryMetricsQuery,
+    response: replies(DeliveryMetrics, withInput, ['service-not-found']),
   }), async ({ params, query }, reply) => valueOf(await operations.rollouts.readDeliveryMetrics(params.serviceId, query), reply, '/querystring'));
 
   app.get('/v1/services/:serviceId/rollouts', guard(permissions.readRolloutHistory, {
-    tags, summary: historySummary, params: ServiceParams, querystring: RolloutHistoryQuery, response: replies(RolloutHistoryPage),
+    tags,
+    summary: historySummary,
+    description: historyDescription,
+    params: ServiceParams,
+    querystring: RolloutHistoryQuery,
+    response: replies(RolloutHistoryPage, withInput, ['service-not-found']),
   }), async ({ params, query }, reply) => valueOf(await operations.rollouts.readRolloutHistory(params.serviceId, query), reply, '/querystring'));
 };

@@ -7,7 +7,8 @@ import { serverManagedFieldRefusal } from '../../domain/services.js';
 import type { ServiceOperations } from '../../operations/services.js';
 import type { TokenVerifier } from '../auth.js';
 import { valueOf } from '../replies.js';
-import { ProblemResponses, ServiceParams, ServiceReply } from '../schemas.js';
+import { examples, withExample } from '../examples.js';
+import { authenticated, problemResponses, ServiceParams, ServiceReply, stored, withBody, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
 
 export interface ServiceRoutesOptions {
@@ -16,9 +17,19 @@ export interface ServiceRoutesOptions {
 }
 
 const tags = ['services'];
-const created = { 201: ServiceReply, ...ProblemResponses };
+const ServiceBody = withExample(TServiceWritableData, examples.serviceWritableData);
+const created = {
+  201: { ...ServiceReply, description: 'created; header `Location` is the new service\'s URL' },
+  ...problemResponses(authenticated, stored, withBody, ['server-managed-field', 'service-already-exists']),
+};
 const ServiceView = Type.Object({ service: IService, automationHold: Type.Optional(AutomationHold) });
-const listSummary = 'Find services again: sorted by name, `name` for one by its exact name, cursor pages (limit 1–200, default 50)';
+const createSummary = 'Create a service (admin)';
+const createDescription = 'The body is the caller-writable `TServiceWritableData`; `immutableImageRequired`, `imageDeployment` and' +
+  ' `imageRolloutStatus` are managed by the server (400 `server-managed-field`). A taken name is 409 `service-already-exists`' +
+  ' with the id of the service that holds it. A `placement` may name clusters registered later: promotion needs them registered' +
+  ' with nodes (422 `invalid-deployment-plan` names the missing ones).';
+const listSummary = 'Find services again';
+const listDescription = 'Sorted by name; `name` finds one by its exact name; cursor pages (`limit` 1–200, default 50; pass `nextCursor` back as `cursor`).';
 
 /** Refused before schema validation, which would only say "unknown property". */
 const refuseServerManaged = async (request: { body: unknown }): Promise<void> => {
@@ -31,23 +42,35 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = as
   const guard = guardWith(verifier);
 
   app.post('/v1/services', {
-    ...guard(permissions.createServices, { tags, summary: 'Create a service (admin)', body: TServiceWritableData, response: created }),
+    ...guard(permissions.createServices, { tags, summary: createSummary, description: createDescription, body: ServiceBody, response: created }),
     preValidation: refuseServerManaged,
   }, async (request, reply) => {
     const created = valueOf(await services.createService(request.body), reply, '/body');
     return reply.code(201).header('location', `/v1/services/${encodeURIComponent(created.service.id)}`).send(created);
   });
 
-  app.get('/v1/services', guard(permissions.readServices, { tags, summary: listSummary, querystring: ServiceListQuery, response: replies(ServicePage) }),
-    async (request, reply) => valueOf(await services.listServices(request.query), reply, '/querystring'));
+  app.get('/v1/services', guard(permissions.readServices, {
+    tags, summary: listSummary, description: listDescription, querystring: ServiceListQuery, response: replies(ServicePage, withInput),
+  }),
+  async (request, reply) => valueOf(await services.listServices(request.query), reply, '/querystring'));
 
   const readSummary = 'Read a service (and whether automatic promotion is on hold)';
-  app.get('/v1/services/:serviceId', guard(permissions.readServices, { tags, summary: readSummary, params: ServiceParams, response: replies(ServiceView) }),
-    async (request, reply) => valueOf(await services.readService(request.params.serviceId), reply, '/params'));
+  const readDescription = 'The service with its server-managed rollout fields; `automationHold` is present while an operator\'s rollback' +
+    ' or abort holds automatic promotion (until the next explicit promotion).';
+  app.get('/v1/services/:serviceId', guard(permissions.readServices, {
+    tags, summary: readSummary, description: readDescription, params: ServiceParams, response: replies(ServiceView, withInput, ['service-not-found']),
+  }),
+  async (request, reply) => valueOf(await services.readService(request.params.serviceId), reply, '/params'));
 
   const updateSummary = 'Replace the caller-writable data of a service (admin)';
+  const updateDescription = 'The whole `TServiceWritableData` (a field left out is removed); the server-managed rollout fields are kept.' +
+    ' A `placement` may name clusters not registered yet: accepted, and promotion refuses with 422 `invalid-deployment-plan`' +
+    ' naming them until they are registered with nodes (docs/errors.md).';
+  const updateReplies = replies(ServiceReply, withInput, withBody, ['server-managed-field', 'service-not-found', 'service-already-exists']);
   app.put('/v1/services/:serviceId', {
-    ...guard(permissions.updateServices, { tags, summary: updateSummary, params: ServiceParams, body: TServiceWritableData, response: replies(ServiceReply) }),
+    ...guard(permissions.updateServices, {
+      tags, summary: updateSummary, description: updateDescription, params: ServiceParams, body: ServiceBody, response: updateReplies,
+    }),
     preValidation: refuseServerManaged,
   }, async (request, reply) => valueOf(await services.updateService(request.params.serviceId, request.body), reply, '/body'));
 };

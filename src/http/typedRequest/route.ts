@@ -1,9 +1,11 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { CloneType, Type, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { errors } from '../../errors.js';
 import { assertPermitted, type TokenVerifier } from '../auth.js';
+import { examples } from '../examples.js';
 import { relocate } from '../replies.js';
+import { problemsOf } from '../schemaErrors.js';
 import type { TypedRequestMethod } from './methods.js';
 import { TypedRequestEnvelope, withoutIdentity } from './protocol.js';
 
@@ -14,6 +16,27 @@ interface CompiledMethod {
 }
 
 const identityCheck = TypeCompiler.Compile(Type.Object({ identity: Type.Object({ jwt: Type.String() }) }));
+
+/** What every call answers, with HTTP 200: the envelope with `response`, or `error`, or `retry`. */
+const TypedRequestAnswer = Type.Object({
+  method: Type.String(),
+  request: Type.Unknown({ description: 'the request payload, without `identity` (on a failure, only when small)' }),
+  response: Type.Unknown({ description: 'the method\'s answer; null on a failure' }),
+  correlation: Type.Object({ id: Type.String(), phase: Type.Literal('response') }, { additionalProperties: true }),
+  error: Type.Optional(Type.Object({
+    text: Type.String(),
+    data: Type.Object({ code: Type.String({ description: 'the stable code (docs/errors.md)' }), requestId: Type.String() }, { additionalProperties: true }),
+  })),
+  retry: Type.Optional(Type.Object({ waitForMs: Type.Integer(), reason: Type.String() })),
+}, { additionalProperties: true });
+
+/** The protocol, said on the body (the route's description is the method list, which clients and tests read). */
+const protocol = [
+  'A TypedRequest envelope. The token is `request.identity.jwt` (no Authorization header). Every answer is HTTP 200, failures included:',
+  'the real `@api.global/typedrequest` client turns any other status into a bare error and loses the code. A failure carries',
+  '`error: { text, data: { code, requestId, … } }` (the codes of docs/errors.md), or `retry: { waitForMs, reason }` when the same',
+  'request is still in progress and should be sent again after that wait.',
+].join(' ');
 
 export interface TypedRequestRouteOptions {
   methods: readonly TypedRequestMethod[];
@@ -42,7 +65,10 @@ export const typedRequestRoute: FastifyPluginAsyncTypebox<TypedRequestRouteOptio
       tags: ['typedrequest'],
       summary: 'TypedRequest endpoint (Cloudly UI, Coreflow)',
       description: `Methods: ${[...byMethod.keys()].sort().join(', ')}`,
-      body: TypedRequestEnvelope,
+      // Authenticated by the body's identity, not a header: no security scheme applies.
+      security: [],
+      body: CloneType(TypedRequestEnvelope, { description: protocol, examples: [examples.typedRequest] }),
+      response: { 200: { ...TypedRequestAnswer, description: 'the answer envelope: `response` filled, or `error`, or `retry`' } },
     },
   }, async (request) => {
     // The body parser refused anything nested deeper than MAX_BODY_DEPTH (src/http/jsonBody.ts).
@@ -58,7 +84,7 @@ export const typedRequestRoute: FastifyPluginAsyncTypebox<TypedRequestRouteOptio
     const early = method.precheck?.(payload);
     if (early) throw early;
     if (!payloadCheck.Check(payload)) {
-      throw errors.validationFailed([...payloadCheck.Errors(payload)].slice(0, 20).map((e) => ({ field: `/request${e.path}`, message: e.message })));
+      throw errors.validationFailed(problemsOf(payloadCheck.Errors(payload), '/request'));
     }
     const result = await method.run(payload, { principal, log: request.log });
     if (!result.ok) throw relocate(result.error, method.inputAt ?? '/request');
