@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -65,15 +64,16 @@ describe('the demo in the console (acceptance check)', () => {
   it('the console shows the demo\'s rollout reach succeeded live, through "not yet stable"; promote and abort from the same page', async () => {
     expect(existsSync(demoEntry), `${demoEntry}: run \`npm run build\` first`).toBe(true);
     const stage = harness.stage;
-    const name = `accept-${randomBytes(2).toString('hex')}`;
+    const name = 'demo-shop'; // the demo's default: the harness's server has a database of its own
     // An 8 s stability window: the rollout cannot succeed before the page (opened once the demo promoted) follows it.
-    const demo = startDemo(stage.base, stage.secret, ['--name', name, '--interval', '1s', '--stability-window', '8s', '--follow']);
+    const demo = startDemo(stage.base, stage.secret, ['--interval', '1s', '--stability-window', '8s', '--follow']);
     const serviceId = (await demo.waitFor(/service \S+ created: (svc_\S+) /))[1] ?? '';
     const firstId = (await demo.waitFor(/promoted v1: rollout (ro_\S+) \(generation 1\)/))[1] ?? '';
 
     // The overview lists the demo's service; the keyboard opens it.
     const cp = await harness.open();
     const { page } = cp;
+    await page.setViewport({ width: 1280, height: 960 }); // the whole grid in the screenshots
     await signedIn(cp, stage.base, stage.admin, '#/');
     const link = `tr[data-service-id="${serviceId}"] a`;
     await page.waitForSelector(link);
@@ -88,6 +88,7 @@ describe('the demo in the console (acceptance check)', () => {
     const labels = "[...document.querySelectorAll('#grid button.cell')].map((b) => b.getAttribute('aria-label') ?? '')";
     await waitUntil(page, `${labels}.some((l) => l.includes('not yet stable'))`, 'no cell said "not yet stable"',
       `[document.querySelector('#rollout-summary .badge')?.dataset.status, ...${labels}]`, 20_000);
+    await screenshot(page, 'console-demo-rollout');
     const unstable = (await inPage<string[]>(page, labels)).filter((l) => l.includes('not yet stable'));
     expect(unstable[0]).toMatch(/healthy and verified, not yet stable, (\d s of 8 s|waiting for the next report)/);
     expect(await page.$eval('#rollout-summary .badge', (b) => b.getAttribute('data-status'))).toBe('deploying');
@@ -100,7 +101,7 @@ describe('the demo in the console (acceptance check)', () => {
     await waitForText(page, `#history-list tr[data-rollout-id="${firstId}"] td.outcome`, 'succeeded');
     expect(await inPage(page, 'window.notReloaded')).toBe(true); // live: no reload
     await demo.waitFor(/succeeded, as predicted/);
-    await screenshot(page, 'console-demo-service');
+    await screenshot(page, 'console-demo-succeeded');
 
     // Promote v2 from the page: the demo's agents (still reporting v1 with --follow) see the page's rollout replace theirs.
     await page.click(`tr[data-release-id="${name}-v2"] button[data-action="promote"]`);
