@@ -109,11 +109,24 @@ let openLoop: OpenLoopLevel[] = [];
 let reportSize: ReportSizeResult | undefined;
 let readPath: ReadPathResult | undefined;
 const rolloutFleets = new RolloutFleets(ctx);
+/** Parts that failed (an error in setup or measurement): the run goes on with the others and reports them. */
+const failedParts: Array<{ part: string, error: string }> = [];
+const part = async (name: string, run: () => Promise<void>): Promise<void> => {
+  try {
+    await run();
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err);
+    log(`PART FAILED: ${name}: ${error}`);
+    failedParts.push({ part: name, error: error.slice(0, 300) });
+  }
+};
 try {
   // Promotion first, on a database that holds nothing else yet: the service's own overhead shows
   // most clearly there (later, the fleets' 11 000 nodes are scanned by every promotion on the
   // development database). Its warm-up also warms up the processes and the database (JIT).
-  if (only.has('promotion')) promotion = await runPromotion(ctx, plan.promotionPerBlock, plan.rounds, plan.firstWarmMs);
+  if (only.has('promotion')) {
+    await part('promotion', async () => { promotion = await runPromotion(ctx, plan.promotionPerBlock, plan.rounds, plan.firstWarmMs); });
+  }
   // The one-rollout parts next, on a database that holds nothing but their own fleets yet: on the development database a
   // filter of `_id` AND another field (the report path's compare-and-swap writes, the claims) scans the whole collection,
   // so other fleets' documents would add a cost that grows with them (the 1000-reporter fleet: seconds per claim batch).
@@ -121,17 +134,19 @@ try {
   const cold = (): boolean => promotion === undefined && fleets.length === 0 && reportersCurve.length === 0 && reportSize === undefined;
   if (only.has('reporters')) {
     const firstWarmMs = cold() ? plan.firstWarmMs : plan.reporters.warmMs;
-    reportersCurve = await runReportersCurve(ctx, rolloutFleets, REPORTERS, { ...plan.reporters, firstWarmMs });
+    await part('reporters', async () => { reportersCurve = await runReportersCurve(ctx, rolloutFleets, REPORTERS, { ...plan.reporters, firstWarmMs }); });
   }
   if (only.has('open-loop')) {
-    openLoop = await runOpenLoop(ctx, rolloutFleets, REPORTERS, { ...plan.openLoop, warmMs: cold() ? plan.firstWarmMs : plan.openLoop.warmMs });
+    const warmMs = cold() ? plan.firstWarmMs : plan.openLoop.warmMs;
+    await part('open-loop', async () => { openLoop = await runOpenLoop(ctx, rolloutFleets, REPORTERS, { ...plan.openLoop, warmMs }); });
   }
   if (only.has('report-size')) {
     const firstWarmMs = cold() ? plan.firstWarmMs : plan.reportSize.warmMs;
-    reportSize = await runReportSize(ctx, rolloutFleets, SIZES, [1, 150], { ...plan.reportSize, firstWarmMs });
+    await part('report-size', async () => { reportSize = await runReportSize(ctx, rolloutFleets, SIZES, [1, 150], { ...plan.reportSize, firstWarmMs }); });
   }
   if (only.has('read-path')) {
-    readPath = await runReadPath(ctx, rolloutFleets, READ_PATH_REPORTERS, { ...plan.readPath, warmMs: cold() ? plan.firstWarmMs : plan.readPath.warmMs });
+    const warmMs = cold() ? plan.firstWarmMs : plan.readPath.warmMs;
+    await part('read-path', async () => { readPath = await runReadPath(ctx, rolloutFleets, READ_PATH_REPORTERS, { ...plan.readPath, warmMs }); });
   }
   for (const reporters of SCALING) {
     const warmMs = fleets.length === 0 && promotion === undefined ? plan.firstWarmMs : fleets.length === 0 ? plan.firstWarmMs / 2 : plan.warmMs;
@@ -139,9 +154,11 @@ try {
     if (reporters === HEADLINE_REPORTERS && only.has('ingestion')) {
       levels.push({ concurrency: 10, perBlock: plan.headlinePerBlock, warmMs: levels.length === 0 ? warmMs : plan.warmMs });
     }
-    fleets.push(await runIngestion(ctx, `f${reporters}`, shapeFor(reporters), levels, { 1: plan.scalingRounds, 10: plan.rounds }));
+    await part(`ingestion f${reporters}`, async () => {
+      fleets.push(await runIngestion(ctx, `f${reporters}`, shapeFor(reporters), levels, { 1: plan.scalingRounds, 10: plan.rounds }));
+    });
   }
-  if (only.has('listing')) listing = await runListing(ctx, plan.listing, plan.listingRounds);
+  if (only.has('listing')) await part('listing', async () => { listing = await runListing(ctx, plan.listing, plan.listingRounds); });
 } finally {
   otherLoad = (machineBusyMs() - busyAtStart - (ours() - oursAtStart)) / ((performance.now() - wallAtStart) * os.cpus().length);
   await ctx.close();
@@ -254,6 +271,7 @@ figures.push(...reportersFigures(reportersCurve));
 if (reportSize) figures.push(...reportSizeFigures(reportSize.levels));
 if (readPath) figures.push(...readPathFigures(readPath));
 criteria.push(...rolloutCriteria({ reporters: reportersCurve, openLoop, reportSize, readPath }));
+for (const f of failedParts) criteria.push({ name: `part '${f.part}' ran to the end`, measured: `failed: ${f.error}`, holds: false });
 
 // Output ----------------------------------------------------------------------------------------
 
@@ -303,7 +321,7 @@ if (profiling) {
 }
 
 const jsonFile = path.join(resultsDir, `${stamp}.json`);
-const json = { environment, plan, figures, criteria, fleets, promotion, listing, reportersCurve, openLoop, reportSize, readPath };
+const json = { environment, plan, failedParts, figures, criteria, fleets, promotion, listing, reportersCurve, openLoop, reportSize, readPath };
 writeFileSync(jsonFile, `${JSON.stringify(json, null, 2)}\n`);
 if (!profiling && (fleets.length > 0 || listing.length > 0)) {
   const panels: ChartPanel[] = [];

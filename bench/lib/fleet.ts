@@ -119,6 +119,8 @@ export function nextReport (r: Reporter): Record<string, unknown> {
   return reportBody(r.plan, r.serviceId, { session: `session-${r.clusterId}`, sequence: r.sequence, nodeNames: r.nodes, deployments: r.deployments });
 }
 
+const FIRST_REPORT_ATTEMPTS = 5;
+
 /**
  * Every reporter reports once, in order, at most 10 at a time: each status then holds all its
  * reporters (and the nodes and sessions are claimed). Returns the last answer (the plain-Fastify
@@ -135,10 +137,15 @@ export async function reportOnce (ctx: BenchContext, fleet: Fleet): Promise<stri
       maxMs: Number.POSITIVE_INFINITY, // every reporter, however long it takes (not a measured block)
       op: async (_w, i) => {
         const r = fleet.reporters[i] as Reporter;
-        const res = await client.request('POST', '/v1/deployment-snapshots', bearer(r.token), JSON.stringify(nextReport(r)));
-        if (res.status !== 200) ctx.opts.log(`first report of ${r.clusterId}: ${res.status} ${res.body.slice(0, 300)}`);
-        else lastAnswer = res.body;
-        return String(res.status);
+        const body = JSON.stringify(nextReport(r));
+        // A 503 (the database did not answer in time: a loaded machine) is retried as a Coreflow does, with the same body (a replay).
+        for (let attempt = 1; ; attempt++) {
+          const res = await client.request('POST', '/v1/deployment-snapshots', bearer(r.token), body);
+          if (res.status === 200) lastAnswer = res.body;
+          else ctx.opts.log(`first report of ${r.clusterId} (attempt ${attempt}): ${res.status} ${res.body.slice(0, 200)}`);
+          if (res.status !== 503 || attempt === FIRST_REPORT_ATTEMPTS) return String(res.status);
+          await new Promise((resolve) => setTimeout(resolve, 1_000 * attempt));
+        }
       },
     });
     if ((first.outcomes['200'] ?? 0) !== first.ops) throw new Error(`first reports failed: ${JSON.stringify(first.outcomes)}`);
