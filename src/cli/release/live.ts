@@ -280,7 +280,10 @@ export class LiveView implements FollowSink {
     });
     const frame = lines.join('\n');
     if (frame === this.lastFrame) return;
-    this.out.write(`${this.up()}${lines.map((l) => `\x1b[2K${l}\n`).join('')}\x1b[J`);
+    // The final state may wrap (it is not clipped): a wrapped line runs into rows that no \x1b[2K cleared,
+    // so the previous frame is erased first. Frames that move are clipped and rewritten line by line.
+    const erase = footer ? '\x1b[J' : '';
+    this.out.write(`${this.up()}${erase}${lines.map((l) => `\x1b[2K${l}\n`).join('')}\x1b[J`);
     this.drawn = lines.length;
     this.lastFrame = frame;
     if (!this.ticker && !footer) {

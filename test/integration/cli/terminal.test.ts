@@ -20,12 +20,12 @@ const quote = (word: string): string => `'${word.replace(/'/g, "'\\''")}'`;
 
 let paneSeq = 0;
 
-/** Runs the CLI in a new pane; the pane stays open after it exits, showing `[exit N]`. */
-function runInPane (argv: string[], env: Record<string, string>): string {
+/** Runs the CLI in a new pane (`columns` wide, 40 rows); the pane stays open after it exits, showing `[exit N]`. */
+function runInPane (argv: string[], env: Record<string, string>, columns = 160): string {
   const name = `cli-${++paneSeq}`;
   const command = ['env', '-u', 'NO_COLOR', '-u', 'FORCE_COLOR', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), process.execPath, cliEntry, ...argv]
     .map(quote).join(' ');
-  tmux('new-session', '-d', '-s', name, '-x', '160', '-y', '40', `${command}; echo "[exit $?]"; exec cat`);
+  tmux('new-session', '-d', '-s', name, '-x', String(columns), '-y', '40', `${command}; echo "[exit $?]"; exec cat`);
   return name;
 }
 
@@ -61,7 +61,8 @@ describe('cloudly-release on a terminal (tmux)', () => {
     } catch {
       throw new Error('these tests drive a real terminal with tmux: install tmux (apt-get install tmux)');
     }
-    cf = await startCliFleet({ processes: 1 });
+    // The lifecycle sweeper every 100 ms: a short progress deadline is decided as soon as it passes.
+    cf = await startCliFleet({ processes: 1, env: { LIFECYCLE_SWEEP_INTERVAL_MS: '100' } });
     caller = cf.callers[0]!;
     env = { CLOUDLY_URL: cf.fleet.servers[0]!.url, CLOUDLY_TOKEN: cf.api };
   }, 120_000);
@@ -130,6 +131,27 @@ describe('cloudly-release on a terminal (tmux)', () => {
     expect(rowOf(final, 'n1')).toMatch(/^n1\s+●\s+verified$/);
     expect(final).toMatch(/^rollout \S+ \(generation 1\) succeeded: observed 2\/2, healthy 2\/2, verified 2\/2$/m);
     expect(final).not.toMatch(/not yet stable \d|waiting for the next report|unless it progresses/);
+  });
+
+  it('wait on a terminal: the deadline counts down in the live view; the verdict replaces it, whole though wider than the pane; exit 1', async () => {
+    const { svc, a } = await cf.service({ rolloutPolicy: { progressDeadlineSeconds: 6 } });
+    expect((await promote(caller, cf.api, svc.id, a, { generation: 0 })).statusCode).toBe(200);
+    const rolloutId = (await cf.planOf(svc.id)).rolloutId;
+    const pane = runInPane(['wait', '--service', svc.id, '--timeout', '30s'], env, 120);
+    const countdown = /^deadline {2}fails at \S+Z unless it progresses \(in [0-6]s; 6 s allowed without progress\)$/m;
+    const counting = await waitForScreen(pane, (s) => countdown.test(s));
+    expect(rowOf(counting, 'n1')).toMatch(/^n1\s+·\s+required-replica-missing: /);
+
+    const final = await waitForScreen(pane, (s) => s.includes('[exit 1]'));
+    // -J joins what the terminal wrapped: the result line and each reason whole, longer than the 120 columns.
+    const result = final.split('\n').find((l) => l.startsWith(`rollout ${rolloutId} `)) ?? '';
+    expect(result).toMatch(new RegExp('^rollout \\S+ \\(generation 1\\) failed: progress deadline exceeded \\(no progress for 6 s since \\S+Z\\): ' +
+      'required-replica-missing \\(observed 0/2, healthy 0/2, verified 0/2\\)$'));
+    expect(result.length).toBeGreaterThan(120);
+    expect(final).toMatch(new RegExp('^blocking\\n {2}required-replica-missing: no progress for 6 s \\(last at \\S+\\): ' +
+      'the rollout failed at \\S+ \\(required-replica-missing\\); promote again to retry$', 'm'));
+    expect(final).toContain("  required-replica-missing: no reporter covers node 'n2': 1 required replica missing");
+    expect(final).not.toMatch(/unless it progresses|pending/);
   });
 
   it('promote --wait on a terminal: the live view, log lines above it, the summary once; --no-color draws no colour', async () => {

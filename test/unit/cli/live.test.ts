@@ -246,6 +246,8 @@ describe('the live view of a rollout', () => {
     expect(writes[3]?.startsWith('\r\x1b[2Kservice')).toBe(true);
     live.finish('rollout ro_9 (generation 3) succeeded: observed 6/6, healthy 6/6, verified 6/6');
     expect(writes[4]).toContain('succeeded');
+    // The final frame may wrap (it is not clipped): the old frame is erased before it, not only line by line.
+    expect(writes[4]?.startsWith('\r\x1b[7A\x1b[J\x1b[2Kservice')).toBe(true);
     live.update({
       rolloutId: 'ro_9',
       rolloutGeneration: 3,
