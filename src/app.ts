@@ -228,7 +228,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(healthRoutes, { database: store.health });
   await app.register(metricsRoutes, { metrics, token: config.METRICS_TOKEN });
   await app.register(typedRequestRoute, { methods: typedRequestMethods(operations), verifier, bodyLimit: reportBodyLimit(config) });
-  await app.register(serviceRoutes, { services: operations.services, verifier });
+  await app.register(serviceRoutes, { services: operations.services, clusters: operations.clusters, verifier });
   await app.register(clusterRoutes, { clusters: operations.clusters, verifier });
   await app.register(releaseRoutes, { operations, verifier });
   await app.register(rolloutRoutes, { operations, verifier });

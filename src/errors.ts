@@ -100,6 +100,9 @@ export function excerpt (value: unknown, max = 128): string {
   return typeof value === 'object' ? 'an object' : typeof value;
 }
 
+/** A value of a request in a message: strings quoted, everything cut with `excerpt`; `absent` for undefined. */
+const shownValue = (value: unknown): string => (value === undefined ? 'absent' : typeof value === 'string' ? `'${excerpt(value, 64)}'` : excerpt(value, 64));
+
 /** The values a rollout conflict names: the service's generation and current rollout. */
 export interface CurrentRollout {
   currentGeneration: number;
@@ -107,6 +110,13 @@ export interface CurrentRollout {
 }
 
 const MAX_PROBLEMS = 20;
+
+/** Why a service's placement gives no target scope (`invalid-deployment-plan`). */
+export interface PlacementProblem {
+  kind: 'no-placement' | 'unregistered-clusters' | 'clusters-without-nodes';
+  detail: string;
+  clusterIds?: readonly string[];
+}
 
 const describeProblems = (problems: readonly Problem[]): string =>
   problems.length === 0
@@ -190,10 +200,19 @@ export const errors = {
       detail,
       details: { releaseId, ...(existingReleaseId === undefined ? {} : { existingReleaseId }) },
     }),
-  pushEventConflict: (eventId: string): AppError => new AppError('push-event-conflict', {
-    detail: `event '${eventId}' was already recorded with different content`,
-    details: { eventId },
-  }),
+  /** Names the fields whose values differ from the recorded event's, and the first one's two values. */
+  pushEventConflict: (eventId: string, recorded: Readonly<Record<string, unknown>>, sent: Readonly<Record<string, unknown>>): AppError => {
+    const differingFields = [...new Set([...Object.keys(recorded), ...Object.keys(sent)])].sort()
+      .filter((field) => JSON.stringify(recorded[field]) !== JSON.stringify(sent[field]));
+    const [first] = differingFields;
+    const values = (field: string): string => `recorded ${shownValue(recorded[field])}, sent ${shownValue(sent[field])}`;
+    const verb = differingFields.length === 1 ? 'differs' : 'differ';
+    const which = first === undefined ? '' : `: ${differingFields.join(', ')} ${verb} (${first}: ${values(first)})`;
+    return new AppError('push-event-conflict', {
+      detail: `event '${excerpt(eventId)}' was already recorded with different content${which}; a new event needs a new eventId`,
+      details: { eventId: excerpt(eventId), differingFields: differingFields.slice(0, MAX_PROBLEMS) },
+    });
+  },
   staleRolloutReport: (detail: string, current: CurrentRollout): AppError => new AppError('stale-rollout-report', {
     detail,
     details: { currentRolloutId: current.currentRolloutId, currentGeneration: current.currentGeneration },
@@ -212,9 +231,16 @@ export const errors = {
   idempotencyKeyReused: (operation: string): AppError => new AppError('idempotency-key-reused', {
     detail: `this Idempotency-Key was used for a different ${operation} request of this service`,
   }),
-  invalidDeploymentPlan: (problems: readonly string[]): AppError => new AppError('invalid-deployment-plan', {
-    detail: problems.join('; '),
-    details: { problems },
+  /**
+   * `problems` are the upstream validator's messages; `placement` says, when the target scope is
+   * empty, why: no placement, or the placed clusters (named) that are not registered or have no nodes.
+   */
+  invalidDeploymentPlan: (problems: readonly string[], placement?: PlacementProblem): AppError => new AppError('invalid-deployment-plan', {
+    detail: [...(placement ? [placement.detail] : []), ...problems].join('; '),
+    details: {
+      problems,
+      ...(placement ? { placementProblem: placement.kind, ...(placement.clusterIds ? { clusterIds: placement.clusterIds.slice(0, MAX_PROBLEMS) } : {}) } : {}),
+    },
   }),
   registryTargetMismatch: (detail: string, event: { serviceId: string, registryHost: string, repository: string }): AppError =>
     new AppError('registry-target-mismatch', { detail, details: { ...event } }),

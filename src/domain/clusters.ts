@@ -112,3 +112,41 @@ export function computeTargetScope (
     requiredReplicaCount: targetNodeNames.length * replicasPerNode,
   };
 }
+
+/**
+ * Why a service's placement gives no target scope, said so that the operator knows what to do:
+ * no placement at all, placed clusters that are not registered (named), or registered ones
+ * without nodes (named). `problems` stay the upstream validator's messages.
+ */
+export function emptyScopeRefusal (
+  serviceId: string,
+  placement: IServicePlacement | undefined,
+  clusters: ReadonlyArray<{ id: string, nodeNames: readonly string[] }>
+): AppError | undefined {
+  if (computeTargetScope(placement, clusters).targetClusterIds.length > 0) return undefined;
+  const upstream = ['immutable rollout target scope must contain clusters and nodes'];
+  if (!placement) {
+    return errors.invalidDeploymentPlan(upstream, {
+      kind: 'no-placement',
+      detail: `service '${serviceId}' has no placement: set data.placement.clusterIds (PUT /v1/services/${serviceId}) to the clusters to deploy to`,
+    });
+  }
+  const registered = new Set(clusters.map((c) => c.id));
+  const unregistered = placement.clusterIds.filter((id) => !registered.has(id));
+  const listed = (ids: readonly string[]): string =>
+    ids.slice(0, 10).map((id) => `'${id}'`).join(', ') + (ids.length > 10 ? ` (+${ids.length - 10} more)` : '');
+  if (unregistered.length > 0) {
+    const which = unregistered.length === 1 ? 'a cluster that is' : 'clusters that are';
+    return errors.invalidDeploymentPlan(upstream, {
+      kind: 'unregistered-clusters',
+      detail: `the placement of service '${serviceId}' names ${which} not registered: ${listed(unregistered)}` +
+        ' (register each with PUT /v1/clusters/:clusterId and its node names)',
+      clusterIds: unregistered,
+    });
+  }
+  return errors.invalidDeploymentPlan(upstream, {
+    kind: 'clusters-without-nodes',
+    detail: `the clusters of the placement of service '${serviceId}' have no registered nodes: ${listed(placement.clusterIds)}`,
+    clusterIds: placement.clusterIds,
+  });
+}

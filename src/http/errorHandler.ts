@@ -63,7 +63,9 @@ export interface ErrorHandlingOptions {
 /** The one error handler: problem+json for REST, the TypedRequest error envelope on /typedrequest. */
 export function registerErrorHandling (app: FastifyInstance, opts: ErrorHandlingOptions = {}): void {
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const error = toAppError(err, { bodyLimitBytes: opts.bodyLimitBytes, contentType: request.headers['content-type'] });
+    // The route's own limit: snapshot reports and /typedrequest take a larger one than the rest.
+    const bodyLimitBytes = request.routeOptions.bodyLimit;
+    const error = toAppError(err, { bodyLimitBytes, contentType: request.headers['content-type'] });
     opts.onErrorAnswered?.(error.code);
     if (error.code === 'internal-error') {
       request.log.error({ err }, 'request failed');

@@ -52,7 +52,7 @@ export function observePushEvent (deps: ObservePushEventDeps) {
 
   /** The same eventId again: the same content re-runs the idempotent upsert (completing a crashed write); other content is refused. */
   async function redelivered (event: IImmutableRegistryPushEvent, fingerprint: string, recorded: StoredPushEvent): Promise<Result<Ingested>> {
-    if (recorded.fingerprint !== fingerprint) return refusal(errors.pushEventConflict(event.eventId));
+    if (recorded.fingerprint !== fingerprint) return refusal(errors.pushEventConflict(event.eventId, recorded.event, event));
     const release = await upsertRelease(event, fingerprint);
     return release instanceof Error ? refusal(release) : success({ release, duplicate: true }, true);
   }

@@ -38,6 +38,7 @@ describe('the error catalogue (src/errors.ts) and docs/errors.md', () => {
       staleRolloutReport: ['stale', { currentGeneration: 1, currentRolloutId: 'ro_1' }],
       registryTargetMismatch: ['mismatch', { serviceId: 's', registryHost: 'h', repository: 'r' }],
       invalidDeploymentPlan: [['no nodes']],
+      pushEventConflict: ['evt-1', { tag: '1.0.0', imageId: 'img-1' }, { tag: '1.0.1', imageId: 'img-1' }],
       payloadTooLarge: [1024],
     };
     for (const [name, factory] of Object.entries(errors)) {
@@ -52,10 +53,20 @@ describe('the error catalogue (src/errors.ts) and docs/errors.md', () => {
   it('never echoes unbounded input', () => {
     const huge = 'x'.repeat(100_000);
     for (const error of [errors.serviceNotFound(huge), errors.methodNotFound(huge), errors.runtimeCapabilityMissing(huge),
-      errors.validationFailed([{ field: huge, message: huge }]), errors.serviceAlreadyExists(huge, undefined)]) {
+      errors.validationFailed([{ field: huge, message: huge }]), errors.serviceAlreadyExists(huge, undefined),
+      errors.pushEventConflict(huge, { tag: huge, imageId: 'a' }, { tag: `${huge}!`, imageId: 'b' })]) {
       expect(JSON.stringify({ detail: error.message, ...error.details }).length, error.code).toBeLessThan(2_000);
     }
     const deep = JSON.parse('['.repeat(5_000) + ']'.repeat(5_000)) as unknown;
     expect(errors.runtimeCapabilityMissing(deep).details['declared']).toBe('an array of 1');
+  });
+
+  it('push-event-conflict names the fields that differ, and the first one\'s two values', () => {
+    const error = errors.pushEventConflict('evt-1', { tag: '1.0.0', imageId: 'img-1', observedAt: 1 }, { tag: '1.0.1', imageId: 'img-1', observedAt: 2 });
+    expect(error.details['differingFields']).toEqual(['observedAt', 'tag']);
+    expect(error.message).toBe("event 'evt-1' was already recorded with different content: observedAt, tag differ (observedAt: recorded 1, sent 2);" +
+      ' a new event needs a new eventId');
+    const added = errors.pushEventConflict('e', { tag: 'a' }, { tag: 'a', actorUserId: 'u' });
+    expect(added.message).toContain("actorUserId differs (actorUserId: recorded absent, sent 'u')");
   });
 });

@@ -47,10 +47,11 @@ const typedRequestError = (error: AppError, requestId: string): { text: string, 
 export function typedRequestFailure (error: AppError, body: unknown, requestId: string): Record<string, unknown> {
   const envelope = body as { method?: unknown, request?: unknown, correlation?: { id?: unknown } } | undefined;
   const answer: Record<string, unknown> = {
-    method: typeof envelope?.method === 'string' ? envelope.method : '',
+    // Cut to the envelope's own limits: a refused envelope may carry anything there.
+    method: typeof envelope?.method === 'string' ? envelope.method.slice(0, 128) : '',
     request: echoOf(envelope?.request),
     response: null,
-    correlation: { id: typeof envelope?.correlation?.id === 'string' ? envelope.correlation.id : requestId, phase: 'response' },
+    correlation: { id: typeof envelope?.correlation?.id === 'string' ? envelope.correlation.id.slice(0, 256) : requestId, phase: 'response' },
   };
   const retryAfterMs = error.details['retryAfterMs'];
   if (error.code === 'idempotency-request-in-progress' && typeof retryAfterMs === 'number') {
