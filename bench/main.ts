@@ -387,7 +387,7 @@ const output = [
   '',
   cpuTable,
   '',
-  ...(profiling ? ['### CPU profile of the server (ingestion and promotion)', '', profileText] : []),
+  ...(profiling ? [`### CPU profile of the server (${[...only].join(', ')})`, '', profileText] : []),
   `Run time ${elapsed()}. JSON: ${path.relative(projectDir, jsonFile)}` +
     (profiling ? `; profiles: ${path.relative(projectDir, profileDir)}` : '; chart: bench/results/latest.svg'),
   '',
