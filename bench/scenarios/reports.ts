@@ -35,8 +35,8 @@ export const REPORT_TARGET = { 'data.immutableImageRequired': 1, 'data.imageDepl
  * evidence checks:
  *   findOne(service: report target) ‖ find(node owners) → findOne(the reporter's record) →
  *   replaceOne(record, CAS on its version) → findOneAndUpdate(status summary: this reporter's
- *   entry, guarded by its version, $inc seq) → updateOne(published seq) [→ findOne(status head)
- *   when another report published a later state first]. (The lifecycle pass after a status change,
+ *   entry, guarded by its version, $inc seq) — and no publication: the aggregate stays the same, and
+ *   an equal aggregate writes nothing (src/operations/statusEvents.ts). (The lifecycle pass after a status change,
  *   src/operations/lifecycle.ts `afterStatusChange`, reads nothing once the rollout has succeeded and
  *   its progress stays: the steady state measured here.)
  * It writes the record it read with the new position and entry (the same bytes as the server
@@ -73,28 +73,10 @@ export function driverReport (ctx: BenchContext, conflicts: { n: number }) {
       { returnDocument: 'after', projection: STATUS_HEAD },
     );
     if (!state) return 'entry-cas-miss';
-    const seq = (state['rolloutStatus'] as Document)['seq'] as number;
-    let published = state['statusPublished'] as Document | undefined;
-    // The aggregate does not change (every replica stays verified): only the published seq moves on.
-    for (let round = 0; round < 16; round++) {
-      if (published === undefined) return 'unpublished';
-      if ((published['seq'] as number) >= seq) return '200';
-      const moved = await services.updateOne(
-        {
-          _id: r.serviceId as never,
-          'rolloutStatus.rolloutId': r.plan.rolloutId,
-          'statusPublished.rolloutId': r.plan.rolloutId,
-          'statusPublished.key': published['key'],
-          'statusPublished.seq': { $lt: seq },
-        },
-        { $set: { 'statusPublished.seq': seq } },
-      );
-      if (moved.matchedCount === 1) return '200';
-      conflicts.n++;
-      const head = await services.findOne({ _id: r.serviceId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId }, { projection: STATUS_HEAD });
-      published = head?.['statusPublished'] as Document | undefined;
-    }
-    return 'publish-exhausted';
+    // The aggregate does not change (every replica stays verified): nothing is published, as in
+    // src/operations/statusEvents.ts (an equal aggregate writes nothing; `conflicts` stays 0).
+    void conflicts;
+    return state['statusPublished'] === undefined ? 'unpublished' : '200';
   };
 }
 

@@ -41,10 +41,8 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
   await reports.insertOne({ ...record, _id: recordId as never });
   const path = `rolloutStatus.entries.${reporterKeyOf(reporterIdOf(r))}`;
   const current = { _id: twinId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId };
-  const published = service['statusPublished'] as Document;
   let version = record['version'] as number;
   let entryVersion = version;
-  let seq = ((service['rolloutStatus'] as Document)['seq'] as number) + 1_000_000;
   const ops: Array<[string, () => Promise<unknown>]> = [
     ['findOne service (report target: immutable flag, plan, policy)', () => services.findOne({ _id: twinId as never }, { projection: REPORT_TARGET })],
     ['find node owners (`_id` $in the reporter\'s nodes)', () =>
@@ -63,14 +61,6 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
       );
       entryVersion++;
     }],
-    ['updateOne the published seq', async () => {
-      seq++;
-      await services.updateOne(
-        { ...current, 'statusPublished.rolloutId': r.plan.rolloutId, 'statusPublished.key': published['key'], 'statusPublished.seq': { $lt: seq } },
-        { $set: { 'statusPublished.seq': seq } },
-      );
-    }],
-    ['findOne the status head (after a lost publish)', () => services.findOne(current, { projection: STATUS_HEAD })],
   ];
   const out: RoundTripCost[] = [];
   try {

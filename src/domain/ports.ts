@@ -76,15 +76,14 @@ export type EntryWriteResult =
   /** The summary is not this rollout's (a newer rollout, or none yet for a rollout planned before it existed). */
   | { kind: 'not-current' };
 
-/** A status event to append, if the status is still at `revision` and nothing newer than `seq` was published. */
+/** A status event to append, if the status is still at `revision` and its summary still at `seq` (the newest state). */
 export interface StatusPublication {
   serviceId: string;
   rolloutId: string;
   seq: number;
   key: string;
   revision: number;
-  /** undefined: the state's key is the one published already; only the published seq moves on. */
-  event?: StatusEvent;
+  event: StatusEvent;
 }
 
 /** The status revision of a service and its kept status changes after some revision, oldest first. */

@@ -6,22 +6,27 @@ import { aggregateKey, aggregateOf, statusEventOf } from '../domain/rolloutStatu
 const MAX_ROUNDS = 16;
 
 /**
- * Appends the status event of a summary state (the SSE log), unless a later state was published
- * already; a state whose aggregate equals the published one only moves the published seq on.
- * Any process may publish any state: the log stays ordered by summary seq.
+ * Appends the status event of the newest summary state (the SSE log) when its aggregate differs
+ * from the one published last. The append is a compare-and-swap on the status revision AND on
+ * the summary still being at the state's seq, so only the newest state is ever appended: a state
+ * overtaken by a later report is not published (the later report's publication, or this one's
+ * next round on the head it re-reads, speaks for it). A state whose aggregate equals the
+ * published one writes nothing: the service document it would rewrite is the largest write of
+ * a report. `state` was read atomically with its own summary write, so its `published` is what
+ * was published up to that seq; any later append is of a later state. Any process may publish.
  */
 export function statusPublisher ({ repos, now }: { repos: Pick<Repositories, 'services'>, now: Clock }) {
   return async function publish (serviceId: string, plan: IImmutableImageDeploymentPlan, state: StatusState): Promise<void> {
     let head: StatusState | null = state;
-    const seq = state.summary.seq;
-    const aggregate = aggregateOf(plan, state.summary);
-    const key = aggregateKey(aggregate);
-    for (let round = 0; head && round < MAX_ROUNDS; round++) {
+    for (let round = 0; head && head.summary.rolloutId === plan.rolloutId && round < MAX_ROUNDS; round++) {
+      const seq = head.summary.seq;
       const published = head.published?.rolloutId === plan.rolloutId ? head.published : undefined;
       if (published && published.seq >= seq) return;
-      const changes = published?.key !== key;
+      const aggregate = aggregateOf(plan, head.summary);
+      const key = aggregateKey(aggregate);
+      if (published?.key === key) return;
       const revision = head.statusRevision;
-      const event = changes ? statusEventOf(aggregate, revision + 1, now()) : undefined;
+      const event = statusEventOf(aggregate, revision + 1, now());
       if (await repos.services.publishStatus({ serviceId, rolloutId: plan.rolloutId, seq, key, revision, event })) return;
       head = await repos.services.readStatusState(serviceId, plan.rolloutId);
     }

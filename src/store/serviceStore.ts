@@ -255,18 +255,18 @@ export class ServiceStore implements ServiceRepository {
     );
   }
 
-  /** A new event at the next revision, or (same aggregate as published) only the published seq moving on. */
+  /** A new event at the next revision, if the status is still at that revision and the summary still at the state's seq. */
   async publishStatus (p: StatusPublication): Promise<boolean> {
-    const current = { _id: p.serviceId, 'rolloutStatus.rolloutId': p.rolloutId };
-    const result = p.event
-      ? await this.collection.updateOne(
-        { ...current, ...atStatusRevision(p.revision), ...publishedBefore(p.rolloutId, p.seq) },
-        { $set: { statusRevision: p.revision + 1, statusPublished: { rolloutId: p.rolloutId, seq: p.seq, key: p.key } }, ...pushEvent(p.event) }
-      )
-      : await this.collection.updateOne(
-        { ...current, 'statusPublished.rolloutId': p.rolloutId, 'statusPublished.key': p.key, 'statusPublished.seq': { $lt: p.seq } },
-        { $set: { 'statusPublished.seq': p.seq } }
-      );
+    const result = await this.collection.updateOne(
+      {
+        _id: p.serviceId,
+        'rolloutStatus.rolloutId': p.rolloutId,
+        'rolloutStatus.seq': p.seq,
+        ...atStatusRevision(p.revision),
+        ...publishedBefore(p.rolloutId, p.seq),
+      },
+      { $set: { statusRevision: p.revision + 1, statusPublished: { rolloutId: p.rolloutId, seq: p.seq, key: p.key } }, ...pushEvent(p.event) }
+    );
     return result.matchedCount === 1;
   }
 
