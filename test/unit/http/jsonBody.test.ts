@@ -55,8 +55,12 @@ describe('the JSON body parser: depth', () => {
     expect(refused.problems[0]?.message).toBe(`nested more than ${MAX_BODY_DEPTH} levels deep`);
   });
 
-  it('accepts what JSON.parse accepts at a reasonable depth', () => {
-    fc.assert(fc.property(fc.jsonValue({ maxDepth: 10 }), (value) => {
+  it('accepts what JSON.parse accepts at a reasonable depth (but the prototype-poisoning keys refused below)', () => {
+    // fast-check's JSON values include the keys `__proto__` and `constructor` (it found `[{"__proto__":0}]`):
+    // those are refused on purpose ("the prototype-poisoning keys" below), so they are not generated here.
+    const poisoning = (text: string): boolean => text.includes('"__proto__"') || text.includes('"constructor"');
+    const values = fc.jsonValue({ maxDepth: 10 }).filter((value) => !poisoning(JSON.stringify(value)));
+    fc.assert(fc.property(values, (value) => {
       expect(parseJsonBody(JSON.stringify(value))).toEqual(JSON.parse(JSON.stringify(value)));
     }), { numRuns: 500 });
   });
