@@ -103,7 +103,7 @@ export class SseStream implements StatusListener {
 
   reset (reason: ResetReason, revision: number, latest: StatusEvent | undefined): void {
     // The id makes a reconnecting EventSource resume after the state it was just given.
-    this.write(frame('reset', latest?.revision ?? 0, { reason, revision, latest: latest ? statusEventData(latest) : null }));
+    this.write(frame('reset', latest?.revision ?? 0, latest ? { reason, revision, latest: statusEventData(latest) } : { reason, revision }));
     this.sent++;
   }
 
