@@ -1,6 +1,7 @@
 // Floor of the read path: GET /v1/services/:serviceId/rollout answered by plain Fastify with the
 // bare driver — the reads the server makes (src/operations/readRollout.ts and the stores: the
-// service document with the same projection, then the current rollout's report records by `_id`)
+// service document with the same projection, then the report records of the reporters its summary counts, by `_id`
+// `$in`, with the same projection)
 // and the same answer, built by the server's own pure functions from dist/src (composeStatus,
 // rolloutView). No authentication, no schemas (JSON.stringify), no logging.
 import Fastify from 'fastify';
@@ -8,7 +9,7 @@ import { MongoClient, type Document } from 'mongodb';
 import type { IImmutableImageDeploymentPlan, IServiceData } from '../../src/contracts/index.js';
 import { effectiveRolloutPolicy } from '../../src/domain/lifecycle.js';
 import { rolloutRecordId, type ReportRecord } from '../../src/domain/reports.js';
-import { composeStatus, type StatusSummary } from '../../src/domain/rolloutStatus.js';
+import { composeStatus, reporterIdOfKey, type StatusSummary } from '../../src/domain/rolloutStatus.js';
 import { rolloutView } from '../../src/domain/rolloutView.js';
 
 const uri = process.env['MONGODB_URI'] ?? '';
@@ -16,6 +17,9 @@ const client = await new MongoClient(uri, { maxPoolSize: 50, ignoreUndefined: tr
 const db = client.db(process.env['MONGODB_DB']);
 const services = db.collection<Document>('services');
 const reports = db.collection<Document>('reports');
+
+/** What the server reads of each record (src/store/serviceStore.ts `recordsOf`): the entry and the evidence, never the deployments. */
+const EVIDENCE = { entry: 1, reporterId: 1, rolloutId: 1, 'position.receivedAt': 1, replicas: 1 };
 
 const app = Fastify({ logger: false });
 app.get('/healthz', async () => ({ status: 'ok' }));
@@ -28,9 +32,11 @@ app.get('/v1/services/:serviceId/rollout', async (request, reply) => {
   const plan = data.imageDeployment as IImmutableImageDeploymentPlan | undefined;
   const summary = doc['rolloutStatus'] as StatusSummary | undefined;
   const current = plan !== undefined && summary?.rolloutId === plan.rolloutId;
-  const status = current ? composeStatus(plan, summary) : undefined;
-  const ids = plan && status ? status.reporters.map((r) => rolloutRecordId(plan.rolloutId, r.reporterId)) : [];
-  const records = ids.length === 0 ? [] : (await reports.find({ _id: { $in: ids as never[] } }).toArray()) as unknown as ReportRecord[];
+  const ids = current ? Object.keys(summary.entries).map((key) => rolloutRecordId(plan.rolloutId, reporterIdOfKey(key))) : [];
+  const records = ids.length === 0
+    ? []
+    : (await reports.find({ _id: { $in: ids as never[] } }, { projection: EVIDENCE }).toArray()) as unknown as ReportRecord[];
+  const status = current ? composeStatus(plan, summary, records.flatMap((r) => (r.entry ? [r.entry] : []))) : undefined;
   return rolloutView({
     serviceId,
     plan,

@@ -1,6 +1,7 @@
 import { BSON, type Collection, type Document } from 'mongodb';
 import { rolloutRecordId } from '../../src/domain/reports.js';
-import { reporterKeyOf } from '../../src/domain/rolloutStatus.js';
+import type { IImageRolloutReporterStatus } from '../../src/contracts/index.js';
+import { contributionOf, reporterKeyOf } from '../../src/domain/rolloutStatus.js';
 import { httpLoop, measureTriple, probesFor, serverCounter, setCanned, type BenchContext, type Triple } from '../lib/context.js';
 import { bearer } from '../lib/fixtures.js';
 import { nextReport, reportOnce, reporterIdOf, seedStatusHistory, setupFleet, takeReporter, type FleetShape, type Reporter } from '../lib/fleet.js';
@@ -47,6 +48,15 @@ export function driverReport (ctx: BenchContext, conflicts: { n: number }) {
   const services = ctx.db.collection('services') as Collection<Document>;
   const nodes = ctx.db.collection('nodes') as Collection<Document>;
   const reports = ctx.db.collection('reports') as Collection<Document>;
+  const deploymentsSeen = new Map<string, unknown>();
+  /** A reporter's deployments, read once (the server has them from the report's body). */
+  const deploymentsOf = async (recordId: string): Promise<unknown> => {
+    if (!deploymentsSeen.has(recordId)) {
+      const whole = await reports.findOne({ _id: recordId as never }, { projection: { deployments: 1 } });
+      deploymentsSeen.set(recordId, whole?.['deployments'] ?? []);
+    }
+    return deploymentsSeen.get(recordId);
+  };
   return async (r: Reporter): Promise<string> => {
     r.sequence++;
     const reportedAt = Date.now();
@@ -57,19 +67,21 @@ export function driverReport (ctx: BenchContext, conflicts: { n: number }) {
       nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray(),
     ]);
     if (!target) throw new Error('service missing');
-    const record = await reports.findOne({ _id: recordId as never });
+    const record = await reports.findOne({ _id: recordId as never }, { projection: { deployments: 0 } });
     if (!record) throw new Error(`record ${recordId} missing`);
     const { _id, ...stored } = record;
     const version = (stored['version'] as number) + 1;
     const now = Date.now();
     const entry = { ...(stored['entry'] as Document), reportSequence: r.sequence, reportedAt };
     const position = { ...(stored['position'] as Document), sequence: r.sequence, reportedAt, receivedAt: now };
-    const written = await reports.replaceOne({ _id: recordId as never, version: version - 1 }, { ...stored, version, position, entry });
+    // The report's deployments (the server writes the ones the report states: the same as last time here).
+    const deployments = await deploymentsOf(recordId);
+    const written = await reports.replaceOne({ _id: recordId as never, version: version - 1 }, { ...stored, version, position, entry, deployments });
     if (written.matchedCount !== 1) return 'record-cas-miss';
     const path = `rolloutStatus.entries.${reporterKeyOf(reporterId)}`;
     const state = await services.findOneAndUpdate(
-      { _id: r.serviceId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId, [`${path}.version`]: version - 1 },
-      { $set: { [path]: { entry, version }, 'rolloutStatus.updatedAt': now }, $inc: { 'rolloutStatus.seq': 1 } },
+      { _id: r.serviceId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId, $or: [{ [`${path}.v`]: version - 1 }, { [`${path}.version`]: version - 1 }] },
+      { $set: { [path]: contributionOf(entry as IImageRolloutReporterStatus, version), 'rolloutStatus.updatedAt': now }, $inc: { 'rolloutStatus.seq': 1 } },
       { returnDocument: 'after', projection: STATUS_HEAD },
     );
     if (!state) return 'entry-cas-miss';

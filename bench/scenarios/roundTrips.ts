@@ -1,7 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Collection, Document } from 'mongodb';
 import { rolloutRecordId } from '../../src/domain/reports.js';
-import { reporterKeyOf } from '../../src/domain/rolloutStatus.js';
+import type { IImageRolloutReporterStatus } from '../../src/contracts/index.js';
+import { contributionOf, reporterKeyOf } from '../../src/domain/rolloutStatus.js';
 import type { BenchContext } from '../lib/context.js';
 import { reporterIdOf, type ReadyFleet, type Reporter } from '../lib/fleet.js';
 import { REPORT_TARGET, STATUS_HEAD } from './reports.js';
@@ -47,16 +48,16 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
     ['findOne service (report target: immutable flag, plan, policy)', () => services.findOne({ _id: twinId as never }, { projection: REPORT_TARGET })],
     ['find node owners (`_id` $in the reporter\'s nodes)', () =>
       nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray()],
-    ['findOne the reporter\'s record (whole)', () => reports.findOne({ _id: recordId as never })],
+    ['findOne the reporter\'s record (without its deployments)', () => reports.findOne({ _id: recordId as never }, { projection: { deployments: 0 } })],
     ['replaceOne the record (CAS on version)', async () => {
       await reports.replaceOne({ _id: recordId as never, version }, { ...record, version: version + 1 });
       version++;
     }],
     ['findOneAndUpdate the summary entry (guarded by its version, $inc seq, returns the status head)', async () => {
-      const entry = { ...(record['entry'] as Document), reportedAt: Date.now() };
+      const entry = { ...(record['entry'] as Document), reportedAt: Date.now() } as IImageRolloutReporterStatus;
       await services.findOneAndUpdate(
-        { ...current, [`${path}.version`]: entryVersion },
-        { $set: { [path]: { entry, version: entryVersion + 1 }, 'rolloutStatus.updatedAt': Date.now() }, $inc: { 'rolloutStatus.seq': 1 } },
+        { ...current, $or: [{ [`${path}.v`]: entryVersion }, { [`${path}.version`]: entryVersion }] },
+        { $set: { [path]: contributionOf(entry, entryVersion + 1), 'rolloutStatus.updatedAt': Date.now() }, $inc: { 'rolloutStatus.seq': 1 } },
         { returnDocument: 'after', projection: STATUS_HEAD },
       );
       entryVersion++;

@@ -1,13 +1,14 @@
 import type {
-  IImageRelease, IImageRolloutReporterStatus, IImmutableImageDeploymentPlan, IRolloutPolicy, IImmutableRegistryPushEvent, IService, ImageTagHistoryEntry,
+  IImageRelease, IImmutableImageDeploymentPlan, IRolloutPolicy, IImmutableRegistryPushEvent, IService, ImageTagHistoryEntry,
   ServiceSummary, TServiceWritableData,
 } from '../contracts/index.js';
 import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from './clusters.js';
 import type { KeysetPosition, ReleaseIdentity } from './releases.js';
 import type { DeadlineDecision, FailureMilestone, FollowUp, QueuedPromotion, RolloutLifecycle, VerifiedRelease } from './lifecycle.js';
-import type { ClaimRefusal, ReportRecord } from './reports.js';
+import type { ClaimRefusal, ReportHead, ReportRecord } from './reports.js';
 import type { AutomationHold, RolloutEnd, RolloutRecord } from './rollouts.js';
 import type { MismatchCounts, StatusEvent, StatusSummary, StatusTotals, SummaryEntry } from './rolloutStatus.js';
+import type { ReporterEvidence } from './rolloutView.js';
 
 /**
  * The ports: what the use cases need from persistence and the outside world, declared here,
@@ -34,6 +35,8 @@ export interface ServiceWithHold {
 /** What the rollout view reads: the service (its status composed) with its status revision. */
 export interface ServiceRolloutState extends ServiceWithHold {
   statusRevision: number;
+  /** The current rollout's per-replica evidence, one element per reporter its status counts. */
+  evidence: ReporterEvidence[];
   /** The current rollout's lifecycle (absent: no summary of the current plan). */
   lifecycle?: RolloutLifecycle;
   automationQueue?: QueuedPromotion;
@@ -61,8 +64,8 @@ export interface EntryWrite {
   serviceId: string;
   rolloutId: string;
   key: string;
-  entry: IImageRolloutReporterStatus;
-  version: number;
+  /** The reporter's new contribution (with its record's version). */
+  entry: SummaryEntry;
   /** The version the summary is expected to hold for this reporter (undefined: none yet). */
   expectedVersion?: number;
   delta: { totals: StatusTotals, mismatched: MismatchCounts };
@@ -323,6 +326,8 @@ export interface ClusterRepository {
 
 export interface ReportRepository {
   findRecord(id: string): Promise<ReportRecord | null>;
+  /** The record without its deployments (what the report path decides from). */
+  findHead(id: string): Promise<ReportHead | null>;
   findRecords(ids: readonly string[]): Promise<ReportRecord[]>;
   /** The reports of a service without the immutable policy (one per reporter). */
   listServiceRecords(serviceId: string): Promise<ReportRecord[]>;

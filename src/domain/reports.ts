@@ -195,6 +195,9 @@ export interface ReportRecord {
   deployments: ReportedDeployment[];
 }
 
+/** A record without the deployments it stated: all the report path decides from (the deployments can be megabytes). */
+export type ReportHead = Omit<ReportRecord, 'deployments'>;
+
 /** At most this many earlier sessions are remembered per reporter and rollout. */
 export const RETIRED_SESSIONS_KEPT = 32;
 
@@ -212,7 +215,7 @@ export type PositionVerdict = { kind: 'apply', retire?: string } | { kind: 'repl
  */
 export function positionVerdict (
   plan: IImmutableImageDeploymentPlan,
-  record: ReportRecord | null,
+  record: ReportHead | null,
   report: { sessionId: string, sequence: number, reportedAt: number }
 ): PositionVerdict {
   const current = record?.position;

@@ -25,9 +25,12 @@ import { pick } from './objects.js';
  * requiredReplicaCount and never in observedReplicaCount.
  *
  * The status is kept as a summary — the sum of the reporters' counts, how many reporters name
- * each mismatch reason, and each reporter's entry — that one report changes by its own delta
+ * each mismatch reason, and each reporter's contribution to them (its counts and reason, with the
+ * version of its record: a few dozen bytes) — that one report changes by its own delta
  * (`entryDelta`): a report's cost does not depend on the rest of the fleet, and the aggregate is
- * always the exact sum of the entries it holds.
+ * always the exact sum of the contributions it holds. The reporters' entries themselves (the
+ * upstream `IImageRolloutReporterStatus`) live in their report records; a full read composes the
+ * status from the summary and those records (`composeStatus`).
  */
 
 /** How many status changes the service document keeps for the SSE stream. */
@@ -85,10 +88,16 @@ export interface StatusTotals {
 /** Reporters per mismatch reason (never `replica-failed`, which the failed count carries). */
 export type MismatchCounts = Partial<Record<Static<typeof TImmutableImageMismatchReason>, number>>;
 
-/** One reporter's latest accepted report in the summary, with the version of its record that wrote it. */
+/**
+ * One reporter's contribution to the summary: the version of its record that wrote it (`v`), its
+ * observed, healthy, verified and failed counts (`c`, in that order) and the mismatch reason the
+ * summary counts for it (`m`; never `replica-failed`). Short field names: the summary holds one per
+ * reporter, in the service document every report updates.
+ */
 export interface SummaryEntry {
-  entry: IImageRolloutReporterStatus;
-  version: number;
+  v: number;
+  c: [observed: number, healthy: number, verified: number, failed: number];
+  m?: Static<typeof TImmutableImageMismatchReason>;
 }
 
 /** The stored rollout status: sums, mismatch counts and entries of one rollout. */
@@ -97,7 +106,7 @@ export interface StatusSummary {
   rolloutGeneration: number;
   totals: StatusTotals;
   mismatched: MismatchCounts;
-  /** reporter key → its entry (keys are field-name safe: see `reporterKeyOf`). */
+  /** reporter key → its contribution (keys are field-name safe: see `reporterKeyOf`). */
   entries: Record<string, SummaryEntry>;
   /** +1 on every entry change: orders the states for the status events. */
   seq: number;
@@ -108,6 +117,9 @@ export interface StatusSummary {
 
 /** A field-name-safe key for a reporter id (ids may hold `.` or start with `$`). */
 export const reporterKeyOf = (reporterId: string): string => `r${Buffer.from(reporterId, 'utf8').toString('base64url')}`;
+
+/** The reporter id a key of `reporterKeyOf` stands for. */
+export const reporterIdOfKey = (key: string): string => Buffer.from(key.slice(1), 'base64url').toString('utf8');
 
 export const zeroTotals = (): StatusTotals => ({ observed: 0, healthy: 0, verified: 0, failed: 0 });
 
@@ -122,34 +134,32 @@ export const emptySummary = (plan: IImmutableImageDeploymentPlan, now: number): 
   lifecycle: initialLifecycle(now),
 });
 
-const totalsOf = (entry: IImageRolloutReporterStatus | undefined): StatusTotals => (entry
-  ? { observed: entry.observedReplicaCount, healthy: entry.healthyReplicaCount, verified: entry.verifiedReplicaCount, failed: entry.failedReplicaCount }
-  : zeroTotals());
-
 /** A reporter's mismatch as the summary counts it (replica-failed is a failure, counted by the failed total). */
-const mismatchOf = (entry: IImageRolloutReporterStatus | undefined) =>
-  entry?.mismatchReason !== undefined && entry.mismatchReason !== 'replica-failed' ? entry.mismatchReason : undefined;
+const mismatchOf = (entry: IImageRolloutReporterStatus) =>
+  entry.mismatchReason !== undefined && entry.mismatchReason !== 'replica-failed' ? entry.mismatchReason : undefined;
+
+/** What the summary holds for a reporter's entry, written by version `version` of its record. */
+export function contributionOf (entry: IImageRolloutReporterStatus, version: number): SummaryEntry {
+  const m = mismatchOf(entry);
+  const c: SummaryEntry['c'] = [entry.observedReplicaCount, entry.healthyReplicaCount, entry.verifiedReplicaCount, entry.failedReplicaCount];
+  return m === undefined ? { v: version, c } : { v: version, c, m };
+}
 
 export interface EntryDelta { totals: StatusTotals, mismatched: MismatchCounts }
 
-/** What replacing a reporter's entry changes in the summary: the totals and the mismatch counts. */
-export function entryDelta (previous: IImageRolloutReporterStatus | undefined, next: IImageRolloutReporterStatus): EntryDelta {
-  const before = totalsOf(previous);
-  const after = totalsOf(next);
+/** What replacing a reporter's contribution changes in the summary: the totals and the mismatch counts. */
+export function entryDelta (previous: SummaryEntry | undefined, next: SummaryEntry): EntryDelta {
+  const before = previous?.c ?? [0, 0, 0, 0];
+  const after = next.c;
   const mismatched: MismatchCounts = {};
-  const was = mismatchOf(previous);
-  const is = mismatchOf(next);
+  const was = previous?.m;
+  const is = next.m;
   if (was !== is) {
     if (was) mismatched[was] = -1;
     if (is) mismatched[is] = 1;
   }
   return {
-    totals: {
-      observed: after.observed - before.observed,
-      healthy: after.healthy - before.healthy,
-      verified: after.verified - before.verified,
-      failed: after.failed - before.failed,
-    },
+    totals: { observed: after[0] - before[0], healthy: after[1] - before[1], verified: after[2] - before[2], failed: after[3] - before[3] },
     mismatched,
   };
 }
@@ -206,10 +216,32 @@ export function aggregateOf (
   };
 }
 
-/** The upstream status of the summary: the aggregate and every reporter's entry. Never one the upstream validator rejects. */
-export function composeStatus (plan: IImmutableImageDeploymentPlan, summary: StatusSummary): IImageRolloutStatus {
-  const reporters = Object.values(summary.entries).map((e) => e.entry).sort((a, b) => a.reporterId.localeCompare(b.reporterId));
-  const aggregate = aggregateOf(plan, summary);
+/**
+ * The upstream status of the current rollout: the reporters' entries (from their report records,
+ * sorted by reporter id) and the aggregate they make — the counts and the reason summed over
+ * exactly those entries, the deadline and the time of the last change from the summary. The
+ * counts always add up to the reporters listed, also while a record is ahead of the summary (its
+ * report still settling, or left so by a crash until the agent's retry; the summary — events,
+ * listings, lifecycle — then catches up with that retry). Never a status the upstream validator
+ * rejects: success must be proven, so a status whose evidence does not add up stays short of it.
+ */
+export function composeStatus (
+  plan: IImmutableImageDeploymentPlan,
+  summary: Pick<StatusSummary, 'updatedAt' | 'lifecycle'>,
+  entries: readonly IImageRolloutReporterStatus[]
+): IImageRolloutStatus {
+  const reporters = [...entries].sort((a, b) => a.reporterId.localeCompare(b.reporterId));
+  const totals = zeroTotals();
+  const mismatched: MismatchCounts = {};
+  for (const entry of reporters) {
+    const delta = entryDelta(undefined, contributionOf(entry, 0));
+    for (const key of ['observed', 'healthy', 'verified', 'failed'] as const) totals[key] += delta.totals[key];
+    for (const [reason, count] of Object.entries(delta.mismatched)) {
+      const r = reason as keyof MismatchCounts;
+      mismatched[r] = (mismatched[r] ?? 0) + (count ?? 0);
+    }
+  }
+  const aggregate = aggregateOf(plan, { totals, mismatched, updatedAt: summary.updatedAt, lifecycle: summary.lifecycle });
   let status: IImageRolloutStatus = { ...aggregate, reporters };
   let problems = validateImageRolloutStatus(status);
   if ((status.status === 'succeeded' || status.status === 'rolled-back') && problems.length > 0) {
@@ -219,21 +251,6 @@ export function composeStatus (plan: IImmutableImageDeploymentPlan, summary: Sta
   }
   if (problems.length > 0) throw new Error(`refusing to answer an invalid rollout status: ${problems.join('; ')}`);
   return status;
-}
-
-/** The aggregate over reporters' entries (the summary they make, composed). */
-export function aggregateStatus (plan: IImmutableImageDeploymentPlan, reporters: IImageRolloutReporterStatus[], now: number): IImageRolloutStatus {
-  const summary = emptySummary(plan, now);
-  for (const entry of reporters) {
-    const delta = entryDelta(undefined, entry);
-    for (const key of ['observed', 'healthy', 'verified', 'failed'] as const) summary.totals[key] += delta.totals[key];
-    for (const [reason, count] of Object.entries(delta.mismatched)) {
-      const r = reason as keyof MismatchCounts;
-      summary.mismatched[r] = (summary.mismatched[r] ?? 0) + (count ?? 0);
-    }
-    summary.entries[reporterKeyOf(entry.reporterId)] = { entry, version: 1 };
-  }
-  return composeStatus(plan, summary);
 }
 
 export const statusEventOf = (status: Omit<IImageRolloutStatus, 'reporters'>, revision: number, at: number): StatusEvent =>

@@ -45,13 +45,12 @@ export function rolloutReads ({ repos, now }: { repos: Pick<Repositories, 'servi
       const state = await repos.services.findRolloutState(serviceId);
       if (!state) return refusal(errors.serviceNotFound(serviceId));
       const { imageDeployment: plan, imageRolloutStatus: status } = state.service.data;
-      const records = plan && status?.rolloutId === plan.rolloutId ? await rolloutReports(plan.rolloutId, status.reporters.map((r) => r.reporterId)) : [];
       return success(rolloutView({
         serviceId,
         plan,
         status,
         revision: state.statusRevision,
-        evidence: records.map((r) => ({ reporterId: r.reporterId, rolloutId: r.rolloutId ?? '', receivedAt: r.position.receivedAt, replicas: r.replicas })),
+        evidence: state.evidence,
         automationHold: state.automationHold,
         lifecycle: state.lifecycle,
         policy: effectiveRolloutPolicy(state.service.data.rolloutPolicy),

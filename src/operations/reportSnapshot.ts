@@ -4,9 +4,9 @@ import type { Clock, Repositories, ReportTarget, StatusState } from '../domain/p
 import {
   claimRefusal, deploymentProblems, envelopeRefusal, foreignNodeRefusal, mergedDeployments, missingCapabilityRefusal, positionVerdict,
   RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes, reporterEntryOf, reporterIdOf, rolloutRecordId, serviceRecordId, staleReport,
-  type ReportRecord,
+  type ReportHead, type ReportRecord,
 } from '../domain/reports.js';
-import { aggregateOf, entryDelta, reporterKeyOf, type RolloutAggregate, type SummaryEntry } from '../domain/rolloutStatus.js';
+import { aggregateOf, contributionOf, entryDelta, reporterKeyOf, type RolloutAggregate, type SummaryEntry } from '../domain/rolloutStatus.js';
 import { effectiveRolloutPolicy, type EffectivePolicy } from '../domain/lifecycle.js';
 import { errors, type AppError } from '../errors.js';
 import type { FaultHook } from '../faults.js';
@@ -64,15 +64,15 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
    * The record's entry into the status summary: its delta from what the summary holds for the
    * reporter (usually the record's previous version; after a crash, an older one), once.
    */
-  async function applyToStatus (plan: IImmutableImageDeploymentPlan, record: ReportRecord, assumed: SummaryEntry | undefined): Promise<StatusState | AppError> {
-    const entry = record.entry;
-    if (!entry) throw new Error(`report ${record.id} has no status entry`);
+  async function applyToStatus (plan: IImmutableImageDeploymentPlan, record: ReportHead, assumed: SummaryEntry | undefined): Promise<StatusState | AppError> {
+    if (!record.entry) throw new Error(`report ${record.id} has no status entry`);
+    const entry = contributionOf(record.entry, record.version);
     const key = reporterKeyOf(record.reporterId);
     let previous = assumed;
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const write = { serviceId: record.serviceId, rolloutId: plan.rolloutId, key, entry, version: record.version };
-      const delta = entryDelta(previous?.entry, entry);
-      const result = await repos.services.applyStatusEntry({ ...write, expectedVersion: previous?.version, delta, now: deps.now() });
+      const write = { serviceId: record.serviceId, rolloutId: plan.rolloutId, key, entry };
+      const delta = entryDelta(previous, entry);
+      const result = await repos.services.applyStatusEntry({ ...write, expectedVersion: previous?.v, delta, now: deps.now() });
       if (result.kind === 'applied') return result.state;
       if (result.kind === 'not-current') {
         const target = await repos.services.findReportTarget(record.serviceId);
@@ -82,7 +82,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
         previous = undefined;
         continue;
       }
-      if (result.stored && result.stored.version >= record.version) {
+      if (result.stored && result.stored.v >= record.version) {
         // This record (or a later one of the reporter) is in the summary already.
         return (await repos.services.readStatusState(record.serviceId, plan.rolloutId)) ?? staleReport(`rollout '${plan.rolloutId}' was superseded`, plan);
       }
@@ -92,7 +92,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
   }
 
   /** The aggregate after the record is in the status, its event published. */
-  async function settle (plan: IImmutableImageDeploymentPlan, record: ReportRecord, assumed: SummaryEntry | undefined): Promise<Result<RolloutAggregate>> {
+  async function settle (plan: IImmutableImageDeploymentPlan, record: ReportHead, assumed: SummaryEntry | undefined): Promise<Result<RolloutAggregate>> {
     const state = await applyToStatus(plan, record, assumed);
     if (state instanceof Error) return refusal(state);
     deps.fault('after-report-status');
@@ -102,9 +102,9 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
   }
 
   /** A replay: the record is usually in the status already; a crash may have left it behind, or its event unpublished. */
-  async function settleReplay (plan: IImmutableImageDeploymentPlan, record: ReportRecord): Promise<Result<RolloutAggregate>> {
+  async function settleReplay (plan: IImmutableImageDeploymentPlan, record: ReportHead): Promise<Result<RolloutAggregate>> {
     const held = await repos.services.readStatusEntry(record.serviceId, plan.rolloutId, reporterKeyOf(record.reporterId));
-    if (held.current && held.stored && held.stored.version >= record.version) {
+    if (held.current && held.stored && held.stored.v >= record.version) {
       const state = await repos.services.readStatusState(record.serviceId, plan.rolloutId);
       if (state) {
         await publish(record.serviceId, plan, state);
@@ -115,7 +115,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
   }
 
   /** The nodes and the session this report names that the reporter does not hold yet (from its record). */
-  async function claimNew ({ plan, reporter, input }: RolloutReport, record: ReportRecord | null): Promise<AppError | undefined> {
+  async function claimNew ({ plan, reporter, input }: RolloutReport, record: ReportHead | null): Promise<AppError | undefined> {
     const held = new Set(record?.nodeNames ?? []);
     const sessions = new Set([record?.position.sessionId, ...(record?.retiredSessions ?? [])]);
     const claims = [
@@ -127,7 +127,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
   }
 
   /** The record this report writes: the envelope's position, the entry, the verdicts and the deployments. */
-  function nextRecord ({ plan, policy, input, reporter }: RolloutReport, previous: ReportRecord | null, retire: string | undefined): ReportRecord {
+  function nextRecord ({ plan, policy, input, reporter }: RolloutReport, previous: ReportHead | null, retire: string | undefined): ReportRecord {
     const envelope = input.immutableReport;
     const receivedAt = deps.now();
     const { entry, replicas } = reporterEntryOf(plan, input, reporter, { previous: previous?.replicas ?? [], receivedAt, policy });
@@ -154,7 +154,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     const envelope = input.immutableReport;
     const recordId = rolloutRecordId(plan.rolloutId, reporter.reporterId);
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const record = await repos.reports.findRecord(recordId);
+      const record = await repos.reports.findHead(recordId);
       const verdict = positionVerdict(plan, record, { sessionId: envelope.reporterSessionId, sequence: envelope.reportSequence, reportedAt: input.reportedAt });
       if (verdict.kind === 'refuse') return refusal(verdict.error);
       if (verdict.kind === 'replay' && record) {
@@ -167,7 +167,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       const next = nextRecord(report, record, verdict.kind === 'apply' ? verdict.retire : undefined);
       if (!(await repos.reports.writeRecord(next, record?.version ?? 0))) continue;
       deps.fault('after-report-record');
-      const settled = await settle(plan, next, record?.entry ? { entry: record.entry, version: record.version } : undefined);
+      const settled = await settle(plan, next, record?.entry ? contributionOf(record.entry, record.version) : undefined);
       return settled.ok ? success({ kind: 'applied', status: settled.value }) : settled;
     }
     throw new Error(`the report of ${reporter.reporterId} kept being overtaken by its own concurrent reports`);

@@ -1,6 +1,6 @@
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection } from 'mongodb';
 import type { ReportRepository } from '../domain/ports.js';
-import type { ClaimRefusal, ReportRecord } from '../domain/reports.js';
+import type { ClaimRefusal, ReportHead, ReportRecord } from '../domain/reports.js';
 import { DUPLICATE_KEY, isDuplicateKeyError } from './driverErrors.js';
 import { collections } from './indexPlan.js';
 import type { Database } from './mongo.js';
@@ -41,6 +41,13 @@ export class ReportStore implements ReportRepository {
   async findRecord (id: string): Promise<ReportRecord | null> {
     const doc = await this.collection.findOne({ _id: id });
     return doc ? toRecord(doc) : null;
+  }
+
+  async findHead (id: string): Promise<ReportHead | null> {
+    const doc = await this.collection.findOne({ _id: id }, { projection: { deployments: 0 } });
+    if (!doc) return null;
+    const { _id, deployments: _none, ...rest } = doc;
+    return { id: _id, ...rest };
   }
 
   async findRecords (ids: readonly string[]): Promise<ReportRecord[]> {

@@ -1,5 +1,5 @@
 import { type Collection } from 'mongodb';
-import type { IService, IServiceData, ServiceSummary, TServiceWritableData } from '../contracts/index.js';
+import type { IImageRolloutReporterStatus, IService, IServiceData, ServiceSummary, TServiceWritableData } from '../contracts/index.js';
 import {
   initialLifecycle, VERIFIED_RELEASES_KEPT,
   type DeadlineDecision, type FailureMilestone, type FollowUp, type QueuedPromotion, type VerifiedRelease,
@@ -9,15 +9,18 @@ import type {
   ReportTarget, ServiceRepository, ServiceRolloutState, ServiceWithHold, StatusPublication, StatusSnapshot, StatusState,
 } from '../domain/ports.js';
 import type { AutomationHold, RolloutRecord } from '../domain/rollouts.js';
+import type { ReporterEvidence } from '../domain/rolloutView.js';
 import { pick } from '../domain/objects.js';
+import { rolloutRecordId } from '../domain/reports.js';
 import {
-  aggregateKey, aggregateOf, composeStatus, emptySummary, replicaCountKeys, STATUS_EVENTS_KEPT, statusEventOf,
+  aggregateKey, aggregateOf, composeStatus, contributionOf, emptySummary, replicaCountKeys, reporterIdOfKey, STATUS_EVENTS_KEPT, statusEventOf,
   type RolloutAggregate, type StatusEvent, type StatusSummary, type StatusTotals, type SummaryEntry,
 } from '../domain/rolloutStatus.js';
 import { writableServiceDataFields } from '../domain/services.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
+import type { ReportDocument } from './reportStore.js';
 
 export interface ServiceDocument {
   _id: string;
@@ -72,17 +75,11 @@ const serviceWithStatus = { data: 1, rolloutStatus: 1 } as const;
 const serviceWithHold = { data: 1, automationHold: 1, verifiedReleases: 1 } as const;
 const rolloutState = { data: 1, rolloutStatus: 1, statusRevision: 1, automationHold: 1, automationQueue: 1 } as const;
 
-/**
- * The service as the API shows it: `data.imageRolloutStatus` composed from the summary of the
- * current rollout (a document written before summaries existed keeps the status it stored).
- */
-function toService (doc: ServiceDocument): IService {
-  const { imageRolloutStatus: stored, ...data } = doc.data;
-  const plan = data.imageDeployment;
-  const summary = doc.rolloutStatus;
-  const imageRolloutStatus = plan && summary?.rolloutId === plan.rolloutId ? composeStatus(plan, summary) : stored;
-  return { id: doc._id, data: imageRolloutStatus ? { ...data, imageRolloutStatus } : data };
-}
+/** A summary entry as written before entries were contributions (`{ entry, version }`), read as one. */
+interface LegacySummaryEntry { entry: IImageRolloutReporterStatus, version: number }
+
+const contributionIn = (stored: SummaryEntry | LegacySummaryEntry | undefined): SummaryEntry | undefined =>
+  stored && 'entry' in stored ? contributionOf(stored.entry, stored.version) : stored;
 
 const stateOf = (doc: ServiceDocument): StatusState | null => {
   const summary = doc.rolloutStatus;
@@ -151,7 +148,47 @@ function lifecycleViewOf (doc: ServiceDocument): LifecycleView {
 }
 
 export class ServiceStore implements ServiceRepository {
-  constructor (database: Database, readonly collection: Collection<ServiceDocument> = database.db.collection(collections.services)) {}
+  /** The report records, read for the reporters' entries of a full status. */
+  private readonly reports: Collection<ReportDocument>;
+
+  constructor (database: Database, readonly collection: Collection<ServiceDocument> = database.db.collection(collections.services)) {
+    this.reports = database.db.collection(collections.reports);
+  }
+
+  /**
+   * The service as the API shows it: `data.imageRolloutStatus` composed from the summary of the
+   * current rollout and the entries in the report records of the reporters it counts (read by
+   * `_id` `$in`, the entries only); a document written before summaries existed keeps the status
+   * it stored.
+   */
+  private async toService (doc: ServiceDocument): Promise<IService> {
+    return (await this.composed(doc, false)).service;
+  }
+
+  /** The service (as `toService`) and, with `withEvidence`, the current rollout's per-replica evidence from the same read of the records. */
+  private async composed (doc: ServiceDocument, withEvidence: boolean): Promise<{ service: IService, evidence: ReporterEvidence[] }> {
+    const { imageRolloutStatus: stored, ...data } = doc.data;
+    const plan = data.imageDeployment;
+    const summary = doc.rolloutStatus;
+    let imageRolloutStatus = stored;
+    let evidence: ReporterEvidence[] = [];
+    if (plan && summary?.rolloutId === plan.rolloutId) {
+      const records = await this.recordsOf(plan.rolloutId, summary, withEvidence);
+      imageRolloutStatus = composeStatus(plan, summary, records.flatMap((r) => (r.entry ? [r.entry] : [])));
+      if (withEvidence) {
+        evidence = records.map((r) => ({ reporterId: r.reporterId, rolloutId: r.rolloutId ?? '', receivedAt: r.position.receivedAt, replicas: r.replicas }));
+      }
+    }
+    return { service: { id: doc._id, data: imageRolloutStatus ? { ...data, imageRolloutStatus } : data }, evidence };
+  }
+
+  /** The report records of the reporters a summary counts (by `_id` `$in`): their entries, and their evidence if asked for; never their deployments. */
+  private async recordsOf (rolloutId: string, summary: StatusSummary, withEvidence: boolean): Promise<ReportDocument[]> {
+    const ids = Object.keys(summary.entries ?? {}).map((key) => rolloutRecordId(rolloutId, reporterIdOfKey(key)));
+    if (ids.length === 0) return [];
+    const projection = withEvidence ? { entry: 1, reporterId: 1, rolloutId: 1, 'position.receivedAt': 1, replicas: 1 } : { entry: 1 };
+    return this.reports.find({ _id: { $in: ids } }, { projection }).toArray();
+  }
 
   async insert (service: IService, now: number): Promise<InsertServiceResult> {
     try {
@@ -165,7 +202,7 @@ export class ServiceStore implements ServiceRepository {
 
   async findById (id: string): Promise<IService | null> {
     const doc = await this.collection.findOne({ _id: id }, { projection: serviceWithStatus });
-    return doc ? toService(doc) : null;
+    return doc ? this.toService(doc) : null;
   }
 
   /** Services sorted by name (the unique name index), after `afterName`; `name`: only that one. */
@@ -191,7 +228,7 @@ export class ServiceStore implements ServiceRepository {
 
   async findServiceView (id: string): Promise<ServiceWithHold | null> {
     const doc = await this.collection.findOne({ _id: id }, { projection: { ...serviceWithStatus, automationHold: 1, verifiedReleases: 1 } });
-    return doc ? { service: toService(doc), automationHold: doc.automationHold, verifiedReleases: doc.verifiedReleases ?? [] } : null;
+    return doc ? { service: await this.toService(doc), automationHold: doc.automationHold, verifiedReleases: doc.verifiedReleases ?? [] } : null;
   }
 
   async findRolloutState (id: string): Promise<ServiceRolloutState | null> {
@@ -199,8 +236,10 @@ export class ServiceStore implements ServiceRepository {
     if (!doc) return null;
     const plan = doc.data.imageDeployment;
     const lifecycle = plan && doc.rolloutStatus?.rolloutId === plan.rolloutId ? doc.rolloutStatus.lifecycle : undefined;
+    const { service, evidence } = await this.composed(doc, true);
     return {
-      service: toService(doc),
+      service,
+      evidence,
       statusRevision: doc.statusRevision ?? 0,
       automationHold: doc.automationHold,
       lifecycle,
@@ -226,9 +265,13 @@ export class ServiceStore implements ServiceRepository {
     const inc: Record<string, number> = { 'rolloutStatus.seq': 1 };
     for (const [name, value] of Object.entries(write.delta.totals)) if (value !== 0) inc[`rolloutStatus.totals.${name}`] = value;
     for (const [reason, value] of Object.entries(write.delta.mismatched)) if (value) inc[`rolloutStatus.mismatched.${reason}`] = value;
+    // The expected version, in the entry's field or (an entry written before contributions) in `version`.
+    const expected = write.expectedVersion === undefined
+      ? { [path]: { $exists: false } }
+      : { $or: [{ [`${path}.v`]: write.expectedVersion }, { [`${path}.version`]: write.expectedVersion }] };
     const doc = await this.collection.findOneAndUpdate(
-      { _id: write.serviceId, 'rolloutStatus.rolloutId': write.rolloutId, [`${path}.version`]: write.expectedVersion ?? { $exists: false } },
-      { $set: { [path]: { entry: write.entry, version: write.version }, 'rolloutStatus.updatedAt': write.now }, $inc: inc },
+      { _id: write.serviceId, 'rolloutStatus.rolloutId': write.rolloutId, ...expected },
+      { $set: { [path]: write.entry, 'rolloutStatus.updatedAt': write.now }, $inc: inc },
       { returnDocument: 'after', projection: statusHead }
     );
     const state = doc ? stateOf(doc) : null;
@@ -245,7 +288,7 @@ export class ServiceStore implements ServiceRepository {
   async readStatusEntry (id: string, rolloutId: string, key: string): Promise<{ current: boolean, stored?: SummaryEntry }> {
     const doc = await this.collection.findOne({ _id: id }, { projection: { 'rolloutStatus.rolloutId': 1, [`rolloutStatus.entries.${key}`]: 1 } });
     const summary = doc?.rolloutStatus;
-    return summary?.rolloutId === rolloutId ? { current: true, stored: summary.entries?.[key] } : { current: false };
+    return summary?.rolloutId === rolloutId ? { current: true, stored: contributionIn(summary.entries?.[key]) } : { current: false };
   }
 
   async initStatusSummary (id: string, plan: NonNullable<IServiceData['imageDeployment']>, now: number): Promise<void> {
@@ -434,7 +477,7 @@ export class ServiceStore implements ServiceRepository {
         Object.keys(unset).length > 0 ? { $set: set, $unset: unset } : { $set: set },
         { returnDocument: 'after' }
       );
-      return doc ? { kind: 'replaced', service: toService(doc) } : { kind: 'missing' };
+      return doc ? { kind: 'replaced', service: await this.toService(doc) } : { kind: 'missing' };
     } catch (err) {
       if (isDuplicateKeyError(err)) return nameTaken(this.collection, data.name);
       throw err;

@@ -1,0 +1,110 @@
+/**
+ * How the rollout status is stored (docs/api.md "How reports are stored"): the service document
+ * holds the sums and, per reporter, only its contribution to them (a few dozen bytes); each
+ * reporter's entry lives in its own report record, and every full read composes the upstream
+ * status from both. What this pins: the cost of the one service-document update a report makes
+ * does not grow with the reporters' entries (issue: "the cost of a report does not depend on the
+ * rest of the fleet"), and a summary written in the earlier format is still applied exactly.
+ */
+import { BSON } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateImageRolloutStatus, type IImageRolloutStatus, type IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
+import { reporterKeyOf } from '../../../src/domain/rolloutStatus.js';
+import { buildTestApp, type TestApp } from '../../support/app.js';
+import { bearer, createFixtureService, promote, pushRelease, registerCluster } from '../../support/fixtures.js';
+import { fullReplicas, reportBody } from '../../support/reports.js';
+
+const CLUSTERS = 24;
+const NODES = 3;
+
+describe('rollout status storage', () => {
+  let t: TestApp;
+  let admin: string;
+  let api: string;
+  const clusterIds = Array.from({ length: CLUSTERS }, (_, i) => `store-c${i}`);
+  const nodesOf = (c: string) => Array.from({ length: NODES }, (_, n) => `${c}-n${n}`);
+
+  beforeAll(async () => {
+    t = await buildTestApp();
+    admin = await t.token('admin');
+    api = await t.token('api');
+    for (const c of clusterIds) await registerCluster(t.app, admin, c, nodesOf(c));
+  }, 60_000);
+  afterAll(async () => { await t?.close(); });
+
+  async function promoted (): Promise<{ serviceId: string, plan: IImmutableImageDeploymentPlan }> {
+    const svc = await createFixtureService(t.app, admin, { clusterIds, replicasPerNode: 2 });
+    const pushed = await pushRelease(t.app, api, svc);
+    const res = await promote(t.app, api, svc.id, pushed.releaseId, { generation: 0 });
+    expect(res.statusCode, res.body).toBe(200);
+    return { serviceId: svc.id, plan: res.json().service.data.imageDeployment as IImmutableImageDeploymentPlan };
+  }
+
+  const report = async (plan: IImmutableImageDeploymentPlan, serviceId: string, c: string, sequence: number) => {
+    const token = await t.token('cluster', { clusterId: c, subject: `coreflow-${c}` });
+    const nodeNames = nodesOf(c);
+    const body = reportBody(plan, serviceId, { session: `s-${c}`, sequence, nodeNames, deployments: fullReplicas(plan, serviceId, nodeNames) });
+    const res = await t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: body });
+    expect(res.statusCode, res.body).toBe(200);
+  };
+
+  const serviceDoc = async (serviceId: string) => {
+    const doc = await t.db.collection('services').findOne({ _id: serviceId as never });
+    if (!doc) throw new Error('no service document');
+    return doc;
+  };
+  const statusOf = async (serviceId: string): Promise<IImageRolloutStatus> => {
+    const res = await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}`, headers: bearer(admin) });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json().service.data.imageRolloutStatus as IImageRolloutStatus;
+  };
+
+  it('each reporter adds a few dozen bytes to the service document, its entry lives in its record, and reads compose the whole status', async () => {
+    const { serviceId, plan } = await promoted();
+    const empty = BSON.calculateObjectSize(await serviceDoc(serviceId));
+    for (const c of clusterIds) await report(plan, serviceId, c, 1);
+    const full = await serviceDoc(serviceId);
+    const grown = BSON.calculateObjectSize(full) - empty;
+    // Each report also appends a status event (bounded: STATUS_EVENTS_KEPT); what the summary itself
+    // holds per reporter is its contribution, not its entry (an entry of a 3-node reporter is ~600 bytes).
+    const summary = full['rolloutStatus'] as { entries: Record<string, unknown> };
+    const perReporter = BSON.calculateObjectSize(summary.entries) / CLUSTERS;
+    expect(perReporter).toBeLessThan(120);
+    expect(Object.keys(summary.entries)).toHaveLength(CLUSTERS);
+    expect(JSON.stringify(summary.entries)).not.toContain('reporterNodeNames');
+    expect(grown).toBeLessThan(CLUSTERS * 600);
+
+    const status = await statusOf(serviceId);
+    expect(status.status).toBe('succeeded');
+    expect(status.reporters.map((r) => r.clusterId).sort()).toEqual([...clusterIds].sort());
+    expect(status.reporters.every((r) => r.reporterNodeNames.length === NODES)).toBe(true);
+    expect(validateImageRolloutStatus(status)).toEqual([]);
+    const view = await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/rollout`, headers: bearer(admin) });
+    expect(view.statusCode, view.body).toBe(200);
+    expect(view.json().reporters).toHaveLength(CLUSTERS);
+  });
+
+  it('a summary entry stored in the earlier format ({ entry, version }) is replaced by the next report with the exact delta', async () => {
+    const { serviceId, plan } = await promoted();
+    const [first, second] = clusterIds as [string, string];
+    await report(plan, serviceId, first, 1);
+    await report(plan, serviceId, second, 1);
+    // Rewrite the first reporter's contribution as the earlier format held it: its whole entry and the record's version.
+    const record = await t.db.collection('reports').findOne({ serviceId, clusterId: first });
+    if (!record) throw new Error('no record');
+    const key = reporterKeyOf(String(record['reporterId']));
+    await t.db.collection('services').updateOne(
+      { _id: serviceId as never },
+      { $set: { [`rolloutStatus.entries.${key}`]: { entry: record['entry'], version: record['version'] } } }
+    );
+    await report(plan, serviceId, first, 2);
+    const doc = await serviceDoc(serviceId);
+    const summary = doc['rolloutStatus'] as { totals: Record<string, number>, entries: Record<string, { v?: number, entry?: unknown }> };
+    expect(summary.totals).toEqual({ observed: 2 * NODES * 2, healthy: 2 * NODES * 2, verified: 2 * NODES * 2, failed: 0 });
+    expect(summary.entries[key]?.v).toBe(2);
+    expect(summary.entries[key]?.entry).toBeUndefined();
+    const status = await statusOf(serviceId);
+    expect(status.verifiedReplicaCount).toBe(2 * NODES * 2);
+    expect(status.reporters.find((r) => r.clusterId === first)?.reportSequence).toBe(2);
+  });
+});
