@@ -49,6 +49,12 @@ export interface ReportTarget {
   plan?: IImmutableImageDeploymentPlan;
   /** The service's lifecycle settings (stability window, clock tolerance, …), as stored. */
   policy?: IRolloutPolicy;
+  /**
+   * The current plan's status summary head and the reporter's contribution in it, read with the
+   * plan (when the caller named the reporter and the summary is the plan's): lets a report that
+   * changes nothing in the summary skip writing it.
+   */
+  held?: { state: StatusState, entry?: SummaryEntry };
 }
 
 /** The status summary of the current rollout and what was last published of it (the SSE log's head). */
@@ -124,7 +130,8 @@ export interface ServiceRepository {
   /** The service as the API shows it (its status composed), and its hold. */
   findServiceView(id: string): Promise<ServiceWithHold | null>;
   findRolloutState(id: string): Promise<ServiceRolloutState | null>;
-  findReportTarget(id: string): Promise<ReportTarget | null>;
+  /** With `reporterKey` (see `reporterKeyOf`), also the summary head and that reporter's contribution (`held`). */
+  findReportTarget(id: string, reporterKey?: string): Promise<ReportTarget | null>;
   /** Services sorted by name, strictly after `afterName`; with `name`, only the service of that name. */
   list(query: { name?: string, afterName?: string, limit: number }): Promise<ServiceSummary[]>;
   /**

@@ -190,10 +190,19 @@ export interface ReportRecord {
   nodeNames: string[];
   /** The reporter's entry in the rollout status (immutable policy only). */
   entry?: IImageRolloutReporterStatus;
+  /**
+   * Set when the report changed nothing in the status summary (its counts and reason equal the
+   * summary's contribution of the reporter, which accounted for the previous record): the
+   * summary version that accounts for this record too, so the summary was not written.
+   */
+  coveredBy?: number;
   replicas: ReplicaDetail[];
   /** The deployments the report stated (for a node scope, merged with the reporter's others). */
   deployments: ReportedDeployment[];
 }
+
+/** The summary version that accounts for a record: its own, or the one that covered it (`coveredBy`). */
+export const accountedVersion = (record: Pick<ReportRecord, 'version' | 'coveredBy'>): number => record.coveredBy ?? record.version;
 
 /** A record without the deployments it stated: all the report path decides from (the deployments can be megabytes). */
 export type ReportHead = Omit<ReportRecord, 'deployments'>;

@@ -3,7 +3,7 @@ import type { ReportDeploymentSnapshotsInput } from '../contracts/reports.js';
 import type { Clock, Repositories, ReportTarget, StatusState } from '../domain/ports.js';
 import {
   claimRefusal, deploymentProblems, envelopeRefusal, foreignNodeRefusal, mergedDeployments, missingCapabilityRefusal, positionVerdict,
-  RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes, reporterEntryOf, reporterIdOf, rolloutRecordId, serviceRecordId, staleReport,
+  accountedVersion, RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes, reporterEntryOf, reporterIdOf, rolloutRecordId, serviceRecordId, staleReport,
   type ReportHead, type ReportRecord,
 } from '../domain/reports.js';
 import { aggregateOf, contributionOf, entryDelta, reporterKeyOf, type RolloutAggregate, type SummaryEntry } from '../domain/rolloutStatus.js';
@@ -20,7 +20,9 @@ import type { Telemetry } from './telemetry.js';
  * envelope and re-verify every replica's evidence; then ONE fenced write of the reporter's own
  * record (compare-and-swap on its version: a refused or superseded report writes nothing, two in
  * flight never interleave), and its delta into the rollout status summary (guarded by the entry's
- * version: reporters of one rollout never retry against each other). Nodes and sessions of a
+ * version: reporters of one rollout never retry against each other) — unless the report changes
+ * nothing in the summary (the same counts and reason as the contribution the summary holds for
+ * the previous record): then the record alone is written (`coveredBy`). Nodes and sessions of a
  * rollout are claimed by the first reporter that names them.
  *
  * Crash safety: a crash after the claims leaves only claims (the retry finds them its own); after
@@ -49,8 +51,20 @@ type ImmutableInput = ReportDeploymentSnapshotsInput & { immutableReport: NonNul
 
 interface Reporter { reporterId: string, clusterId: string }
 
-/** A report on an immutable rollout: the plan it is for, the service's settings, the input, who reports. */
-interface RolloutReport { plan: IImmutableImageDeploymentPlan, policy: EffectivePolicy, input: ImmutableInput, reporter: Reporter }
+/**
+ * A report on an immutable rollout: the plan it is for, the service's settings, the input, who
+ * reports, and the summary head with the reporter's contribution as read with the plan.
+ */
+interface RolloutReport {
+  plan: IImmutableImageDeploymentPlan,
+  policy: EffectivePolicy,
+  input: ImmutableInput,
+  reporter: Reporter,
+  held: ReportTarget['held'],
+}
+
+/** Same counts and the same reason: replacing one contribution by the other changes nothing in the summary. */
+const sameContribution = (a: SummaryEntry, b: SummaryEntry): boolean => a.m === b.m && a.c.every((n, i) => n === b.c[i]);
 
 /** What an admitted report is about. */
 interface Admitted { target: ReportTarget, reporter: Reporter, scope: string[] | undefined }
@@ -104,7 +118,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
   /** A replay: the record is usually in the status already; a crash may have left it behind, or its event unpublished. */
   async function settleReplay (plan: IImmutableImageDeploymentPlan, record: ReportHead): Promise<Result<RolloutAggregate>> {
     const held = await repos.services.readStatusEntry(record.serviceId, plan.rolloutId, reporterKeyOf(record.reporterId));
-    if (held.current && held.stored && held.stored.v >= record.version) {
+    if (held.current && held.stored && held.stored.v >= accountedVersion(record)) {
       const state = await repos.services.readStatusState(record.serviceId, plan.rolloutId);
       if (state) {
         await publish(record.serviceId, plan, state);
@@ -124,6 +138,27 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     ];
     const [refused] = await repos.reports.claim(plan.rolloutId, reporter.reporterId, claims, deps.now());
     return refused ? claimRefusal(plan, refused) : undefined;
+  }
+
+  /**
+   * The summary version that already accounts for the next record, if any: the summary holds the
+   * reporter's contribution of exactly the previous record (nothing of the reporter is pending
+   * in it), and the next record's contribution is the same. A report that changes nothing in the
+   * summary — the steady state of an agent reporting on a settled rollout — then writes only its
+   * record (marked `coveredBy`), not the service document.
+   */
+  function coveringVersion (held: RolloutReport['held'], previous: ReportHead | null, next: ReportRecord): number | undefined {
+    const stored = held?.entry;
+    if (!stored || !previous?.entry || !next.entry || stored.v !== accountedVersion(previous)) return undefined;
+    return sameContribution(stored, contributionOf(next.entry, next.version)) ? stored.v : undefined;
+  }
+
+  /** A report that changed nothing in the summary: the state read with the plan; its event and lifecycle pass, should an earlier report have left them. */
+  async function settleCovered (plan: IImmutableImageDeploymentPlan, record: ReportRecord, state: StatusState): Promise<Result<RolloutAggregate>> {
+    deps.fault('after-report-status');
+    await publish(record.serviceId, plan, state);
+    await deps.afterStatusChange(record.serviceId, plan, state);
+    return success(aggregateOf(plan, state.summary));
   }
 
   /** The record this report writes: the envelope's position, the entry, the verdicts and the deployments. */
@@ -164,10 +199,14 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       const taken = await claimNew(report, record);
       if (taken) return refusal(taken);
       deps.fault('after-report-claims');
-      const next = nextRecord(report, record, verdict.kind === 'apply' ? verdict.retire : undefined);
+      const built = nextRecord(report, record, verdict.kind === 'apply' ? verdict.retire : undefined);
+      const coveredBy = coveringVersion(report.held, record, built);
+      const next: ReportRecord = coveredBy === undefined ? built : { ...built, coveredBy };
       if (!(await repos.reports.writeRecord(next, record?.version ?? 0))) continue;
       deps.fault('after-report-record');
-      const settled = await settle(plan, next, record?.entry ? contributionOf(record.entry, record.version) : undefined);
+      const settled = coveredBy !== undefined && report.held
+        ? await settleCovered(plan, next, report.held.state)
+        : await settle(plan, next, record?.entry ? contributionOf(record.entry, accountedVersion(record)) : undefined);
       return settled.ok ? success({ kind: 'applied', status: settled.value }) : settled;
     }
     throw new Error(`the report of ${reporter.reporterId} kept being overtaken by its own concurrent reports`);
@@ -201,14 +240,18 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     if (principal.clusterId === undefined) return refusal(errors.forbidden('only cluster tokens may report deployments'));
     const scoped = reportNodeScope(input);
     const nodes = 'scope' in scoped ? reportedNodes(input, scoped.scope) : [];
-    const [target, owners] = await Promise.all([repos.services.findReportTarget(input.serviceId), repos.clusters.findNodeOwners(nodes)]);
+    const reporterId = reporterIdOf(principal);
+    const [target, owners] = await Promise.all([
+      repos.services.findReportTarget(input.serviceId, reporterKeyOf(reporterId)),
+      repos.clusters.findNodeOwners(nodes),
+    ]);
     if (!target) return refusal(errors.serviceNotFound(input.serviceId));
     if ('problems' in scoped) return invalid(scoped.problems);
     const problems = deploymentProblems(input, scoped.scope);
     if (problems.length > 0) return invalid(problems);
     const foreign = foreignNodeRefusal(principal, nodes, owners);
     if (foreign) return refusal(foreign);
-    return success({ target, reporter: { reporterId: reporterIdOf(principal), clusterId: principal.clusterId }, scope: scoped.scope });
+    return success({ target, reporter: { reporterId, clusterId: principal.clusterId }, scope: scoped.scope });
   }
 
   async function report (input: ReportDeploymentSnapshotsInput, actor: Actor): Promise<Result<ReportOutcome>> {
@@ -220,7 +263,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     // capability was checked before schema validation, by `precheck`.)
     const unacceptable = envelopeRefusal(target, input, reporter.clusterId);
     if (unacceptable || !target.plan) return refusal(unacceptable ?? errors.immutablePlanMissing(target.serviceId));
-    return reportOnRollout({ plan: target.plan, policy: effectiveRolloutPolicy(target.policy), input: input as ImmutableInput, reporter });
+    return reportOnRollout({ plan: target.plan, policy: effectiveRolloutPolicy(target.policy), input: input as ImmutableInput, reporter, held: target.held });
   }
 
   const reportSnapshotOf = async (input: ReportDeploymentSnapshotsInput, actor: Actor): Promise<Result<ReportOutcome>> => {

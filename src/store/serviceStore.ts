@@ -247,12 +247,20 @@ export class ServiceStore implements ServiceRepository {
     };
   }
 
-  async findReportTarget (id: string): Promise<ReportTarget | null> {
-    const projection = { 'data.immutableImageRequired': 1, 'data.imageDeployment': 1, 'data.rolloutPolicy': 1 };
+  async findReportTarget (id: string, reporterKey?: string): Promise<ReportTarget | null> {
+    const projection = {
+      'data.immutableImageRequired': 1,
+      'data.imageDeployment': 1,
+      'data.rolloutPolicy': 1,
+      ...(reporterKey === undefined ? {} : { ...statusHead, [`rolloutStatus.entries.${reporterKey}`]: 1 }),
+    };
     const doc = await this.collection.findOne({ _id: id }, { projection });
     if (!doc) return null;
     const data = doc.data;
-    return { serviceId: doc._id, immutableImageRequired: data?.immutableImageRequired === true, plan: data?.imageDeployment, policy: data?.rolloutPolicy };
+    const plan = data?.imageDeployment;
+    const state = reporterKey !== undefined && plan && doc.rolloutStatus?.rolloutId === plan.rolloutId ? stateOf(doc) : null;
+    const held = state && reporterKey !== undefined ? { state, entry: contributionIn(doc.rolloutStatus?.entries?.[reporterKey]) } : undefined;
+    return { serviceId: doc._id, immutableImageRequired: data?.immutableImageRequired === true, plan, policy: data?.rolloutPolicy, held };
   }
 
   /**

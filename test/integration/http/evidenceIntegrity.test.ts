@@ -26,6 +26,17 @@ interface RolloutViewReply {
   blocking: BlockingEntry[],
 }
 
+/** The aggregate's counts and verdict, wherever they are shown. */
+const pickCounts = (s: Record<string, unknown> | IImageRolloutStatus | undefined) => (s
+  ? {
+      status: s['status' as keyof typeof s],
+      observed: s['observedReplicaCount' as keyof typeof s],
+      healthy: s['healthyReplicaCount' as keyof typeof s],
+      verified: s['verifiedReplicaCount' as keyof typeof s],
+      failed: s['failedReplicaCount' as keyof typeof s],
+    }
+  : undefined);
+
 describe('report evidence and stored deployments keep their promises', () => {
   let fleet: Fleet;
   let callers: Caller[];
@@ -183,6 +194,45 @@ describe('report evidence and stored deployments keep their promises', () => {
       expect(bad, `${bad.length} of ${ROUNDS} rounds broke the promise`).toEqual([]);
     }, 180_000);
   });
+
+  it(`concurrent reports of one reporter that change the counts or leave them as they are keep the status summary exact (${ROUNDS} rounds)`, async () => {
+    // The summary (what the service listing, report answers and SSE events show) must end equal to
+    // what the reporters' latest records say (what GET /v1/services/:id sums), whichever of the
+    // reports skipped the summary write because it changed nothing.
+    const { svc, plan } = await promoted(['cP'], 2);
+    const nodes = ['p1', 'p2'];
+    const bodyOf = (sequence: number, failed: number) => reportBody(plan, svc.id, {
+      session: 's-P',
+      sequence,
+      nodeNames: nodes,
+      deployments: fullReplicas(plan, svc.id, nodes).map((d, i) => (i < failed ? { ...d, status: 'failed' } : d)),
+    });
+    const named = await api.inject({ method: 'GET', url: `/v1/services/${svc.id}`, headers: bearer(admin) });
+    const name = String(named.json().service.data.name);
+    const listed = async () => {
+      const res = await api.inject({ method: 'GET', url: `/v1/services?name=${encodeURIComponent(name)}`, headers: bearer(admin) });
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json().services[0]?.rollout as Record<string, unknown> | undefined;
+    };
+    const bad: string[] = [];
+    let sequence = 1;
+    for (let round = 0; round < ROUNDS; round++) {
+      // Three reports at once through both processes; each fails 0, 1 or 2 replicas (often the same as before).
+      const sends = [0, 1, 2].map((i) => send(callers[(round + i) % 2]!, 'P', bodyOf(sequence + i, (round * 7 + i * (round % 3)) % 3)));
+      sequence += 3;
+      const answers = await Promise.all(sends);
+      const unexpected = answers.filter((a) => a.statusCode !== 200 && !(a.statusCode === 409 && a.json().code === 'stale-rollout-report'));
+      if (unexpected.length > 0) bad.push(`round ${round}: ${unexpected.map((a) => `${a.statusCode} ${a.body.slice(0, 100)}`).join('; ')}`);
+      const status = await serviceStatus(svc.id);
+      const row = await listed();
+      const fromRecords = pickCounts(status);
+      const fromSummary = pickCounts(row);
+      if (canonical(fromRecords) !== canonical(fromSummary)) {
+        bad.push(`round ${round}: the records say ${JSON.stringify(fromRecords)}, the summary ${JSON.stringify(fromSummary)}`);
+      }
+    }
+    expect(bad, `${bad.length} of ${ROUNDS} rounds broke the promise`).toEqual([]);
+  }, 180_000);
 
   it('a session\'s sequence never goes backwards, even after another session of the same reporter reported: ' +
     'the lower sequence is refused and changes nothing', async () => {

@@ -84,6 +84,36 @@ describe('rollout status storage', () => {
     expect(view.json().reporters).toHaveLength(CLUSTERS);
   });
 
+  it('a report that changes nothing in the summary writes only its record; the next one that changes something applies the exact delta', async () => {
+    const { serviceId, plan } = await promoted();
+    const [first, second] = clusterIds as [string, string];
+    await report(plan, serviceId, first, 1);
+    await report(plan, serviceId, second, 1);
+    const summaryOf = async () => (await serviceDoc(serviceId))['rolloutStatus'] as { seq: number, totals: Record<string, number> };
+    const before = await summaryOf();
+    // The same counts again, three times: the summary (and the service document) stays as it was.
+    for (const sequence of [2, 3, 4]) await report(plan, serviceId, first, sequence);
+    const steady = await summaryOf();
+    expect(steady.seq).toBe(before.seq);
+    expect(steady.totals).toEqual(before.totals);
+    const record = await t.db.collection('reports').findOne({ serviceId, clusterId: first });
+    expect(record?.['position']?.sequence).toBe(4);
+    expect((await statusOf(serviceId)).reporters.find((r) => r.clusterId === first)?.reportSequence).toBe(4);
+    // Then one replica fails: the delta from the covered contribution is applied once, exactly.
+    const token = await t.token('cluster', { clusterId: first, subject: `coreflow-${first}` });
+    const nodeNames = nodesOf(first);
+    const replicas = fullReplicas(plan, serviceId, nodeNames).map((r, i) => (i === 0 ? { ...r, status: 'failed' } : r));
+    const failing = reportBody(plan, serviceId, { session: `s-${first}`, sequence: 5, nodeNames, deployments: replicas });
+    const res = await t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: failing });
+    expect(res.statusCode, res.body).toBe(200);
+    const changed = await summaryOf();
+    expect(changed.seq).toBe(before.seq + 1);
+    expect(changed.totals['failed']).toBe(1);
+    const status = await statusOf(serviceId);
+    expect(status.failedReplicaCount).toBe(1);
+    expect(status.observedReplicaCount).toBe(status.reporters.reduce((n, r) => n + r.observedReplicaCount, 0));
+  });
+
   it('a summary entry stored in the earlier format ({ entry, version }) is replaced by the next report with the exact delta', async () => {
     const { serviceId, plan } = await promoted();
     const [first, second] = clusterIds as [string, string];
@@ -97,14 +127,24 @@ describe('rollout status storage', () => {
       { _id: serviceId as never },
       { $set: { [`rolloutStatus.entries.${key}`]: { entry: record['entry'], version: record['version'] } } }
     );
+    // The same counts: nothing to write, the entry in the earlier format still counts.
     await report(plan, serviceId, first, 2);
+    const all = 2 * NODES * 2;
+    expect((await statusOf(serviceId)).verifiedReplicaCount).toBe(all);
+    // Then one replica fails: the delta from the earlier-format entry, exactly once.
+    const token = await t.token('cluster', { clusterId: first, subject: `coreflow-${first}` });
+    const nodeNames = nodesOf(first);
+    const replicas = fullReplicas(plan, serviceId, nodeNames).map((r, i) => (i === 0 ? { ...r, status: 'failed' } : r));
+    const failing = reportBody(plan, serviceId, { session: `s-${first}`, sequence: 3, nodeNames, deployments: replicas });
+    const res = await t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: failing });
+    expect(res.statusCode, res.body).toBe(200);
     const doc = await serviceDoc(serviceId);
     const summary = doc['rolloutStatus'] as { totals: Record<string, number>, entries: Record<string, { v?: number, entry?: unknown }> };
-    expect(summary.totals).toEqual({ observed: 2 * NODES * 2, healthy: 2 * NODES * 2, verified: 2 * NODES * 2, failed: 0 });
-    expect(summary.entries[key]?.v).toBe(2);
+    expect(summary.totals).toEqual({ observed: all, healthy: all - 1, verified: all - 1, failed: 1 });
+    expect(summary.entries[key]?.v).toBe(3);
     expect(summary.entries[key]?.entry).toBeUndefined();
     const status = await statusOf(serviceId);
-    expect(status.verifiedReplicaCount).toBe(2 * NODES * 2);
-    expect(status.reporters.find((r) => r.clusterId === first)?.reportSequence).toBe(2);
+    expect(status.failedReplicaCount).toBe(1);
+    expect(status.reporters.find((r) => r.clusterId === first)?.reportSequence).toBe(3);
   });
 });
