@@ -92,6 +92,13 @@ export class ClusterStore implements ClusterRepository {
    * claim touched go through the per-node upsert. (A filter of `_id` and another field per node —
    * the per-node path — is a collection scan per node on databases that only use an index for
    * `_id` alone, such as the local development database: thousands of nodes took minutes.)
+   *
+   * Filters of a cluster's claims by name list lead with `clusterId` — `{ clusterId, _id: { $in } }`,
+   * here, in releaseNodes and in countNodes. On MongoDB the order of a filter's fields does not
+   * matter; the local development database serves such a filter from the clusterId index only when
+   * that equality comes first, and otherwise tests every claim in the collection against the list: a
+   * 4,096-node registration beside 32,768 other claims took over 10 s, and its count held the database
+   * long enough for the driver's heartbeat to fail (every request in flight answered 503).
    */
   async claimNodes (clusterId: string, nodeNames: readonly string[], revision: number, now: number): Promise<NodeClaimResult> {
     if (nodeNames.length === 0) return { inserted: [], refused: [] };
@@ -101,7 +108,7 @@ export class ClusterStore implements ClusterRepository {
     const free = nodeNames.filter((name) => !holders.has(name));
     const foreign = nodeNames.filter((name) => holders.has(name) && holders.get(name) !== clusterId);
     if (ours.length > 0) {
-      const moved = await this.nodes.updateMany({ _id: { $in: ours }, clusterId }, { $max: { revision } });
+      const moved = await this.nodes.updateMany({ clusterId, _id: { $in: ours } }, { $max: { revision } });
       // A claim of ours changed hands since the read: decide every name node by node.
       if (moved.matchedCount !== ours.length) return await this.claimEach(clusterId, nodeNames, revision, now);
     }
@@ -151,7 +158,7 @@ export class ClusterStore implements ClusterRepository {
 
   async releaseNodes (clusterId: string, nodeNames: readonly string[]): Promise<void> {
     if (nodeNames.length === 0) return;
-    await this.nodes.deleteMany({ _id: { $in: [...nodeNames] }, clusterId });
+    await this.nodes.deleteMany({ clusterId, _id: { $in: [...nodeNames] } });
   }
 
   async commit (
@@ -185,7 +192,7 @@ export class ClusterStore implements ClusterRepository {
 
   async countNodes (clusterId: string, nodeNames: readonly string[]): Promise<number> {
     if (nodeNames.length === 0) return 0;
-    return this.nodes.countDocuments({ _id: { $in: [...nodeNames] }, clusterId });
+    return this.nodes.countDocuments({ clusterId, _id: { $in: [...nodeNames] } });
   }
 
   /** clusterId → its node names (sorted) for the given clusters; one query. */

@@ -20,7 +20,8 @@ import { formatMs, waitResultOf, type Via, type WaitResult } from './waitResult.
  *    view every `--poll-interval`. When it drops (network, server restart, 45 s without a
  *    byte — the server sends a keep-alive every 15 s) poll at once, keep polling while
  *    waiting to reconnect (after 1, 2, 4 … poll intervals, at most 30 s), and resume from
- *    the last revision seen; after 5 drops in a row without an event, poll only.
+ *    the last revision seen; after 5 quick drops in a row that brought no change (no new
+ *    revision; the opening event alone does not count), poll only.
  * 4. Outages while following are ridden out until `--timeout`; a 4xx ends the wait (exit 1).
  *
  * Judging: events of older generations are ignored (the stream starts with the latest
@@ -82,7 +83,7 @@ interface Tracking {
   via: Via;
   /** Set while the control plane does not answer polls: the last failure. */
   outage?: string;
-  /** Stream drops in a row without an event. */
+  /** Quick stream drops in a row that brought no new revision. */
   drops: number;
 }
 
@@ -155,6 +156,7 @@ class RolloutFollower {
   private async streamStep (): Promise<Transition> {
     const t = this.t;
     const opened = Date.now();
+    const from = t.revision;
     const end: StreamEnd<Verdict> = await readEventStream({
       client: this.client,
       path: `${this.viewPath}/events`,
@@ -173,7 +175,10 @@ class RolloutFollower {
         this.opts.log(`event stream unavailable (${end.reason}); polling every ${every}`);
         return { kind: 'next', mode: { kind: 'poll' } };
       case 'dropped':
-        t.drops = end.events > 0 || Date.now() - opened > QUICK_DROP_MS ? 1 : t.drops + 1;
+        // A stream that moved the revision was worth it. Its opening event alone is not: the server
+        // always sends one (the current state: a reset up-to-date when nothing is new), so a stream
+        // cut right after it told nothing new.
+        t.drops = t.revision !== from || Date.now() - opened > QUICK_DROP_MS ? 1 : t.drops + 1;
         if (t.drops >= MAX_QUICK_DROPS) {
           t.via = 'polling';
           this.opts.log(`event stream keeps dropping (${end.reason}); polling every ${every} from now on`);

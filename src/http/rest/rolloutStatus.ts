@@ -10,7 +10,7 @@ import { bearerToken, type TokenVerifier } from '../auth.js';
 import { valueOf } from '../replies.js';
 import { authenticated, problemResponses, ServiceParams, stored, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
-import { serve, type StatusHub } from '../sse/hub.js';
+import { serveOpening, type StatusHub } from '../sse/hub.js';
 import { SseStream } from '../sse/stream.js';
 
 export interface RolloutStatusRoutesOptions {
@@ -56,21 +56,28 @@ const StreamEvent = Type.Object({
   id: Type.String({ description: 'the status revision the event brings the client to (send it back as Last-Event-ID)' }),
   data: Type.String({
     description: 'JSON. `event: status`: a StatusEvent { revision, rolloutId, rolloutGeneration, status, mismatchReason?, the replica counts, at }. ' +
-      '`event: reset`: { reason: events-missed | unknown-revision, revision, latest? } — latest is the current StatusEvent, absent when there is none yet',
+      '`event: reset`: { reason: events-missed | unknown-revision | up-to-date, revision, latest? } — the current state: revision, and latest, ' +
+      'the current StatusEvent, absent when there is none yet',
   }),
   retry: Type.Optional(Type.Integer({ description: 'reconnection delay (ms), sent once before the first event' })),
 }, { description: 'one Server-Sent Event as parsed by an EventSource' });
 const streamReply = {
-  description: 'text/event-stream: `event: status` with a StatusEvent, `event: reset` with the current state, `: keep-alive` comments',
+  description: 'text/event-stream: first at least one event (the current state), then `event: status` with a StatusEvent per change; ' +
+    '`event: reset` with the current state; `: keep-alive` comments',
   content: { 'text/event-stream': { schema: StreamEvent } },
 };
 
 const eventsDescription = [
   'Each change: `id: <revision>`, `event: status`, `data: <StatusEvent JSON>`, in revision order, none twice.',
-  'On connect: the stored events after `Last-Event-ID` (header) or `?after=<revision>`, else only the latest (the current state); then every new one.',
-  'A client that fell more than 100 changes behind (or resumes from an unknown revision) gets `event: reset` with',
-  '`data: { reason, revision, latest }` — the current state — and continues from it.',
-  '`: keep-alive` comments every 15 s. Auth: `Authorization: Bearer` or, for EventSource, `?access_token=` (never logged).',
+  'On connect, at once and always at least one event: the stored events after `Last-Event-ID` (header) or `?after=<revision>`,',
+  'else only the latest (the current state); then every new one.',
+  'With nothing to replay — the service has no status event yet (never promoted), or the client resumes at the current revision —',
+  'the first event is `event: reset` with `data: { reason: "up-to-date", revision, latest? }` (`id` = revision; latest, the current',
+  'StatusEvent, absent when there is none): the current state, never a status event the client already has.',
+  'A client that fell more than 100 changes behind (`events-missed`) or resumes from an unknown revision (`unknown-revision`) gets',
+  '`event: reset` with `data: { reason, revision, latest? }` — the current state — and continues from it.',
+  '`retry: 2000` before the first event; `: keep-alive` comments every 15 s.',
+  'Auth: `Authorization: Bearer` or, for EventSource, `?access_token=` (never logged).',
 ].join(' ');
 
 const eventsSchema = {
@@ -112,14 +119,8 @@ export const rolloutStatusRoutes: FastifyPluginAsyncTypebox<RolloutStatusRoutesO
     const res = reply.raw;
     const stream = new SseStream(res, () => { hub.kick(serviceId); });
     stream.open({ 'x-request-id': request.id });
-    if (resumeFrom !== undefined) {
-      stream.cursor = Number(resumeFrom);
-      serve(stream, snapshot);
-    } else {
-      const latest = snapshot.events.at(-1);
-      if (latest) stream.send([latest]);
-      stream.cursor = snapshot.revision;
-    }
+    // At least one event at once (the current state), whatever the client already has: src/http/sse/hub.ts planOpening.
+    serveOpening(stream, resumeFrom === undefined ? undefined : Number(resumeFrom), snapshot);
     const opened = Date.now();
     request.log.info({ serviceId, resumeFrom: resumeFrom === undefined ? null : Number(resumeFrom), revision: snapshot.revision }, 'status stream opened');
     const unsubscribe = hub.subscribe(serviceId, stream);

@@ -19,6 +19,13 @@ import { STATUS_EVENTS_KEPT, type StatusEvent } from '../../domain/rolloutStatus
  * an id older than the window). Then it gets one `reset` carrying the current state
  * instead, and continues from there. A reset is conservative: it is sent whenever a gap
  * is possible (every kept event is newer than the cursor and the window is full).
+ *
+ * Every stream starts with at least one event (`planOpening`), so a client learns the
+ * current state at once, also when nothing changes for hours: the events to replay, or
+ * the latest one for a fresh client; when there is nothing to replay (no status event
+ * yet, or the client resumes at the current revision) a reset `up-to-date` with the
+ * current state. Polls never send a reset `up-to-date`: after the opening, a stream
+ * carries only changes (and resets for gaps).
  */
 
 /** What the hub reads: the service's current status revision and its kept events after a revision (null: no such service). */
@@ -30,7 +37,13 @@ export type ResetReason =
   /** Events after the client's revision were pushed out of the kept window. */
   | 'events-missed'
   /** The client's revision is newer than the service's: it comes from elsewhere (another database, a reset). */
-  | 'unknown-revision';
+  | 'unknown-revision'
+  /**
+   * Only when the stream opens, with nothing to replay: the service has no status event yet, or
+   * the client resumed at the current revision (it has every event; the latest is not sent again
+   * as a status event). The reset carries the current state all the same.
+   */
+  | 'up-to-date';
 
 export type Delivery =
   | { kind: 'events', events: StatusEvent[] }
@@ -56,6 +69,21 @@ export function planDelivery (cursor: number, snapshot: StatusSnapshot): Deliver
   return { kind: 'events', events: snapshot.events.filter((e) => e.revision > cursor) };
 }
 
+/**
+ * The first delivery of a stream that opens with `snapshot`, read from revision 0 (the whole
+ * kept log): the client resumes after `resumeFrom` (Last-Event-ID, `?after=`) or, without one,
+ * is sent the latest event. Never nothing: with nothing to replay, a reset `up-to-date`
+ * carrying the latest event (absent when there is none).
+ */
+export function planOpening (resumeFrom: number | undefined, snapshot: StatusSnapshot): Delivery {
+  const latest = snapshot.events.at(-1);
+  const delivery: Delivery = resumeFrom === undefined
+    ? { kind: 'events', events: latest ? [latest] : [] }
+    : planDelivery(resumeFrom, snapshot);
+  if (delivery.kind === 'events' && delivery.events.length === 0) return { kind: 'reset', reason: 'up-to-date', latest };
+  return delivery;
+}
+
 /** One client of the hub (an SSE connection). */
 export interface StatusListener {
   /** The status revision up to which this listener has been served. Managed by `serve`. */
@@ -68,12 +96,20 @@ export interface StatusListener {
   end(why: 'shutdown' | 'service-gone'): void;
 }
 
-/** Sends a listener what a snapshot holds for it and moves its cursor to the snapshot. */
-export function serve (listener: StatusListener, snapshot: StatusSnapshot): void {
-  const delivery = planDelivery(listener.cursor, snapshot);
+function deliver (listener: StatusListener, delivery: Delivery, snapshot: StatusSnapshot): void {
   if (delivery.kind === 'reset') listener.reset(delivery.reason, snapshot.revision, delivery.latest);
   else if (delivery.events.length > 0) listener.send(delivery.events);
   listener.cursor = snapshot.revision;
+}
+
+/** Sends a listener what a snapshot holds for it and moves its cursor to the snapshot. */
+export function serve (listener: StatusListener, snapshot: StatusSnapshot): void {
+  deliver(listener, planDelivery(listener.cursor, snapshot), snapshot);
+}
+
+/** Sends a stream that just opened its first event(s) (`planOpening`) and sets its cursor to the snapshot. */
+export function serveOpening (listener: StatusListener, resumeFrom: number | undefined, snapshot: StatusSnapshot): void {
+  deliver(listener, planOpening(resumeFrom, snapshot), snapshot);
 }
 
 interface HubLog {

@@ -102,8 +102,9 @@ export class SseStream implements StatusListener {
   }
 
   reset (reason: ResetReason, revision: number, latest: StatusEvent | undefined): void {
-    // The id makes a reconnecting EventSource resume after the state it was just given.
-    this.write(frame('reset', latest?.revision ?? 0, latest ? { reason, revision, latest: statusEventData(latest) } : { reason, revision }));
+    // The id (the revision the reset brings the client to) makes a reconnecting EventSource resume
+    // after the state it was just given.
+    this.write(frame('reset', revision, latest ? { reason, revision, latest: statusEventData(latest) } : { reason, revision }));
     this.sent++;
   }
 

@@ -119,6 +119,8 @@ export type Action =
   | 'drop-response'
   /** Forward the request, pass the first chunk of the response, then cut the connection (an SSE stream dropping). */
   | 'cut-after-first-chunk'
+  /** Forward the request, pass the response up to its first SSE event, then cut the connection (a stream that drops at once). */
+  | 'cut-after-first-event'
   /** Answer 404 itself (a gateway without the route). */
   | 'not-found'
   /** Answer this itself (a gateway in trouble, a login page, a redirect): the server never sees the request. */
@@ -195,6 +197,15 @@ export async function startProxy (target: string | (() => string), opts: ProxyOp
         if (passed++ > 0) return;
         client.write(chunk);
         setTimeout(() => { client.destroy(); upstream.destroy(); }, 50);
+        return;
+      }
+      if (action === 'cut-after-first-event') {
+        if (passed < 0) return;
+        client.write(chunk);
+        if (/^data:/m.test(chunk.toString('latin1'))) {
+          passed = -1;
+          setTimeout(() => { client.destroy(); upstream.destroy(); }, 50);
+        }
         return;
       }
       client.write(chunk);

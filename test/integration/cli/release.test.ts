@@ -298,6 +298,22 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       expect(run.json()).toMatchObject({ outcome: 'succeeded' });
       expect(proxy.requests.filter((r) => r.path.includes('/rollout/events')).length).toBeGreaterThanOrEqual(1);
     });
+
+    it('stays with polling when every stream drops right after its opening event (the current state, nothing new)', async () => {
+      const { svc, a } = await service();
+      expect((await promote(callers[0]!, api, svc.id, a, { generation: 0 })).statusCode).toBe(200);
+      // Each stream delivers its first event — the up-to-date reset: the CLI resumes at the revision it just read — and is cut.
+      const proxy = await proxyTo({ policy: ({ path }) => (path.includes('/rollout/events') ? 'cut-after-first-event' : 'pass') });
+      const waiting = startCli(['wait', '--service', svc.id, '--timeout', '30s', '--poll-interval', '200ms', '--json'], { CLOUDLY_URL: proxy.url });
+      await waiting.waitForStderr(/event stream keeps dropping \([^)]+\); polling every 200ms from now on/, 20_000);
+      const streams = proxy.requests.filter((r) => r.path.includes('/rollout/events')).length;
+      expect(streams).toBe(5);
+      expect(await allVerified(svc.id)).toBe('succeeded');
+      const run = await waiting.done;
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.json()).toMatchObject({ outcome: 'succeeded', via: 'polling' });
+      expect(proxy.requests.filter((r) => r.path.includes('/rollout/events')).length).toBe(streams);
+    });
   });
 
   describe('list and status', () => {

@@ -4,7 +4,7 @@ import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index
 import { STATUS_EVENTS_KEPT, type StatusEvent } from '../../../src/domain/rolloutStatus.js';
 import type { StatusSnapshot } from '../../../src/domain/ports.js';
 import { stripAccessToken } from '../../../src/http/accessToken.js';
-import { planDelivery, StatusHub, type ResetReason, type StatusListener } from '../../../src/http/sse/hub.js';
+import { planDelivery, planOpening, serveOpening, StatusHub, type ResetReason, type StatusListener } from '../../../src/http/sse/hub.js';
 import { buildTestApp, logCapture, type TestApp } from '../../support/app.js';
 import {
   createFixtureService, httpCaller, promote, promotedService, pushRelease, registerCluster, type Caller, bearer,
@@ -121,7 +121,11 @@ describe('rollout status events across server processes', () => {
       expect(isIncreasing(revisions(seen))).toBe(true);
       expect(a.map((e) => e.status)).toEqual(['pending', 'deploying', 'deploying', 'failed', 'verifying', 'verifying', 'succeeded']);
       expect(a.at(-1)).toMatchObject({ status: 'succeeded', rolloutId: plan.rolloutId, verifiedReplicaCount: 6 });
-      expect(clients[0]!.messages.map((m) => m.id)).toEqual(revisions(seen).map(String));
+      // Both opened before the promotion: first the current state (no status event yet), then every change.
+      for (const c of clients.slice(0, 2)) {
+        expect(c.messages[0]).toEqual({ id: '0', event: 'reset', data: JSON.stringify({ reason: 'up-to-date', revision: 0 }) });
+        expect(c.messages.slice(1).map((m) => m.id)).toEqual(revisions(seen).map(String));
+      }
       // Exactly the stored log: nothing skipped, nothing invented.
       expect(seen).toEqual(stored);
       for (const c of resumed) expect(c.statuses()).toEqual([...a.slice(2), marker]);
@@ -227,6 +231,51 @@ describe('rollout status events in one process', () => {
       await client.waitFor('a keep-alive', (c) => c.comments.includes('keep-alive'), 5_000);
     } finally {
       await client.close();
+    }
+  });
+
+  it('every stream starts with an event: with nothing to replay (no status event yet, or resumed at the current revision) ' +
+    'a reset up-to-date with the current state; no status event twice; then each change', async () => {
+    const parsed = (c: SseClient) => c.messages.map((m) => ({ ...m, data: JSON.parse(m.data) as unknown }));
+    // Sent when the stream opens, not at a later poll or keep-alive (those come every 50 and 200 ms here).
+    const FIRST_EVENT_MS = 2_000;
+
+    // A service never promoted: revision 0, no status event. Fresh, or resumed at 0 (the header or ?after=).
+    const svc = await createFixtureService(t.app, admin, { clusterIds: ['c2'], replicasPerNode: 1 });
+    const fresh = [
+      await openSse(url(svc.id), bearer(api)),
+      await openSse(url(svc.id), { ...bearer(api), 'last-event-id': '0' }),
+      await openSse(url(svc.id, '?after=0'), bearer(api)),
+    ];
+    const promotedOnes: SseClient[] = [];
+    try {
+      for (const c of fresh) await c.waitFor('the first event', (x) => x.messages.length >= 1, FIRST_EVENT_MS);
+      for (const c of fresh) expect(parsed(c)).toEqual([{ id: '0', event: 'reset', data: { reason: 'up-to-date', revision: 0 } }]);
+      // The first change after it is a status event, as on any stream.
+      const release = await pushRelease(t.app, api, svc, { tag: 'v1' });
+      expect((await promote(t.app, api, svc.id, release.releaseId, { generation: 0 })).statusCode).toBe(200);
+      for (const c of fresh) await c.waitFor('the promotion', (x) => x.statuses().length === 1);
+      for (const c of fresh) expect(c.statuses()).toMatchObject([{ revision: 1, status: 'pending' }]);
+
+      // A promoted service (revision 1): a client resuming at 1 already has event 1. It gets the current
+      // state as a reset (id 1), not event 1 again; then revision 2 as a status event.
+      const { svc: other, toggle } = await promoted();
+      const latest = (await t.db.collection('services').findOne({ _id: other.id as never }))?.['statusEvents'].at(-1) as StatusEvent;
+      expect(latest.revision).toBe(1);
+      promotedOnes.push(
+        await openSse(url(other.id), { ...bearer(admin), 'last-event-id': '1' }),
+        await openSse(url(other.id, '?after=1'), bearer(admin)),
+      );
+      for (const c of promotedOnes) await c.waitFor('the first event', (x) => x.messages.length >= 1, FIRST_EVENT_MS);
+      for (const c of promotedOnes) expect(parsed(c)).toEqual([{ id: '1', event: 'reset', data: { reason: 'up-to-date', revision: 1, latest } }]);
+      const next = await toggle(false);
+      for (const c of promotedOnes) await c.waitFor('the next change', (x) => x.statuses().length === 1);
+      for (const c of promotedOnes) {
+        expect(c.statuses()).toMatchObject([{ revision: 2, status: next }]);
+        expect(c.messages.map((m) => [m.event, m.id])).toEqual([['reset', '1'], ['status', '2']]);
+      }
+    } finally {
+      await Promise.all([...fresh, ...promotedOnes].map(async (c) => await c.close()));
     }
   });
 
@@ -371,6 +420,23 @@ describe('StatusHub and planDelivery', () => {
     expect(planDelivery(251, full)).toMatchObject({ kind: 'reset', reason: 'unknown-revision', latest: ev(250) });
     // Not full: nothing was ever dropped, whatever the cursor.
     expect(planDelivery(0, { revision: 7, events: [ev(3), ev(7)] })).toEqual({ kind: 'events', events: [ev(3), ev(7)] });
+  });
+
+  it('planOpening: never nothing — the replay, the latest for a fresh client, else a reset up-to-date with the current state', () => {
+    const log = { revision: 7, events: [ev(3), ev(6)] }; // revision 7 came without an event
+    expect(planOpening(undefined, log)).toEqual({ kind: 'events', events: [ev(6)] });
+    expect(planOpening(2, log)).toEqual({ kind: 'events', events: [ev(3), ev(6)] });
+    expect(planOpening(6, log)).toEqual({ kind: 'reset', reason: 'up-to-date', latest: ev(6) });
+    expect(planOpening(7, log)).toEqual({ kind: 'reset', reason: 'up-to-date', latest: ev(6) });
+    expect(planOpening(8, log)).toMatchObject({ kind: 'reset', reason: 'unknown-revision', latest: ev(6) });
+    const none = { revision: 0, events: [] };
+    expect(planOpening(undefined, none)).toEqual({ kind: 'reset', reason: 'up-to-date', latest: undefined });
+    expect(planOpening(0, none)).toEqual({ kind: 'reset', reason: 'up-to-date', latest: undefined });
+    // After the opening, polls with nothing new send nothing.
+    expect(planDelivery(7, log)).toEqual({ kind: 'events', events: [] });
+    const opened = new FakeListener(0);
+    serveOpening(opened, 7, log);
+    expect([opened.resets, opened.got, opened.cursor]).toEqual([[['up-to-date', 6]], [], 7]);
   });
 
   it('one poll loop per watched service, each listener served from its own cursor, stopped when the last one leaves', async () => {
