@@ -38,9 +38,9 @@ export interface ReportersLevel {
   recordBytes: number;
   /**
    * The bare driver making the server's round trips for each report (bench/scenarios/reports.ts `driverReport`), R in flight:
-   * reports/s, p50, and how often a report's published-seq update lost to a later report (a re-read and another try).
+   * reports/s and p50.
    */
-  serverRoundTrips?: { accepted: number, p50: number, lostPublishesPerReport: number };
+  serverRoundTrips?: { accepted: number, p50: number };
   /** The database cost of each of a report's round trips, alone (smallest and largest R only). */
   roundTrips?: RoundTripCost[];
 }
@@ -127,7 +127,6 @@ interface CurveLevel {
   httpBlock: (subject: 'server' | 'fastify', total: number, maxMs?: number) => Promise<Samples>;
   floorBlock: (total: number, maxMs?: number) => Promise<Samples>;
   tripsBlock: (total: number, maxMs?: number) => Promise<Samples>;
-  publishConflicts: { n: number };
 }
 
 async function curveLevel (ctx: BenchContext, fleets: RolloutFleets, reporters: number): Promise<CurveLevel> {
@@ -138,15 +137,13 @@ async function curveLevel (ctx: BenchContext, fleets: RolloutFleets, reporters: 
   const loop = (total: number, maxMs: number | undefined, op: (w: number) => Promise<string>) =>
     closedLoop({ concurrency: reporters, total, ...(maxMs === undefined ? {} : { maxMs }), cpu: probesFor(ctx, 'driver'), op });
   // The server's own round trips from the bare driver (the headline floor): how much of the curve the storage itself makes.
-  const publishConflicts = { n: 0 };
-  const tripsOp = driverReport(ctx, publishConflicts);
+  const tripsOp = driverReport(ctx);
   return {
     fleet,
     httpBlock: (subject, total, maxMs) => httpLoop(ctx, subject, subject === 'server' ? ctx.server.url : ctx.fastify.url,
       { concurrency: reporters, total, maxMs }, (client, w) => postReport(client, reporterOf(w))),
     floorBlock: (total, maxMs) => loop(total, maxMs, (w) => floorOp(reporterOf(w))),
     tripsBlock: (total, maxMs) => loop(total, maxMs, (w) => tripsOp(reporterOf(w))),
-    publishConflicts,
   };
 }
 
@@ -167,7 +164,6 @@ export async function runReportersCurve (ctx: BenchContext, fleets: RolloutFleet
     prepared.set(reporters, level);
   }
   await prepared.get(levels[0] ?? 0)?.httpBlock('fastify', Number.MAX_SAFE_INTEGER, 300);
-  for (const level of prepared.values()) level.publishConflicts.n = 0;
   const at = (reporters: number): CurveLevel => prepared.get(reporters) as CurveLevel;
   const triples = await measureTriples(ctx, (r) => `reporters curve, one rollout, ${r} reporters in flight`, plan.rounds, levels, (r) => ({
     server: () => at(r).httpBlock('server', plan.perBlock(r)),
@@ -176,7 +172,7 @@ export async function runReportersCurve (ctx: BenchContext, fleets: RolloutFleet
   }), (r) => ({ [SERVER_ROUND_TRIPS]: () => at(r).tripsBlock(plan.perBlock(r)) }), (r) => setCanned(ctx, 'report', 200, at(r).fleet.lastAnswer));
   const out: ReportersLevel[] = [];
   for (const reporters of levels) {
-    const { fleet, publishConflicts } = at(reporters);
+    const { fleet } = at(reporters);
     const triple = triples.get(reporters) as Triple;
     const trips = triple.extra?.[SERVER_ROUND_TRIPS];
     const sizes = await sizesOf(ctx, fleet);
@@ -189,7 +185,7 @@ export async function runReportersCurve (ctx: BenchContext, fleets: RolloutFleet
       serverErrors: errorsOf(triple.server),
       serviceDocumentBytes: sizes.service,
       recordBytes: sizes.record,
-      ...(trips ? { serverRoundTrips: { accepted: accepted(trips), p50: trips.p50, lostPublishesPerReport: publishConflicts.n / trips.ops } } : {}),
+      ...(trips ? { serverRoundTrips: { accepted: accepted(trips), p50: trips.p50 } } : {}),
       ...(roundTrips ? { roundTrips } : {}),
     });
     const errors = errorsOf(triple.server);

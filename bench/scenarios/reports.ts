@@ -1,7 +1,7 @@
 import { BSON, type Collection, type Document } from 'mongodb';
 import { rolloutRecordId } from '../../src/domain/reports.js';
 import type { IImageRolloutReporterStatus } from '../../src/contracts/index.js';
-import { contributionOf, reporterKeyOf } from '../../src/domain/rolloutStatus.js';
+import { contributionOf, reporterKeyOf, type SummaryEntry } from '../../src/domain/rolloutStatus.js';
 import { httpLoop, measureTriple, probesFor, serverCounter, setCanned, type BenchContext, type Triple } from '../lib/context.js';
 import { bearer } from '../lib/fixtures.js';
 import { nextReport, reportOnce, reporterIdOf, seedStatusHistory, setupFleet, takeReporter, type FleetShape, type Reporter } from '../lib/fleet.js';
@@ -26,25 +26,33 @@ export const STATUS_HEAD = {
   statusPublished: 1,
 };
 
-/** What the report path reads of the service (src/store/serviceStore.ts `findReportTarget`). */
+/** What the report path reads of the service (src/store/serviceStore.ts `findReportTarget`), without the reporter's entry. */
 export const REPORT_TARGET = { 'data.immutableImageRequired': 1, 'data.imageDeployment': 1, 'data.rolloutPolicy': 1 } as const;
+
+/** `REPORT_TARGET` with the summary head and one reporter's contribution, as the report path reads it. */
+export const reportTargetOf = (reporterId: string): Document =>
+  ({ ...REPORT_TARGET, ...STATUS_HEAD, [`rolloutStatus.entries.${reporterKeyOf(reporterId)}`]: 1 });
 
 /**
  * Floor (b) for one report: exactly the database round trips the handler makes for a report of
  * a reporter that reported before (src/operations/reportSnapshot.ts and the stores it calls), in
  * the same order, with documents of the same size — but no HTTP, no token, no schema, no
  * evidence checks:
- *   findOne(service: report target) ‖ find(node owners) → findOne(the reporter's record) →
- *   replaceOne(record, CAS on its version) → findOneAndUpdate(status summary: this reporter's
- *   entry, guarded by its version, $inc seq) — and no publication: the aggregate stays the same, and
- *   an equal aggregate writes nothing (src/operations/statusEvents.ts). (The lifecycle pass after a status change,
- *   src/operations/lifecycle.ts `afterStatusChange`, reads nothing once the rollout has succeeded and
- *   its progress stays: the steady state measured here.)
+ *   findOne(service: report target, summary head, the reporter's contribution) ‖ find(node owners)
+ *   → findOne(the reporter's record, without its deployments) → replaceOne(record, CAS on its
+ *   version) → [findOneAndUpdate(status summary: this reporter's contribution, guarded by its
+ *   version, $inc seq) — only when the report changes the contribution]
+ * — and no publication: the aggregate stays the same, and an equal aggregate writes nothing
+ * (src/operations/statusEvents.ts). (The lifecycle pass after a status change,
+ * src/operations/lifecycle.ts `afterStatusChange`, reads nothing once the rollout has succeeded and
+ * its progress stays: the steady state measured here.) In that steady state every replica stays
+ * verified, so the contribution does not change and, as in the server, the summary is not
+ * written: the record is marked `coveredBy` the summary's version.
  * It writes the record it read with the new position and entry (the same bytes as the server
- * writes, a real change), and the summary entry at the record's new version, so it runs on the
- * server's own documents and the server's next report of that reporter finds them consistent.
+ * writes, a real change), so it runs on the server's own documents and the server's next report
+ * of that reporter finds them consistent.
  */
-export function driverReport (ctx: BenchContext, conflicts: { n: number }) {
+export function driverReport (ctx: BenchContext) {
   const services = ctx.db.collection('services') as Collection<Document>;
   const nodes = ctx.db.collection('nodes') as Collection<Document>;
   const reports = ctx.db.collection('reports') as Collection<Document>;
@@ -61,33 +69,37 @@ export function driverReport (ctx: BenchContext, conflicts: { n: number }) {
     r.sequence++;
     const reportedAt = Date.now();
     const reporterId = reporterIdOf(r);
+    const key = reporterKeyOf(reporterId);
     const recordId = rolloutRecordId(r.plan.rolloutId, reporterId);
     const [target] = await Promise.all([
-      services.findOne({ _id: r.serviceId as never }, { projection: REPORT_TARGET }),
+      services.findOne({ _id: r.serviceId as never }, { projection: reportTargetOf(reporterId) }),
       nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray(),
     ]);
     if (!target) throw new Error('service missing');
+    const held = (target['rolloutStatus'] as { entries?: Record<string, SummaryEntry> } | undefined)?.entries?.[key];
     const record = await reports.findOne({ _id: recordId as never }, { projection: { deployments: 0 } });
     if (!record) throw new Error(`record ${recordId} missing`);
-    const { _id, ...stored } = record;
+    const { _id, coveredBy: _was, ...stored } = record;
     const version = (stored['version'] as number) + 1;
     const now = Date.now();
-    const entry = { ...(stored['entry'] as Document), reportSequence: r.sequence, reportedAt };
+    const entry = { ...(stored['entry'] as Document), reportSequence: r.sequence, reportedAt } as IImageRolloutReporterStatus;
     const position = { ...(stored['position'] as Document), sequence: r.sequence, reportedAt, receivedAt: now };
+    const contribution = contributionOf(entry, version);
+    const accounted = (record['coveredBy'] as number | undefined) ?? (version - 1);
+    const covered = held !== undefined && held.v === accounted && held.m === contribution.m && held.c.every((n, i) => n === contribution.c[i]);
     // The report's deployments (the server writes the ones the report states: the same as last time here).
     const deployments = await deploymentsOf(recordId);
-    const written = await reports.replaceOne({ _id: recordId as never, version: version - 1 }, { ...stored, version, position, entry, deployments });
+    const next = { ...stored, version, position, entry, deployments, ...(covered ? { coveredBy: held.v } : {}) };
+    const written = await reports.replaceOne({ _id: recordId as never, version: version - 1 }, next);
     if (written.matchedCount !== 1) return 'record-cas-miss';
-    const path = `rolloutStatus.entries.${reporterKeyOf(reporterId)}`;
+    if (covered) return target['statusPublished'] === undefined ? 'unpublished' : '200';
+    const path = `rolloutStatus.entries.${key}`;
     const state = await services.findOneAndUpdate(
-      { _id: r.serviceId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId, $or: [{ [`${path}.v`]: version - 1 }, { [`${path}.version`]: version - 1 }] },
-      { $set: { [path]: contributionOf(entry as IImageRolloutReporterStatus, version), 'rolloutStatus.updatedAt': now }, $inc: { 'rolloutStatus.seq': 1 } },
+      { _id: r.serviceId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId, $or: [{ [`${path}.v`]: held?.v }, { [`${path}.version`]: held?.v }] },
+      { $set: { [path]: contribution, 'rolloutStatus.updatedAt': now }, $inc: { 'rolloutStatus.seq': 1 } },
       { returnDocument: 'after', projection: STATUS_HEAD },
     );
     if (!state) return 'entry-cas-miss';
-    // The aggregate does not change (every replica stays verified): nothing is published, as in
-    // src/operations/statusEvents.ts (an equal aggregate writes nothing; `conflicts` stays 0).
-    void conflicts;
     return state['statusPublished'] === undefined ? 'unpublished' : '200';
   };
 }
@@ -96,11 +108,8 @@ export interface IngestionMeasurement {
   /** Reports in flight (closed loop). */
   concurrency: number;
   triple: Triple;
-  /**
-   * Published-seq updates lost to a later report of the same service (each one a re-read) per report: the floor's own count;
-   * the server's from GET /metrics (`rollout-status-revision`, which the report path does not count at the moment: 0).
-   */
-  casRetriesPerReport: { server: number | null, driver: number };
+  /** The server's status compare-and-swap conflicts per report, from GET /metrics (`rollout-status-revision`; the report path counts none: 0). */
+  casRetriesPerReport: { server: number | null };
 }
 
 export interface IngestionResult {
@@ -150,8 +159,7 @@ export async function runIngestion (
       const res = await client.request('POST', '/v1/deployment-snapshots', bearer(r.token), JSON.stringify(nextReport(r)));
       return String(res.status);
     }));
-  const floorConflicts = { n: 0 };
-  const floorOp = driverReport(ctx, floorConflicts);
+  const floorOp = driverReport(ctx);
   const driverBlock = (concurrency: number, total: number, maxMs?: number) =>
     closedLoop({ concurrency, total, ...(maxMs === undefined ? {} : { maxMs }), cpu: probesFor(ctx, 'driver'), op: () => withReporter(floorOp) });
 
@@ -169,7 +177,6 @@ export async function runIngestion (
     await driverBlock(concurrency, Number.MAX_SAFE_INTEGER, warmMs * 0.6);
     await httpBlock(ctx.fastify.url, 'fastify', concurrency, Number.MAX_SAFE_INTEGER, 500);
     let serverConflicts: number | undefined = 0;
-    floorConflicts.n = 0;
     const triple = await measureTriple(ctx, `ingestion ${name}, ${concurrency} in flight`, rounds[concurrency] ?? 3, {
       server: async () => {
         const before = await serverCounter(ctx, CONFLICT_SERIES);
@@ -190,7 +197,6 @@ export async function runIngestion (
       triple,
       casRetriesPerReport: {
         server: serverConflicts === undefined ? null : serverConflicts / triple.server.ops,
-        driver: floorConflicts.n / triple.driver.ops,
       },
     });
   }

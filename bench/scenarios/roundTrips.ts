@@ -5,7 +5,7 @@ import type { IImageRolloutReporterStatus } from '../../src/contracts/index.js';
 import { contributionOf, reporterKeyOf } from '../../src/domain/rolloutStatus.js';
 import type { BenchContext } from '../lib/context.js';
 import { reporterIdOf, type ReadyFleet, type Reporter } from '../lib/fleet.js';
-import { REPORT_TARGET, STATUS_HEAD } from './reports.js';
+import { reportTargetOf, STATUS_HEAD } from './reports.js';
 
 /**
  * Where a report's database time goes: each round trip the server makes for a report of a
@@ -45,7 +45,8 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
   let version = record['version'] as number;
   let entryVersion = version;
   const ops: Array<[string, () => Promise<unknown>]> = [
-    ['findOne service (report target: immutable flag, plan, policy)', () => services.findOne({ _id: twinId as never }, { projection: REPORT_TARGET })],
+    ['findOne service (report target: immutable flag, plan, policy, summary head, the reporter\'s contribution)', () =>
+      services.findOne({ _id: twinId as never }, { projection: reportTargetOf(reporterIdOf(r)) })],
     ['find node owners (`_id` $in the reporter\'s nodes)', () =>
       nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray()],
     ['findOne the reporter\'s record (without its deployments)', () => reports.findOne({ _id: recordId as never }, { projection: { deployments: 0 } })],
@@ -53,7 +54,7 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
       await reports.replaceOne({ _id: recordId as never, version }, { ...record, version: version + 1 });
       version++;
     }],
-    ['findOneAndUpdate the summary entry (guarded by its version, $inc seq, returns the status head)', async () => {
+    ['findOneAndUpdate the summary entry (guarded by its version, $inc seq, returns the status head; only when the counts change)', async () => {
       const entry = { ...(record['entry'] as Document), reportedAt: Date.now() } as IImageRolloutReporterStatus;
       await services.findOneAndUpdate(
         { ...current, $or: [{ [`${path}.v`]: entryVersion }, { [`${path}.version`]: entryVersion }] },
