@@ -26,8 +26,11 @@ export const STATUS_HEAD = {
   statusPublished: 1,
 };
 
-/** What the report path reads of the service (src/store/serviceStore.ts `findReportTarget`), without the reporter's entry. */
-export const REPORT_TARGET = { 'data.immutableImageRequired': 1, 'data.imageDeployment': 1, 'data.rolloutPolicy': 1 } as const;
+/**
+ * What the report path reads of the service (src/store/serviceStore.ts `findReportTarget`), without the reporter's entry:
+ * the current rollout's id, not its plan (the server reads a rollout's plan once per process: plans never change).
+ */
+export const REPORT_TARGET = { 'data.immutableImageRequired': 1, 'data.imageDeployment.rolloutId': 1, 'data.rolloutPolicy': 1 } as const;
 
 /** `REPORT_TARGET` with the summary head and one reporter's contribution, as the report path reads it. */
 export const reportTargetOf = (reporterId: string): Document =>
@@ -38,7 +41,7 @@ export const reportTargetOf = (reporterId: string): Document =>
  * a reporter that reported before (src/operations/reportSnapshot.ts and the stores it calls), in
  * the same order, with documents of the same size — but no HTTP, no token, no schema, no
  * evidence checks:
- *   findOne(service: report target, summary head, the reporter's contribution) ‖ find(node owners)
+ *   findOne(service: report target — the current rollout id, not the plan —, summary head, the reporter's contribution) ‖ find(node owners)
  *   → findOne(the reporter's record, without its deployments) → replaceOne(record, CAS on its
  *   version) → [findOneAndUpdate(status summary: this reporter's contribution, guarded by its
  *   version, $inc seq) — only when the report changes the contribution]

@@ -45,7 +45,7 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
   let version = record['version'] as number;
   let entryVersion = version;
   const ops: Array<[string, () => Promise<unknown>]> = [
-    ['findOne service (report target: immutable flag, plan, policy, summary head, the reporter\'s contribution)', () =>
+    ['findOne service (report target: immutable flag, rollout id, policy, summary head, the reporter\'s contribution)', () =>
       services.findOne({ _id: twinId as never }, { projection: reportTargetOf(reporterIdOf(r)) })],
     ['find node owners (`_id` $in the reporter\'s nodes)', () =>
       nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray()],

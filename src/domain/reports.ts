@@ -94,7 +94,7 @@ export function envelopeRefusal (
       ` the current rollout is '${plan.rolloutId}' generation ${plan.rolloutGeneration}`;
     return staleReport(detail, plan);
   }
-  const targetNodes = new Set(plan.targetScope.targetNodeNames);
+  const targetNodes = targetNodesOf(plan);
   const outside = envelope.reporterNodeNames.filter((n) => !targetNodes.has(n)).sort();
   if (outside.length > 0) return staleReport(`node '${outside[0]}' is not in the target scope of rollout '${plan.rolloutId}'`, plan);
   if (envelope.reporterNodeNames.length === 0) {
@@ -209,6 +209,17 @@ export type ReportHead = Omit<ReportRecord, 'deployments'>;
 
 /** At most this many earlier sessions are remembered per reporter and rollout. */
 export const RETIRED_SESSIONS_KEPT = 32;
+
+/** A plan's target nodes as a set, built once per plan object (the store hands the report path the same object per rollout). */
+const targetNodeSets = new WeakMap<IImmutableImageDeploymentPlan, ReadonlySet<string>>();
+function targetNodesOf (plan: IImmutableImageDeploymentPlan): ReadonlySet<string> {
+  let nodes = targetNodeSets.get(plan);
+  if (!nodes) {
+    nodes = new Set(plan.targetScope.targetNodeNames);
+    targetNodeSets.set(plan, nodes);
+  }
+  return nodes;
+}
 
 export const rolloutRecordId = (rolloutId: string, reporterId: string): string => `rollout:${rolloutId}:${reporterId}`;
 export const serviceRecordId = (serviceId: string, reporterId: string): string => `service:${serviceId}:${reporterId}`;

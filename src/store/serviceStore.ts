@@ -1,5 +1,7 @@
 import { type Collection } from 'mongodb';
-import type { IImageRolloutReporterStatus, IService, IServiceData, ServiceSummary, TServiceWritableData } from '../contracts/index.js';
+import type {
+  IImageRolloutReporterStatus, IImmutableImageDeploymentPlan, IService, IServiceData, ServiceSummary, TServiceWritableData,
+} from '../contracts/index.js';
 import {
   initialLifecycle, VERIFIED_RELEASES_KEPT,
   type DeadlineDecision, type FailureMilestone, type FollowUp, type QueuedPromotion, type VerifiedRelease,
@@ -119,6 +121,9 @@ const rolloutSummaryOf = (plan: NonNullable<IServiceData['imageDeployment']>) =>
 const statusSummaryOf = (status: RolloutAggregate) => pick(status, ['status', ...replicaCountKeys, 'updatedAt']);
 
 const LIFECYCLE = 'rolloutStatus.lifecycle';
+
+/** Plans kept per process for the report path (the rollouts reported on most recently). */
+const PLANS_KEPT = 256;
 
 /** Lifecycle writes apply to the current rollout's summary only. */
 const currentRollout = (target: LifecycleTarget) => ({ _id: target.serviceId, 'rolloutStatus.rolloutId': target.rolloutId });
@@ -247,20 +252,42 @@ export class ServiceStore implements ServiceRepository {
     };
   }
 
+  /**
+   * The plan of a rollout, as read for its reports. A plan never changes once written: a new plan
+   * is a new rollout id (`applyRollout`), and the plan is a server-managed field. So a report
+   * reads only the current rollout's id with the service and takes the plan (up to 4,096 target
+   * nodes) from here, read once per process and rollout.
+   */
+  private readonly plans = new Map<string, IImmutableImageDeploymentPlan>();
+
+  private async planOf (serviceId: string, rolloutId: string): Promise<IImmutableImageDeploymentPlan | undefined> {
+    const cached = this.plans.get(rolloutId);
+    if (cached) return cached;
+    const doc = await this.collection.findOne({ _id: serviceId }, { projection: { 'data.imageDeployment': 1 } });
+    const plan = doc?.data?.imageDeployment;
+    if (plan?.rolloutId !== rolloutId) return plan;
+    if (this.plans.size >= PLANS_KEPT) this.plans.delete(this.plans.keys().next().value ?? '');
+    this.plans.set(rolloutId, plan);
+    return plan;
+  }
+
   async findReportTarget (id: string, reporterKey?: string): Promise<ReportTarget | null> {
     const projection = {
       'data.immutableImageRequired': 1,
-      'data.imageDeployment': 1,
+      'data.imageDeployment.rolloutId': 1,
       'data.rolloutPolicy': 1,
       ...(reporterKey === undefined ? {} : { ...statusHead, [`rolloutStatus.entries.${reporterKey}`]: 1 }),
     };
     const doc = await this.collection.findOne({ _id: id }, { projection });
     if (!doc) return null;
     const data = doc.data;
-    const plan = data?.imageDeployment;
+    const rolloutId = data?.imageDeployment?.rolloutId;
+    const plan = rolloutId === undefined ? undefined : await this.planOf(id, rolloutId);
+    const target = { serviceId: doc._id, immutableImageRequired: data?.immutableImageRequired === true, plan, policy: data?.rolloutPolicy };
+    // (The plan read on a miss may be a newer rollout's already: the summary read with the id is then not its.)
     const state = reporterKey !== undefined && plan && doc.rolloutStatus?.rolloutId === plan.rolloutId ? stateOf(doc) : null;
-    const held = state && reporterKey !== undefined ? { state, entry: contributionIn(doc.rolloutStatus?.entries?.[reporterKey]) } : undefined;
-    return { serviceId: doc._id, immutableImageRequired: data?.immutableImageRequired === true, plan, policy: data?.rolloutPolicy, held };
+    if (!state || reporterKey === undefined) return target;
+    return { ...target, held: { state, entry: contributionIn(doc.rolloutStatus?.entries?.[reporterKey]) } };
   }
 
   /**
