@@ -43,7 +43,9 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
   const path = `rolloutStatus.entries.${reporterKeyOf(reporterIdOf(r))}`;
   const current = { _id: twinId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId };
   let version = record['version'] as number;
-  let entryVersion = version;
+  // The summary's version of the reporter's contribution (behind the record's when its last reports changed nothing).
+  const held = (service['rolloutStatus'] as { entries?: Record<string, { v?: number }> } | undefined)?.entries?.[reporterKeyOf(reporterIdOf(r))];
+  let entryVersion = held?.v ?? version;
   const ops: Array<[string, () => Promise<unknown>]> = [
     ['findOne service (report target: immutable flag, rollout id, policy, summary head, the reporter\'s contribution)', () =>
       services.findOne({ _id: twinId as never }, { projection: reportTargetOf(reporterIdOf(r)) })],
@@ -56,12 +58,13 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
     }],
     ['findOneAndUpdate the summary entry (guarded by its version, $inc seq, returns the status head; only when the counts change)', async () => {
       const entry = { ...(record['entry'] as Document), reportedAt: Date.now() } as IImageRolloutReporterStatus;
-      await services.findOneAndUpdate(
+      const updated = await services.findOneAndUpdate(
         { ...current, $or: [{ [`${path}.v`]: entryVersion }, { [`${path}.version`]: entryVersion }] },
         { $set: { [path]: contributionOf(entry, entryVersion + 1), 'rolloutStatus.updatedAt': Date.now() }, $inc: { 'rolloutStatus.seq': 1 } },
         { returnDocument: 'after', projection: STATUS_HEAD },
       );
       entryVersion++;
+      if (!updated) throw new Error('round trips: the summary entry update matched nothing');
     }],
   ];
   const out: RoundTripCost[] = [];
