@@ -27,6 +27,9 @@ export interface TokenVerifier {
 
 type VerifyKey = Uint8Array | CryptoKey | KeyObject;
 
+/** Accepted tokens kept per process (the oldest is dropped first). */
+const ACCEPTED_TOKENS_KEPT = 4096;
+
 /** Bearer tokens are at most this long: a token is a few hundred bytes, anything bigger is abuse. */
 const MAX_TOKEN_LENGTH = 8192;
 
@@ -35,10 +38,21 @@ export async function createTokenVerifier (key: AuthKey): Promise<TokenVerifier>
     ? { verifyKey: new TextEncoder().encode(key.secret) as VerifyKey, algorithm: 'HS256' }
     : { verifyKey: await importSPKI(key.pem, key.algorithm) as VerifyKey, algorithm: key.algorithm };
 
+  // Tokens this verifier accepted, until they expire: an agent sends the same token with every
+  // report, and checking its signature (a WebCrypto job) every time is most of what
+  // authentication costs. Only an accepted token is kept, under its exact text; its expiry is
+  // checked on every use, as jose checks it (expired from `exp` on).
+  const accepted = new Map<string, { principal: Principal, expiresAtMs: number }>();
+
   return {
     async verify (token: string): Promise<Principal> {
       if (token.length === 0) throw errors.unauthenticated('the token is empty');
       if (token.length > MAX_TOKEN_LENGTH) throw errors.unauthenticated('the token is too long');
+      const known = accepted.get(token);
+      if (known) {
+        if (Date.now() < known.expiresAtMs) return known.principal;
+        accepted.delete(token);
+      }
       let payload: JWTPayload;
       try {
         // `algorithms` pins the one algorithm we accept: `alg: none`, HS/RS confusion and
@@ -54,12 +68,15 @@ export async function createTokenVerifier (key: AuthKey): Promise<TokenVerifier>
       if (payload.role === 'cluster' && payload.clusterId === undefined) {
         throw errors.unauthenticated('a cluster token must carry clusterId');
       }
-      return {
+      const principal: Principal = Object.freeze({
         subject: payload.sub,
         role: payload.role,
         type: payload.type,
         ...(payload.clusterId === undefined ? {} : { clusterId: payload.clusterId }),
-      };
+      });
+      if (accepted.size >= ACCEPTED_TOKENS_KEPT) accepted.delete(accepted.keys().next().value ?? '');
+      accepted.set(token, { principal, expiresAtMs: payload.exp * 1000 });
+      return principal;
     },
   };
 }

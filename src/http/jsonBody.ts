@@ -39,8 +39,31 @@ function readString (text: string, start: number): { value: string, end: number 
   return { value, end: text.length };
 }
 
+/** Whether the raw text nests arrays and objects deeper than `limit` (a tight scan: string contents are skipped, nothing is built). */
+function nestsDeeperThan (text: string, limit: number): boolean {
+  const n = text.length;
+  let depth = 0;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // Skip the string literal: up to the next quote that is not escaped.
+      for (i++; i < n; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5C) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x7B || c === 0x5B) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7D || c === 0x5D) {
+      depth--;
+    }
+  }
+  return false;
+}
+
 /** The path to the first array or object nested deeper than `limit`, from the raw text (no parse, no recursion). */
 export function tooDeepIn (text: string, limit: number): string[] | undefined {
+  if (!nestsDeeperThan(text, limit)) return undefined;
   const stack: Frame[] = [];
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
@@ -86,7 +109,9 @@ export function parseJsonBody (text: string): unknown {
   } catch (err) {
     throw errors.validationFailed([{ field: '/body', message: `is not valid JSON (${(err as Error).message.slice(0, 200)})` }]);
   }
-  const poisoned = poisonedKeyIn(parsed);
+  // A key can only be `__proto__` or `constructor` if the text spells it, or escapes it with `\u`.
+  const mayPoison = text.includes('__proto__') || text.includes('constructor') || text.includes('\\u');
+  const poisoned = mayPoison ? poisonedKeyIn(parsed) : undefined;
   if (poisoned) {
     const key = poisoned.at(-1) === 'prototype' ? 'constructor.prototype' : '__proto__';
     throw errors.validationFailed([{ field: pointer(poisoned), message: `the key '${key}' is not accepted (prototype poisoning)` }]);

@@ -76,6 +76,7 @@ describe('the JSON body parser: prototype-poisoning keys', () => {
       { field: '/body/constructor/prototype', message: "the key 'constructor.prototype' is not accepted (prototype poisoning)" },
     ]);
     expect(refusalOf('{"\\u005f_proto__":1}').problems[0]?.field).toBe('/body/__proto__');
+    expect(refusalOf('{"a":{"constructo\\u0072":{"prototype":{}}}}').problems[0]?.field).toBe('/body/a/constructor/prototype');
   });
 
   it('lets harmless look-alikes through', () => {
