@@ -145,6 +145,9 @@ export function contributionOf (entry: IImageRolloutReporterStatus, version: num
   return m === undefined ? { v: version, c } : { v: version, c, m };
 }
 
+/** Same counts and the same reason: replacing one contribution by the other changes nothing in the summary. */
+export const sameContribution = (a: SummaryEntry, b: SummaryEntry): boolean => a.m === b.m && a.c.every((n, i) => n === b.c[i]);
+
 export interface EntryDelta { totals: StatusTotals, mismatched: MismatchCounts }
 
 /** What replacing a reporter's contribution changes in the summary: the totals and the mismatch counts. */
@@ -233,13 +236,12 @@ export function composeStatus (
   const reporters = [...entries].sort((a, b) => a.reporterId.localeCompare(b.reporterId));
   const totals = zeroTotals();
   const mismatched: MismatchCounts = {};
-  for (const entry of reporters) {
-    const delta = entryDelta(undefined, contributionOf(entry, 0));
-    for (const key of ['observed', 'healthy', 'verified', 'failed'] as const) totals[key] += delta.totals[key];
-    for (const [reason, count] of Object.entries(delta.mismatched)) {
-      const r = reason as keyof MismatchCounts;
-      mismatched[r] = (mismatched[r] ?? 0) + (count ?? 0);
-    }
+  for (const { c: [observed, healthy, verified, failed], m } of reporters.map((entry) => contributionOf(entry, 0))) {
+    totals.observed += observed;
+    totals.healthy += healthy;
+    totals.verified += verified;
+    totals.failed += failed;
+    if (m) mismatched[m] = (mismatched[m] ?? 0) + 1;
   }
   const aggregate = aggregateOf(plan, { totals, mismatched, updatedAt: summary.updatedAt, lifecycle: summary.lifecycle });
   let status: IImageRolloutStatus = { ...aggregate, reporters };

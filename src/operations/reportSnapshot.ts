@@ -6,7 +6,7 @@ import {
   accountedVersion, RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes, reporterEntryOf, reporterIdOf, rolloutRecordId, serviceRecordId, staleReport,
   type ReportHead, type ReportRecord,
 } from '../domain/reports.js';
-import { aggregateOf, contributionOf, entryDelta, reporterKeyOf, type RolloutAggregate, type SummaryEntry } from '../domain/rolloutStatus.js';
+import { aggregateOf, contributionOf, entryDelta, reporterKeyOf, sameContribution, type RolloutAggregate, type SummaryEntry } from '../domain/rolloutStatus.js';
 import { effectiveRolloutPolicy, type EffectivePolicy } from '../domain/lifecycle.js';
 import { errors, type AppError } from '../errors.js';
 import type { FaultHook } from '../faults.js';
@@ -62,9 +62,6 @@ interface RolloutReport {
   reporter: Reporter,
   held: ReportTarget['held'],
 }
-
-/** Same counts and the same reason: replacing one contribution by the other changes nothing in the summary. */
-const sameContribution = (a: SummaryEntry, b: SummaryEntry): boolean => a.m === b.m && a.c.every((n, i) => n === b.c[i]);
 
 /** What an admitted report is about. */
 interface Admitted { target: ReportTarget, reporter: Reporter, scope: string[] | undefined }

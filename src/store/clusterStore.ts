@@ -1,7 +1,7 @@
-import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection } from 'mongodb';
+import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from '../domain/clusters.js';
 import type { ClusterRepository } from '../domain/ports.js';
-import { DUPLICATE_KEY, isDuplicateKeyError } from './driverErrors.js';
+import { duplicateKeyRefusals, isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
@@ -125,10 +125,9 @@ export class ClusterStore implements ClusterRepository {
       await this.nodes.insertMany(names.map((name) => ({ _id: name, clusterId, revision, createdAt: now })), { ordered: false });
       return [];
     } catch (err) {
-      if (!(err instanceof MongoBulkWriteError)) throw err;
-      const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-      if (errors.some((writeError) => writeError.code !== DUPLICATE_KEY)) throw err;
-      return errors.flatMap((writeError) => names[writeError.index] ?? []);
+      const refusals = duplicateKeyRefusals(err);
+      if (!refusals) throw err;
+      return refusals.refused.flatMap((index) => names[index] ?? []);
     }
   }
 
@@ -146,12 +145,11 @@ export class ClusterStore implements ClusterRepository {
       const result = await this.nodes.bulkWrite(operations, { ordered: false });
       return { inserted: upsertedNames(nodeNames, result.upsertedIds), refused: [] };
     } catch (err) {
-      if (!(err instanceof MongoBulkWriteError)) throw err;
-      const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-      if (errors.some((writeError) => writeError.code !== DUPLICATE_KEY)) throw err;
+      const refusals = duplicateKeyRefusals(err);
+      if (!refusals) throw err;
       return {
-        inserted: upsertedNames(nodeNames, err.result.upsertedIds),
-        refused: errors.flatMap((writeError) => nodeNames[writeError.index] ?? []),
+        inserted: upsertedNames(nodeNames, refusals.upsertedIds),
+        refused: refusals.refused.flatMap((index) => nodeNames[index] ?? []),
       };
     }
   }

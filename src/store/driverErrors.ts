@@ -1,5 +1,5 @@
 import {
-  MongoError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError,
+  MongoBulkWriteError, MongoError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError,
   MongoTopologyClosedError,
 } from 'mongodb';
 import { errors } from '../errors.js';
@@ -22,6 +22,18 @@ const SOCKET_ERROR_CODES = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECON
 export const DUPLICATE_KEY = 11000;
 
 export const isDuplicateKeyError = (err: unknown): boolean => err instanceof MongoServerError && err.code === DUPLICATE_KEY;
+
+/**
+ * A bulk write that failed only because a unique index refused some of its documents: the
+ * indexes of the refused operations and the upserts that did happen (operation index → id);
+ * undefined for any other error, which the caller rethrows.
+ */
+export function duplicateKeyRefusals (err: unknown): { refused: number[], upsertedIds: Record<number, unknown> } | undefined {
+  if (!(err instanceof MongoBulkWriteError)) return undefined;
+  const writeErrors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+  if (writeErrors.some((writeError) => writeError.code !== DUPLICATE_KEY)) return undefined;
+  return { refused: writeErrors.map((writeError) => writeError.index), upsertedIds: err.result.upsertedIds };
+}
 
 /**
  * Server errors that say "not now" about a write that had no effect, so a retry may succeed:

@@ -1,7 +1,7 @@
-import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection } from 'mongodb';
+import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { ReportRepository } from '../domain/ports.js';
 import type { ClaimRefusal, ReportHead, ReportRecord } from '../domain/reports.js';
-import { DUPLICATE_KEY, isDuplicateKeyError } from './driverErrors.js';
+import { duplicateKeyRefusals, isDuplicateKeyError } from './driverErrors.js';
 import { collections } from './indexPlan.js';
 import type { Database } from './mongo.js';
 
@@ -98,10 +98,9 @@ export class ReportStore implements ReportRepository {
         await this.claims.bulkWrite(operations, { ordered: true });
         return [];
       } catch (err) {
-        if (!(err instanceof MongoBulkWriteError)) throw err;
-        const writeErrors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-        if (writeErrors.some((writeError) => writeError.code !== DUPLICATE_KEY)) throw err;
-        const inserted = Object.keys(err.result.upsertedIds).flatMap((index) => ids[Number(index)] ?? []);
+        const refusals = duplicateKeyRefusals(err);
+        if (!refusals) throw err;
+        const inserted = Object.keys(refusals.upsertedIds).flatMap((index) => ids[Number(index)] ?? []);
         if (inserted.length > 0) await this.claims.deleteMany({ _id: { $in: inserted }, reporterId, createdAt: now });
       }
       // The winner may have given its claim back already: look again, after a short random pause.

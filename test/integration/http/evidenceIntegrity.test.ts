@@ -27,15 +27,11 @@ interface RolloutViewReply {
 }
 
 /** The aggregate's counts and verdict, wherever they are shown. */
-const pickCounts = (s: Record<string, unknown> | IImageRolloutStatus | undefined) => (s
-  ? {
-      status: s['status' as keyof typeof s],
-      observed: s['observedReplicaCount' as keyof typeof s],
-      healthy: s['healthyReplicaCount' as keyof typeof s],
-      verified: s['verifiedReplicaCount' as keyof typeof s],
-      failed: s['failedReplicaCount' as keyof typeof s],
-    }
-  : undefined);
+const pickCounts = (s: object | undefined) => {
+  if (!s) return undefined;
+  const { status, observedReplicaCount, healthyReplicaCount, verifiedReplicaCount, failedReplicaCount } = s as Record<string, unknown>;
+  return { status, observed: observedReplicaCount, healthy: healthyReplicaCount, verified: verifiedReplicaCount, failed: failedReplicaCount };
+};
 
 describe('report evidence and stored deployments keep their promises', () => {
   let fleet: Fleet;

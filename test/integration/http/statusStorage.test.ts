@@ -40,10 +40,12 @@ describe('rollout status storage', () => {
     return { serviceId: svc.id, plan: res.json().service.data.imageDeployment as IImmutableImageDeploymentPlan };
   }
 
-  const report = async (plan: IImmutableImageDeploymentPlan, serviceId: string, c: string, sequence: number) => {
+  /** The reporter's report of all its replicas, running and verified; with `failed`, that many of them failed (the counts change). */
+  const report = async (plan: IImmutableImageDeploymentPlan, serviceId: string, c: string, sequence: number, failed = 0) => {
     const token = await t.token('cluster', { clusterId: c, subject: `coreflow-${c}` });
     const nodeNames = nodesOf(c);
-    const body = reportBody(plan, serviceId, { session: `s-${c}`, sequence, nodeNames, deployments: fullReplicas(plan, serviceId, nodeNames) });
+    const deployments = fullReplicas(plan, serviceId, nodeNames).map((r, i) => (i < failed ? { ...r, status: 'failed' } : r));
+    const body = reportBody(plan, serviceId, { session: `s-${c}`, sequence, nodeNames, deployments });
     const res = await t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: body });
     expect(res.statusCode, res.body).toBe(200);
   };
@@ -100,12 +102,7 @@ describe('rollout status storage', () => {
     expect(record?.['position']?.sequence).toBe(4);
     expect((await statusOf(serviceId)).reporters.find((r) => r.clusterId === first)?.reportSequence).toBe(4);
     // Then one replica fails: the delta from the covered contribution is applied once, exactly.
-    const token = await t.token('cluster', { clusterId: first, subject: `coreflow-${first}` });
-    const nodeNames = nodesOf(first);
-    const replicas = fullReplicas(plan, serviceId, nodeNames).map((r, i) => (i === 0 ? { ...r, status: 'failed' } : r));
-    const failing = reportBody(plan, serviceId, { session: `s-${first}`, sequence: 5, nodeNames, deployments: replicas });
-    const res = await t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: failing });
-    expect(res.statusCode, res.body).toBe(200);
+    await report(plan, serviceId, first, 5, 1);
     const changed = await summaryOf();
     expect(changed.seq).toBe(before.seq + 1);
     expect(changed.totals['failed']).toBe(1);
@@ -132,12 +129,7 @@ describe('rollout status storage', () => {
     const all = 2 * NODES * 2;
     expect((await statusOf(serviceId)).verifiedReplicaCount).toBe(all);
     // Then one replica fails: the delta from the earlier-format entry, exactly once.
-    const token = await t.token('cluster', { clusterId: first, subject: `coreflow-${first}` });
-    const nodeNames = nodesOf(first);
-    const replicas = fullReplicas(plan, serviceId, nodeNames).map((r, i) => (i === 0 ? { ...r, status: 'failed' } : r));
-    const failing = reportBody(plan, serviceId, { session: `s-${first}`, sequence: 3, nodeNames, deployments: replicas });
-    const res = await t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: failing });
-    expect(res.statusCode, res.body).toBe(200);
+    await report(plan, serviceId, first, 3, 1);
     const doc = await serviceDoc(serviceId);
     const summary = doc['rolloutStatus'] as { totals: Record<string, number>, entries: Record<string, { v?: number, entry?: unknown }> };
     expect(summary.totals).toEqual({ observed: all, healthy: all - 1, verified: all - 1, failed: 1 });
