@@ -42,8 +42,9 @@ export const reportTargetOf = (reporterId: string): Document =>
  * the same order, with documents of the same size — but no HTTP, no token, no schema, no
  * evidence checks:
  *   findOne(service: report target — the current rollout id, not the plan —, summary head, the reporter's contribution) ‖ find(node owners)
- *   → findOne(the reporter's record, without its deployments) → replaceOne(record, CAS on its
- *   version) → [findOneAndUpdate(status summary: this reporter's contribution, guarded by its
+ *   → [findOne(the reporter's record, without its deployments) — only when this process did not
+ *   write it last] → replaceOne(record, CAS on its version)
+ *   → [findOneAndUpdate(status summary: this reporter's contribution, guarded by its
  *   version, $inc seq) — only when the report changes the contribution]
  * — and no publication: the aggregate stays the same, and an equal aggregate writes nothing
  * (src/operations/statusEvents.ts). (The lifecycle pass after a status change,
@@ -60,6 +61,8 @@ export function driverReport (ctx: BenchContext) {
   const nodes = ctx.db.collection('nodes') as Collection<Document>;
   const reports = ctx.db.collection('reports') as Collection<Document>;
   const deploymentsSeen = new Map<string, unknown>();
+  /** The record heads this process wrote last (src/store/reportStore.ts `knownHead`): the CAS proves them current. */
+  const heads = new Map<string, Document>();
   /** A reporter's deployments, read once (the server has them from the report's body). */
   const deploymentsOf = async (recordId: string): Promise<unknown> => {
     if (!deploymentsSeen.has(recordId)) {
@@ -80,30 +83,38 @@ export function driverReport (ctx: BenchContext) {
     ]);
     if (!target) throw new Error('service missing');
     const held = (target['rolloutStatus'] as { entries?: Record<string, SummaryEntry> } | undefined)?.entries?.[key];
-    const record = await reports.findOne({ _id: recordId as never }, { projection: { deployments: 0 } });
-    if (!record) throw new Error(`record ${recordId} missing`);
-    const { _id, coveredBy: _was, ...stored } = record;
-    const version = (stored['version'] as number) + 1;
-    const now = Date.now();
-    const entry = { ...(stored['entry'] as Document), reportSequence: r.sequence, reportedAt } as IImageRolloutReporterStatus;
-    const position = { ...(stored['position'] as Document), sequence: r.sequence, reportedAt, receivedAt: now };
-    const contribution = contributionOf(entry, version);
-    const accounted = (record['coveredBy'] as number | undefined) ?? (version - 1);
-    const covered = held !== undefined && held.v === accounted && held.m === contribution.m && held.c.every((n, i) => n === contribution.c[i]);
-    // The report's deployments (the server writes the ones the report states: the same as last time here).
-    const deployments = await deploymentsOf(recordId);
-    const next = { ...stored, version, position, entry, deployments, ...(covered ? { coveredBy: held.v } : {}) };
-    const written = await reports.replaceOne({ _id: recordId as never, version: version - 1 }, next);
-    if (written.matchedCount !== 1) return 'record-cas-miss';
-    if (covered) return target['statusPublished'] === undefined ? 'unpublished' : '200';
-    const path = `rolloutStatus.entries.${key}`;
-    const state = await services.findOneAndUpdate(
-      { _id: r.serviceId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId, $or: [{ [`${path}.v`]: held?.v }, { [`${path}.version`]: held?.v }] },
-      { $set: { [path]: contribution, 'rolloutStatus.updatedAt': now }, $inc: { 'rolloutStatus.seq': 1 } },
-      { returnDocument: 'after', projection: STATUS_HEAD },
-    );
-    if (!state) return 'entry-cas-miss';
-    return state['statusPublished'] === undefined ? 'unpublished' : '200';
+    // The head this process wrote last when it has one; after a CAS miss (the server wrote since), the stored one.
+    let guess = heads.get(recordId);
+    heads.delete(recordId);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const record = guess ?? await reports.findOne({ _id: recordId as never }, { projection: { deployments: 0 } });
+      guess = undefined;
+      if (!record) throw new Error(`record ${recordId} missing`);
+      const { _id, coveredBy: _was, ...stored } = record;
+      const version = (stored['version'] as number) + 1;
+      const now = Date.now();
+      const entry = { ...(stored['entry'] as Document), reportSequence: r.sequence, reportedAt } as IImageRolloutReporterStatus;
+      const position = { ...(stored['position'] as Document), sequence: r.sequence, reportedAt, receivedAt: now };
+      const contribution = contributionOf(entry, version);
+      const accounted = (record['coveredBy'] as number | undefined) ?? (version - 1);
+      const covered = held !== undefined && held.v === accounted && held.m === contribution.m && held.c.every((n, i) => n === contribution.c[i]);
+      // The report's deployments (the server writes the ones the report states: the same as last time here).
+      const deployments = await deploymentsOf(recordId);
+      const next = { ...stored, version, position, entry, deployments, ...(covered ? { coveredBy: held.v } : {}) };
+      const written = await reports.replaceOne({ _id: recordId as never, version: version - 1 }, next);
+      if (written.matchedCount !== 1) continue;
+      heads.set(recordId, { _id: recordId, ...next, deployments: undefined });
+      if (covered) return target['statusPublished'] === undefined ? 'unpublished' : '200';
+      const path = `rolloutStatus.entries.${key}`;
+      const state = await services.findOneAndUpdate(
+        { _id: r.serviceId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId, $or: [{ [`${path}.v`]: held?.v }, { [`${path}.version`]: held?.v }] },
+        { $set: { [path]: contribution, 'rolloutStatus.updatedAt': now }, $inc: { 'rolloutStatus.seq': 1 } },
+        { returnDocument: 'after', projection: STATUS_HEAD },
+      );
+      if (!state) return 'entry-cas-miss';
+      return state['statusPublished'] === undefined ? 'unpublished' : '200';
+    }
+    return 'record-cas-miss';
   };
 }
 

@@ -335,6 +335,12 @@ export interface ReportRepository {
   findRecord(id: string): Promise<ReportRecord | null>;
   /** The record without its deployments (what the report path decides from). */
   findHead(id: string): Promise<ReportHead | null>;
+  /**
+   * The head of a rollout record as this process last wrote or read it, if it still knows it —
+   * a guess, possibly overtaken by another process: only to decide a write whose compare-and-swap
+   * (`writeRecord`) proves the guess right; never to refuse or answer a report.
+   */
+  knownHead(id: string): ReportHead | undefined;
   findRecords(ids: readonly string[]): Promise<ReportRecord[]>;
   /** The reports of a service without the immutable policy (one per reporter). */
   listServiceRecords(serviceId: string): Promise<ReportRecord[]>;

@@ -23,7 +23,8 @@ import type { Telemetry } from './telemetry.js';
  * version: reporters of one rollout never retry against each other) — unless the report changes
  * nothing in the summary (the same counts and reason as the contribution the summary holds for
  * the previous record): then the record alone is written (`coveredBy`). Nodes and sessions of a
- * rollout are claimed by the first reporter that names them.
+ * rollout are claimed by the first reporter that names them. The reporter's record is not read
+ * when this process wrote it last: the CAS of the write proves it unchanged.
  *
  * Crash safety: a crash after the claims leaves only claims (the retry finds them its own); after
  * the record, the status lags it — the retry of the same report is a replay, which applies the
@@ -185,9 +186,16 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     const { plan, input, reporter } = report;
     const envelope = input.immutableReport;
     const recordId = rolloutRecordId(plan.rolloutId, reporter.reporterId);
+    // The record as this process last wrote it, when it knows it: the record's CAS proves it still
+    // is (an agent usually reports to the same process); a refusal or a replay is decided on the
+    // stored record only.
+    let guess = repos.reports.knownHead(recordId);
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const record = await repos.reports.findHead(recordId);
+      const guessed = guess !== undefined;
+      const record = guess ?? await repos.reports.findHead(recordId);
+      guess = undefined;
       const verdict = positionVerdict(plan, record, { sessionId: envelope.reporterSessionId, sequence: envelope.reportSequence, reportedAt: input.reportedAt });
+      if (guessed && verdict.kind !== 'apply') continue;
       if (verdict.kind === 'refuse') return refusal(verdict.error);
       if (verdict.kind === 'replay' && record) {
         const replayed = await settleReplay(plan, record);

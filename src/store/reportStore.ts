@@ -25,6 +25,12 @@ const toRecord = ({ _id, ...rest }: ReportDocument): ReportRecord => ({ id: _id,
 /** Rounds of "look, claim" a report may take against reporters that win a claim and give it back. */
 const CLAIM_ATTEMPTS = 20;
 
+/** Record heads kept per process (`knownHead`): at most this many, holding at most this many replica verdicts in all. */
+const HEADS_KEPT = 4096;
+const HEAD_REPLICAS_KEPT = 65_536;
+
+const headOf = ({ deployments: _none, ...head }: ReportRecord): ReportHead => head;
+
 /**
  * Snapshot reports, one document per (rollout or service, reporter), each written whole with
  * compare-and-swap on its version: the fence of the report path (a refused or superseded report
@@ -33,6 +39,9 @@ const CLAIM_ATTEMPTS = 20;
  */
 export class ReportStore implements ReportRepository {
   readonly claims: Collection<ClaimDocument>;
+  /** The head of each rollout record as this process last wrote or read it (oldest first), and their replicas in all. */
+  readonly #heads = new Map<string, ReportHead>();
+  #headReplicas = 0;
 
   constructor (database: Database, readonly collection: Collection<ReportDocument> = database.db.collection(collections.reports)) {
     this.claims = database.db.collection(collections.reportClaims);
@@ -45,9 +54,18 @@ export class ReportStore implements ReportRepository {
 
   async findHead (id: string): Promise<ReportHead | null> {
     const doc = await this.collection.findOne({ _id: id }, { projection: { deployments: 0 } });
-    if (!doc) return null;
+    if (!doc) {
+      this.#forget(id);
+      return null;
+    }
     const { _id, deployments: _none, ...rest } = doc;
-    return { id: _id, ...rest };
+    const head = { id: _id, ...rest };
+    this.#remember(head);
+    return head;
+  }
+
+  knownHead (id: string): ReportHead | undefined {
+    return this.#heads.get(id);
   }
 
   async findRecords (ids: readonly string[]): Promise<ReportRecord[]> {
@@ -60,6 +78,14 @@ export class ReportStore implements ReportRepository {
   }
 
   async writeRecord (record: ReportRecord, expectedVersion: number): Promise<boolean> {
+    // Until the write is known to have happened (or not), this process knows nothing of the record.
+    this.#forget(record.id);
+    const written = await this.#write(record, expectedVersion);
+    if (written && record.rolloutId !== undefined) this.#remember(headOf(record));
+    return written;
+  }
+
+  async #write (record: ReportRecord, expectedVersion: number): Promise<boolean> {
     const { id, ...rest } = record;
     if (expectedVersion === 0) {
       try {
@@ -72,6 +98,26 @@ export class ReportStore implements ReportRepository {
     }
     const result = await this.collection.replaceOne({ _id: id, version: expectedVersion }, rest);
     return result.matchedCount === 1;
+  }
+
+  #remember (head: ReportHead): void {
+    if (head.rolloutId === undefined) return;
+    this.#forget(head.id);
+    if (head.replicas.length > HEAD_REPLICAS_KEPT / 16) return;
+    this.#heads.set(head.id, Object.freeze(head));
+    this.#headReplicas += head.replicas.length;
+    for (const [oldest, kept] of this.#heads) {
+      if (this.#heads.size <= HEADS_KEPT && this.#headReplicas <= HEAD_REPLICAS_KEPT) break;
+      this.#heads.delete(oldest);
+      this.#headReplicas -= kept.replicas.length;
+    }
+  }
+
+  #forget (id: string): void {
+    const kept = this.#heads.get(id);
+    if (!kept) return;
+    this.#heads.delete(id);
+    this.#headReplicas -= kept.replicas.length;
   }
 
   /**
@@ -120,6 +166,7 @@ export class ReportStore implements ReportRepository {
   }
 
   async removeRollout (rolloutId: string): Promise<void> {
+    for (const [id, head] of this.#heads) if (head.rolloutId === rolloutId) this.#forget(id);
     await Promise.all([this.collection.deleteMany({ rolloutId }), this.claims.deleteMany({ rolloutId })]);
   }
 }

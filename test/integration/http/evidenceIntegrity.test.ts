@@ -261,6 +261,34 @@ describe('report evidence and stored deployments keep their promises', () => {
     expect(after).toBe(before);
   });
 
+  it('a process that wrote the reporter\'s record decides nothing from it once another process wrote a later one: ' +
+    'an older report is refused, a repeat of the later one is a replay, the next one applies', async () => {
+    const { svc, plan } = await promoted(['cM'], 2);
+    const [p0, p1] = [callers[0]!, callers[1]!];
+    const T = Date.now();
+    const body = (sequence: number, deployments: Record<string, unknown>[]) =>
+      reportBody(plan, svc.id, { session: 's-cross', sequence, nodeNames: ['m1'], reportedAt: T + sequence, deployments });
+    const one = body(1, [verifiedReplica(plan, svc.id, 'm1', 0)]);
+    const two = body(2, fullReplicas(plan, svc.id, ['m1']));
+    const outcome = (res: CallerResponse) => ({ status: res.statusCode, outcome: res.json().outcome, code: res.json().code });
+
+    expect(outcome(await send(p0, 'M', one))).toEqual({ status: 200, outcome: 'applied', code: undefined });
+    expect(outcome(await send(p1, 'M', two))).toEqual({ status: 200, outcome: 'applied', code: undefined });
+    const settled = JSON.stringify({ status: await serviceStatus(svc.id), deployments: await storedDeployments(svc.id) });
+
+    // Process 0 last saw sequence 1: sequence 1 again is older than what is stored now, not a replay.
+    expect(outcome(await send(p0, 'M', one))).toEqual({ status: 409, outcome: undefined, code: 'stale-rollout-report' });
+    // Sequence 2 again through process 0 is the replay of what process 1 applied.
+    expect(outcome(await send(p0, 'M', two))).toEqual({ status: 200, outcome: 'replayed', code: undefined });
+    expect(JSON.stringify({ status: await serviceStatus(svc.id), deployments: await storedDeployments(svc.id) })).toBe(settled);
+    // And the next report through either process applies on top of sequence 2.
+    const three = body(3, [verifiedReplica(plan, svc.id, 'm1', 0), verifiedReplica(plan, svc.id, 'm1', 1, { status: 'failed' })]);
+    expect(outcome(await send(p0, 'M', three))).toEqual({ status: 200, outcome: 'applied', code: undefined });
+    expect(outcome(await send(p1, 'M', body(2, fullReplicas(plan, svc.id, ['m1']))))).toMatchObject({ status: 409, code: 'stale-rollout-report' });
+    const status = await serviceStatus(svc.id);
+    expect({ sequence: status?.reporters[0]?.reportSequence, failed: status?.failedReplicaCount }).toEqual({ sequence: 3, failed: 1 });
+  });
+
   it('a running task of the current rollout whose evidence does not verify keeps the rollout from succeeding, ' +
     'even when another task on its node verifies', async () => {
     const { svc, plan } = await promoted(['cM'], 1);
