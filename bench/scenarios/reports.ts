@@ -66,8 +66,8 @@ export function driverReport (ctx: BenchContext) {
   /** A reporter's deployments, read once (the server has them from the report's body). */
   const deploymentsOf = async (recordId: string): Promise<unknown> => {
     if (!deploymentsSeen.has(recordId)) {
-      const whole = await reports.findOne({ _id: recordId as never }, { projection: { deployments: 1 } });
-      deploymentsSeen.set(recordId, whole?.['deployments'] ?? []);
+      const whole = await reports.findOne({ _id: recordId as never }, { projection: { deploymentsJson: 1 } });
+      deploymentsSeen.set(recordId, JSON.parse(String(whole?.['deploymentsJson'] ?? '[]')));
     }
     return deploymentsSeen.get(recordId);
   };
@@ -87,7 +87,7 @@ export function driverReport (ctx: BenchContext) {
     let guess = heads.get(recordId);
     heads.delete(recordId);
     for (let attempt = 0; attempt < 2; attempt++) {
-      const record = guess ?? await reports.findOne({ _id: recordId as never }, { projection: { deployments: 0 } });
+      const record = guess ?? await reports.findOne({ _id: recordId as never }, { projection: { deployments: 0, deploymentsJson: 0 } });
       guess = undefined;
       if (!record) throw new Error(`record ${recordId} missing`);
       const { _id, coveredBy: _was, ...stored } = record;
@@ -98,12 +98,12 @@ export function driverReport (ctx: BenchContext) {
       const contribution = contributionOf(entry, version);
       const accounted = (record['coveredBy'] as number | undefined) ?? (version - 1);
       const covered = held !== undefined && held.v === accounted && held.m === contribution.m && held.c.every((n, i) => n === contribution.c[i]);
-      // The report's deployments (the server writes the ones the report states: the same as last time here).
-      const deployments = await deploymentsOf(recordId);
-      const next = { ...stored, version, position, entry, deployments, ...(covered ? { coveredBy: held.v } : {}) };
+      // The report's deployments (the server writes the ones the report states, as one JSON text: the same as last time here).
+      const deploymentsJson = JSON.stringify(await deploymentsOf(recordId));
+      const next = { ...stored, version, position, entry, deploymentsJson, ...(covered ? { coveredBy: held.v } : {}) };
       const written = await reports.replaceOne({ _id: recordId as never, version: version - 1 }, next);
       if (written.matchedCount !== 1) continue;
-      heads.set(recordId, { _id: recordId, ...next, deployments: undefined });
+      heads.set(recordId, { _id: recordId, ...next, deploymentsJson: undefined });
       if (covered) return target['statusPublished'] === undefined ? 'unpublished' : '200';
       const path = `rolloutStatus.entries.${key}`;
       const state = await services.findOneAndUpdate(

@@ -52,7 +52,7 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
     ['find node owners (`_id` $in the reporter\'s nodes)', () =>
       nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray()],
     ['findOne the reporter\'s record (without its deployments; only when another process wrote it last)',
-      () => reports.findOne({ _id: recordId as never }, { projection: { deployments: 0 } })],
+      () => reports.findOne({ _id: recordId as never }, { projection: { deployments: 0, deploymentsJson: 0 } })],
     ['replaceOne the record (CAS on version)', async () => {
       await reports.replaceOne({ _id: recordId as never, version }, { ...record, version: version + 1 });
       version++;

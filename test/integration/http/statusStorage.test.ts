@@ -111,6 +111,34 @@ describe('rollout status storage', () => {
     expect(status.observedReplicaCount).toBe(status.reporters.reduce((n, r) => n + r.observedReplicaCount, 0));
   });
 
+  it('a record keeps the deployments it stated as one JSON text; one written with nested deployments is still read, ' +
+    'and the next report rewrites it', async () => {
+    const { serviceId, plan } = await promoted();
+    const [first] = clusterIds as [string];
+    await report(plan, serviceId, first, 1);
+    const stored = async () => {
+      const res = await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/deployments`, headers: bearer(admin) });
+      expect(res.statusCode, res.body).toBe(200);
+      return (res.json().deployments as Array<{ deployment: { id: string, status: string } }>).map((d) => `${d.deployment.id}:${d.deployment.status}`).sort();
+    };
+    const ids = fullReplicas(plan, serviceId, nodesOf(first)).map((d) => `${String(d['id'])}:running`).sort();
+    expect(await stored()).toEqual(ids);
+    const records = t.db.collection('reports');
+    const record = await records.findOne({ serviceId, clusterId: first });
+    expect(typeof record?.['deploymentsJson']).toBe('string');
+    expect(record).not.toHaveProperty('deployments');
+    // As records were written before: the deployments as nested documents.
+    await records.updateOne({ _id: record?._id }, {
+      $set: { deployments: JSON.parse(String(record?.['deploymentsJson'])) as unknown[] }, $unset: { deploymentsJson: '' },
+    });
+    expect(await stored()).toEqual(ids);
+    expect((await statusOf(serviceId)).reporters.find((r) => r.clusterId === first)?.verifiedReplicaCount).toBe(NODES * 2);
+    await report(plan, serviceId, first, 2, 1);
+    const rewritten = await records.findOne({ serviceId, clusterId: first });
+    expect(rewritten).not.toHaveProperty('deployments');
+    expect(await stored()).toEqual(ids.map((id, i) => (i === 0 ? id.replace(':running', ':failed') : id)).sort());
+  });
+
   it('a summary entry stored in the earlier format ({ entry, version }) is replaced by the next report with the exact delta', async () => {
     const { serviceId, plan } = await promoted();
     const [first, second] = clusterIds as [string, string];
