@@ -46,11 +46,14 @@ function nestsDeeperThan (text: string, limit: number): boolean {
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      // Skip the string literal: up to the next quote that is not escaped.
-      for (i++; i < n; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5C) i++;
-        else if (d === 0x22) break;
+      // Skip the string literal: jump (indexOf) to the next quote not escaped, i.e. not after an odd run of backslashes.
+      for (;;) {
+        const quote = text.indexOf('"', i + 1);
+        if (quote < 0) return false;
+        let before = quote - 1;
+        while (text.charCodeAt(before) === 0x5C) before--;
+        i = quote;
+        if ((quote - 1 - before) % 2 === 0) break;
       }
     } else if (c === 0x7B || c === 0x5B) {
       if (++depth > limit) return true;

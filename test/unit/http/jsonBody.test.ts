@@ -31,6 +31,10 @@ describe('the JSON body parser: depth', () => {
     expect(tooDeepIn('{"x":1,"y":{"z":{}}}', 2)).toEqual(['y', 'z']);
     // Brackets inside strings (escaped quotes included) are text, not nesting.
     expect(tooDeepIn('{"a":"[[[[\\"{{{{","b":[1]}', 2)).toBeUndefined();
+    // A string that ends in an escaped backslash ends at its quote: what follows is nesting again.
+    expect(tooDeepIn('{"a":"x\\\\","b":[[1]]}', 2)).toEqual(['b', '0']);
+    expect(tooDeepIn('{"a":"x\\\\\\"[[","b":[1]}', 2)).toBeUndefined();
+    expect(tooDeepIn('["unterminated [[[[', 2)).toBeUndefined();
   });
 
   it('finds a too-deep container exactly when the value nests too deep, and its path leads to one', () => {
