@@ -149,8 +149,24 @@ const withoutTag = (name: string): string | undefined => {
 
 type ReferenceBinding = 'bound' | 'not-pinned' | 'mismatch';
 
-/** Whether a Docker image reference is pinned, and pinned to exactly the plan's image and digest. */
+/** `host/repo@digest` of a plan, built once per plan object (the store hands the report path the same object per rollout). */
+const pinnedNames = new WeakMap<IImmutableImageDeploymentPlan, string>();
+function pinnedNameOf (plan: IImmutableImageDeploymentPlan): string {
+  let pinned = pinnedNames.get(plan);
+  if (pinned === undefined) {
+    pinned = `${plan.registryHost}/${plan.repository}@${plan.requestedDigest}`;
+    pinnedNames.set(plan, pinned);
+  }
+  return pinned;
+}
+
+/**
+ * Whether a Docker image reference is pinned, and pinned to exactly the plan's image and digest.
+ * (The plan's own reference — what an honest agent reports — is bound without parsing: plan
+ * validation makes it `host/repo@digest` of exactly the plan's registry, repository and digest.)
+ */
 const bindingOf = (plan: IImmutableImageDeploymentPlan, reference: unknown): ReferenceBinding => {
+  if (reference === plan.digestPinnedImageReference) return 'bound';
   if (!isString(reference) || getDigestFromPinnedImageReference(reference) === undefined) return 'not-pinned';
   const at = reference.lastIndexOf('@');
   const name = withoutTag(reference.slice(0, at));
@@ -173,9 +189,11 @@ const firstFailedCheck = (
 
   // 4. The reporter worked from the plan's digest.
   const expected = evidence.expectedDigest;
-  if (expected === undefined) return 'requested-digest-missing';
-  if (!isString(expected) || !isSha256Digest(expected)) return 'requested-digest-malformed';
-  if (expected !== plan.requestedDigest) return 'registry-digest-inconsistent';
+  if (expected !== plan.requestedDigest) {
+    if (expected === undefined) return 'requested-digest-missing';
+    if (!isString(expected) || !isSha256Digest(expected)) return 'requested-digest-malformed';
+    return 'registry-digest-inconsistent';
+  }
 
   // 5. Service spec.
   const service = bindingOf(plan, evidence.serviceImageReference);
@@ -199,7 +217,7 @@ const firstFailedCheck = (
   // 9. The local image is bound to host/repo@digest.
   const repoDigests = evidence.repoDigests;
   if (!Array.isArray(repoDigests) || repoDigests.length === 0) return 'container-repodigest-missing';
-  const pinned = `${plan.registryHost}/${plan.repository}@${plan.requestedDigest}`;
+  const pinned = pinnedNameOf(plan);
   if (!repoDigests.some((entry) => entry === pinned)) return 'container-repodigest-mismatch';
 
   // 10. The digest the engine resolved, with the multi-arch rule above.
