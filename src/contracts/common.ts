@@ -26,7 +26,11 @@ export const contractLimits = {
   customPortEntries: 256,
   clusters: 256,
   nodes: 4096,
-  reporters: 1024,
+  /**
+   * reporters of one rollout: each holds at least one of the rollout's target nodes, and a node one
+   * reporter (src/domain/reports.ts), so a rollout has at most as many reporters as target nodes.
+   */
+  reporters: 4096,
   observedTags: 1024,
   repoDigests: 64,
   deploymentsPerReport: 4096,

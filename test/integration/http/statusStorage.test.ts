@@ -8,7 +8,10 @@
  */
 import { BSON } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateImageRolloutStatus, type IImageRolloutStatus, type IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
+import { Value } from '@sinclair/typebox/value';
+import {
+  IImageRolloutStatus as ImageRolloutStatusSchema, validateImageRolloutStatus, type IImageRolloutStatus, type IImmutableImageDeploymentPlan,
+} from '../../../src/contracts/index.js';
 import { reporterKeyOf } from '../../../src/domain/rolloutStatus.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { bearer, createFixtureService, promote, pushRelease, registerCluster } from '../../support/fixtures.js';
@@ -138,6 +141,32 @@ describe('rollout status storage', () => {
     expect(rewritten).not.toHaveProperty('deployments');
     expect(await stored()).toEqual(ids.map((id, i) => (i === 0 ? id.replace(':running', ':failed') : id)).sort());
   });
+
+  it('a rollout with more reporters than 1,024 (each reporting one node of its cluster) answers a status its own schema accepts', async () => {
+    // A reporter holds at least one target node and a node one reporter: a rollout has at most as many reporters as target nodes.
+    const clusterId = 'store-wide';
+    const nodes = Array.from({ length: 1030 }, (_, n) => `wide-n${n}`);
+    await registerCluster(t.app, admin, clusterId, nodes);
+    const svc = await createFixtureService(t.app, admin, { clusterIds: [clusterId], replicasPerNode: 1 });
+    const pushed = await pushRelease(t.app, api, svc);
+    const promotedRes = await promote(t.app, api, svc.id, pushed.releaseId, { generation: 0 });
+    expect(promotedRes.statusCode, promotedRes.body).toBe(200);
+    const plan = promotedRes.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
+    const refused: string[] = [];
+    for (let from = 0; from < nodes.length; from += 10) {
+      await Promise.all(nodes.slice(from, from + 10).map(async (node) => {
+        const token = await t.token('cluster', { clusterId, subject: `agent-${node}` });
+        const body = reportBody(plan, svc.id, { session: `s-${node}`, sequence: 1, nodeNames: [node], deployments: fullReplicas(plan, svc.id, [node]) });
+        const res = await t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: body });
+        if (res.statusCode !== 200) refused.push(`${node}: ${res.statusCode} ${res.body.slice(0, 200)}`);
+      }));
+    }
+    expect(refused).toEqual([]);
+    const status = await statusOf(svc.id);
+    expect({ reporters: status.reporters.length, status: status.status }).toEqual({ reporters: nodes.length, status: 'succeeded' });
+    expect(validateImageRolloutStatus(status)).toEqual([]);
+    expect([...Value.Errors(ImageRolloutStatusSchema, status)].map((e) => `${e.path}: ${e.message}`).slice(0, 3)).toEqual([]);
+  }, 120_000);
 
   it('a summary entry stored in the earlier format ({ entry, version }) is replaced by the next report with the exact delta', async () => {
     const { serviceId, plan } = await promoted();
