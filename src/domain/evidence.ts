@@ -149,17 +149,6 @@ const withoutTag = (name: string): string | undefined => {
 
 type ReferenceBinding = 'bound' | 'not-pinned' | 'mismatch';
 
-/** `host/repo@digest` of a plan, built once per plan object (the store hands the report path the same object per rollout). */
-const pinnedNames = new WeakMap<IImmutableImageDeploymentPlan, string>();
-function pinnedNameOf (plan: IImmutableImageDeploymentPlan): string {
-  let pinned = pinnedNames.get(plan);
-  if (pinned === undefined) {
-    pinned = `${plan.registryHost}/${plan.repository}@${plan.requestedDigest}`;
-    pinnedNames.set(plan, pinned);
-  }
-  return pinned;
-}
-
 /**
  * Whether a Docker image reference is pinned, and pinned to exactly the plan's image and digest.
  * (The plan's own reference — what an honest agent reports — is bound without parsing: plan
@@ -217,7 +206,8 @@ const firstFailedCheck = (
   // 9. The local image is bound to host/repo@digest.
   const repoDigests = evidence.repoDigests;
   if (!Array.isArray(repoDigests) || repoDigests.length === 0) return 'container-repodigest-missing';
-  const pinned = pinnedNameOf(plan);
+  // (Plan validation makes the plan's reference exactly host/repo@digest of its registry, repository and digest.)
+  const pinned = plan.digestPinnedImageReference;
   if (!repoDigests.some((entry) => entry === pinned)) return 'container-repodigest-mismatch';
 
   // 10. The digest the engine resolved, with the multi-arch rule above.

@@ -94,7 +94,7 @@ export class ReportStore implements ReportRepository {
     // Until the write is known to have happened (or not), this process knows nothing of the record.
     this.#forget(record.id);
     const written = await this.#write(record, expectedVersion);
-    if (written && record.rolloutId !== undefined) this.#remember(headOf(record));
+    if (written) this.#remember(headOf(record));
     return written;
   }
 
