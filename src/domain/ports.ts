@@ -121,6 +121,13 @@ export interface LifecycleTarget {
 
 export type QueueResult = 'queued' | 'newer-waiting' | 'not-current';
 
+/** The service's immutable policy, its current rollout and the reporters the rollout's status counts. */
+export interface DeploymentScope {
+  immutableImageRequired: boolean;
+  rolloutId?: string;
+  reporterIds: string[];
+}
+
 export interface ServiceRepository {
   insert(service: IService, now: number): Promise<InsertServiceResult>;
   findById(id: string): Promise<IService | null>;
@@ -130,6 +137,8 @@ export interface ServiceRepository {
   /** The service as the API shows it (its status composed), and its hold. */
   findServiceView(id: string): Promise<ServiceWithHold | null>;
   findRolloutState(id: string): Promise<ServiceRolloutState | null>;
+  /** Whose stored deployments GET …/deployments shows: the policy, the current rollout and the reporters its status counts (nothing composed). */
+  findDeploymentScope(id: string): Promise<DeploymentScope | null>;
   /** With `reporterKey` (see `reporterKeyOf`), also the summary head and that reporter's contribution (`held`). */
   findReportTarget(id: string, reporterKey?: string): Promise<ReportTarget | null>;
   /** Services sorted by name, strictly after `afterName`; with `name`, only the service of that name. */

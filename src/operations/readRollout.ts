@@ -64,12 +64,11 @@ export function rolloutReads ({ repos, now }: { repos: Pick<Repositories, 'servi
      * policy, what each reporter last stated for the current rollout; without it, for the service.
      */
     async readDeployments (serviceId: string): Promise<Result<StoredDeployments>> {
-      const service = await repos.services.findById(serviceId);
-      if (!service) return refusal(errors.serviceNotFound(serviceId));
-      const { imageDeployment: plan, imageRolloutStatus: status, immutableImageRequired } = service.data;
-      if (!immutableImageRequired || !plan) return success({ deployments: deploymentsOf(await repos.reports.listServiceRecords(serviceId)) });
-      const reporters = status?.rolloutId === plan.rolloutId ? status.reporters.map((r) => r.reporterId) : [];
-      return success({ rolloutId: plan.rolloutId, deployments: deploymentsOf(await rolloutReports(plan.rolloutId, reporters)) });
+      const scope = await repos.services.findDeploymentScope(serviceId);
+      if (!scope) return refusal(errors.serviceNotFound(serviceId));
+      const { immutableImageRequired, rolloutId, reporterIds } = scope;
+      if (!immutableImageRequired || rolloutId === undefined) return success({ deployments: deploymentsOf(await repos.reports.listServiceRecords(serviceId)) });
+      return success({ rolloutId, deployments: deploymentsOf(await rolloutReports(rolloutId, reporterIds)) });
     },
 
     /** The stored status changes after `revision` (what an SSE stream starts from). */

@@ -7,7 +7,7 @@ import {
   type DeadlineDecision, type FailureMilestone, type FollowUp, type QueuedPromotion, type VerifiedRelease,
 } from '../domain/lifecycle.js';
 import type {
-  ApplyRolloutResult, EntryWrite, EntryWriteResult, InsertServiceResult, LifecycleTarget, LifecycleView, QueueResult, ReplaceServiceResult,
+  ApplyRolloutResult, DeploymentScope, EntryWrite, EntryWriteResult, InsertServiceResult, LifecycleTarget, LifecycleView, QueueResult, ReplaceServiceResult,
   ReportTarget, ServiceRepository, ServiceRolloutState, ServiceWithHold, StatusPublication, StatusSnapshot, StatusState,
 } from '../domain/ports.js';
 import type { AutomationHold, RolloutRecord } from '../domain/rollouts.js';
@@ -250,6 +250,30 @@ export class ServiceStore implements ServiceRepository {
       lifecycle,
       automationQueue: doc.automationQueue,
     };
+  }
+
+  async findDeploymentScope (id: string): Promise<DeploymentScope | null> {
+    const doc = await this.collection.findOne({ _id: id }, {
+      projection: {
+        'data.immutableImageRequired': 1,
+        'data.imageDeployment.rolloutId': 1,
+        'rolloutStatus.rolloutId': 1,
+        'rolloutStatus.entries': 1,
+        // A document written before summaries existed: its stored status names the reporters.
+        'data.imageRolloutStatus.rolloutId': 1,
+        'data.imageRolloutStatus.reporters.reporterId': 1,
+      },
+    });
+    if (!doc) return null;
+    const immutableImageRequired = doc.data?.immutableImageRequired === true;
+    const rolloutId = doc.data?.imageDeployment?.rolloutId;
+    if (rolloutId === undefined) return { immutableImageRequired, reporterIds: [] };
+    const summary = doc.rolloutStatus;
+    const stored = doc.data?.imageRolloutStatus;
+    const reporterIds = summary?.rolloutId === rolloutId
+      ? Object.keys(summary.entries ?? {}).map(reporterIdOfKey)
+      : stored?.rolloutId === rolloutId ? (stored.reporters ?? []).map((r) => r.reporterId) : [];
+    return { immutableImageRequired, rolloutId, reporterIds };
   }
 
   /**
