@@ -152,6 +152,9 @@ function lifecycleViewOf (doc: ServiceDocument): LifecycleView {
   };
 }
 
+/** The reporters a status summary counts (one entry each). */
+const countedReporters = (summary: StatusSummary): string[] => Object.keys(summary.entries ?? {}).map(reporterIdOfKey);
+
 export class ServiceStore implements ServiceRepository {
   /** The report records, read for the reporters' entries of a full status. */
   private readonly reports: Collection<ReportDocument>;
@@ -189,7 +192,7 @@ export class ServiceStore implements ServiceRepository {
 
   /** The report records of the reporters a summary counts (by `_id` `$in`): their entries, and their evidence if asked for; never their deployments. */
   private async recordsOf (rolloutId: string, summary: StatusSummary, withEvidence: boolean): Promise<ReportDocument[]> {
-    const ids = Object.keys(summary.entries ?? {}).map((key) => rolloutRecordId(rolloutId, reporterIdOfKey(key)));
+    const ids = countedReporters(summary).map((reporterId) => rolloutRecordId(rolloutId, reporterId));
     if (ids.length === 0) return [];
     const projection = withEvidence ? { entry: 1, reporterId: 1, rolloutId: 1, 'position.receivedAt': 1, replicas: 1 } : { entry: 1 };
     return this.reports.find({ _id: { $in: ids } }, { projection }).toArray();
@@ -271,7 +274,7 @@ export class ServiceStore implements ServiceRepository {
     const summary = doc.rolloutStatus;
     const stored = doc.data?.imageRolloutStatus;
     const reporterIds = summary?.rolloutId === rolloutId
-      ? Object.keys(summary.entries ?? {}).map(reporterIdOfKey)
+      ? countedReporters(summary)
       : stored?.rolloutId === rolloutId ? (stored.reporters ?? []).map((r) => r.reporterId) : [];
     return { immutableImageRequired, rolloutId, reporterIds };
   }
