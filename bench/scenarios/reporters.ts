@@ -68,7 +68,7 @@ async function postReport (client: HttpClient, r: Reporter): Promise<string> {
 /**
  * The minimal floor of a report: ONE conditional upsert of the reporter's record — same shape
  * and size as the server's record (a copy of the server's own record of that reporter, its
- * position and entry moved on), `_id` equality + `version` condition, `upsert: true` — from the
+ * position and entry moved on), found by its fence `<_id>@<version>` (as the server's), `upsert: true` — from the
  * bench process, against the same database and collection, under twin ids (`…~floor`) so that
  * the server's own records are untouched. It is what the storage design costs at least: one
  * fenced write per report, nothing else (no read, no status, no HTTP).
@@ -90,11 +90,13 @@ export async function upsertFloor (ctx: BenchContext, fleet: ReadyFleet): Promis
     const sequence = ++t.sequence;
     const record = {
       ...t.record,
+      _id: t.id,
       version: t.version + 1,
+      fence: `${t.id}@${t.version + 1}`,
       position: { ...(t.record['position'] as Document), sequence, reportedAt: now, receivedAt: now },
       entry: { ...(t.record['entry'] as Document), reportSequence: sequence, reportedAt: now },
     };
-    const result = await reports.replaceOne({ _id: t.id as never, version: t.version }, record, { upsert: true });
+    const result = await reports.replaceOne({ fence: `${t.id}@${t.version}` }, record as never, { upsert: true });
     if (result.matchedCount + result.upsertedCount !== 1) return 'not-written';
     t.version++;
     return '200';

@@ -43,7 +43,7 @@ export const reportTargetOf = (reporterId: string): Document =>
  * evidence checks:
  *   findOne(service: report target — the current rollout id, not the plan —, summary head, the reporter's contribution) ‖ find(node owners)
  *   → [findOne(the reporter's record, without its deployments) — only when this process did not
- *   write it last] → replaceOne(record, CAS on its version)
+ *   write it last] → replaceOne(record, CAS on its fence `<_id>@<version>`)
  *   → [findOneAndUpdate(status summary: this reporter's contribution, guarded by its
  *   version, $inc seq) — only when the report changes the contribution]
  * — and no publication: the aggregate stays the same, and an equal aggregate writes nothing
@@ -100,8 +100,8 @@ export function driverReport (ctx: BenchContext) {
       const covered = held !== undefined && held.v === accounted && held.m === contribution.m && held.c.every((n, i) => n === contribution.c[i]);
       // The report's deployments (the server writes the ones the report states, as one JSON text: the same as last time here).
       const deploymentsJson = JSON.stringify(await deploymentsOf(recordId));
-      const next = { ...stored, version, position, entry, deploymentsJson, ...(covered ? { coveredBy: held.v } : {}) };
-      const written = await reports.replaceOne({ _id: recordId as never, version: version - 1 }, next);
+      const next = { ...stored, version, fence: `${recordId}@${version}`, position, entry, deploymentsJson, ...(covered ? { coveredBy: held.v } : {}) };
+      const written = await reports.replaceOne({ fence: `${recordId}@${version - 1}` }, next);
       if (written.matchedCount !== 1) continue;
       heads.set(recordId, { _id: recordId, ...next, deploymentsJson: undefined });
       if (covered) return target['statusPublished'] === undefined ? 'unpublished' : '200';

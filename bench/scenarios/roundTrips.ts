@@ -39,7 +39,7 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
   await services.insertOne({ ...service, _id: twinId as never, data: { ...data, name: `${data['name'] as string}~trips` } });
   const recordId = `${String(stored['_id'])}~trips`;
   const { _id, ...record } = stored;
-  await reports.insertOne({ ...record, _id: recordId as never });
+  await reports.insertOne({ ...record, _id: recordId as never, fence: `${recordId}@${record['version'] as number}` });
   const path = `rolloutStatus.entries.${reporterKeyOf(reporterIdOf(r))}`;
   const current = { _id: twinId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId };
   let version = record['version'] as number;
@@ -53,8 +53,8 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
       nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray()],
     ['findOne the reporter\'s record (without its deployments; only when another process wrote it last)',
       () => reports.findOne({ _id: recordId as never }, { projection: { deployments: 0, deploymentsJson: 0 } })],
-    ['replaceOne the record (CAS on version)', async () => {
-      await reports.replaceOne({ _id: recordId as never, version }, { ...record, version: version + 1 });
+    ['replaceOne the record (CAS on its fence)', async () => {
+      await reports.replaceOne({ fence: `${recordId}@${version}` }, { ...record, version: version + 1, fence: `${recordId}@${version + 1}` });
       version++;
     }],
     ['findOneAndUpdate the summary entry (guarded by its version, $inc seq, returns the status head; only when the counts change)', async () => {

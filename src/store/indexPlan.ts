@@ -9,6 +9,8 @@ export interface IndexPlanEntry {
   name: string;
   key: Record<string, 1 | -1>;
   unique?: boolean;
+  /** Only documents that have the field are in the index (so documents without it never collide on a unique one). */
+  sparse?: boolean;
   /** TTL clean-up where the database supports it (the local development database ignores it). */
   expireAfterSeconds?: number;
   /** Which queries it serves (documentation, also printed in the README). */
@@ -105,6 +107,15 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     name: 'reports_service',
     key: { serviceId: 1, rolloutId: 1 },
     serves: 'the stored deployments of a service without the immutable policy (its reports have no rolloutId); a rollout\'s reports are read by _id',
+  },
+  {
+    collection: collections.reports,
+    name: 'reports_fence_unique',
+    key: { fence: 1 },
+    unique: true,
+    sparse: true,
+    serves: 'THE compare-and-swap of a report: replace the record whose fence is `<_id>@<version>` (an equality on a unique index,' +
+      ' served by an index on every MongoDB-compatible server; records written before fences existed have none)',
   },
   {
     collection: collections.reports,

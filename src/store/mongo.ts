@@ -93,7 +93,7 @@ export class Database implements DatabaseHealth {
     const byCollection = new Map<string, IndexDescription[]>();
     for (const entry of indexPlan) {
       const list = byCollection.get(entry.collection) ?? [];
-      list.push({ key: entry.key, name: entry.name, unique: entry.unique, expireAfterSeconds: entry.expireAfterSeconds });
+      list.push({ key: entry.key, name: entry.name, unique: entry.unique, sparse: entry.sparse, expireAfterSeconds: entry.expireAfterSeconds });
       byCollection.set(entry.collection, list);
     }
     for (const [collection, indexes] of byCollection) {

@@ -1,4 +1,4 @@
-import type { AnyBulkWriteOperation, Collection } from 'mongodb';
+import type { Collection } from 'mongodb';
 import type { ReportRepository } from '../domain/ports.js';
 import type { ReportedDeployment } from '../contracts/reports.js';
 import type { ClaimRefusal, ReportHead, ReportRecord } from '../domain/reports.js';
@@ -14,6 +14,13 @@ import type { Database } from './mongo.js';
  */
 export interface ReportDocument extends Omit<ReportRecord, 'id' | 'deployments'> {
   _id: string;
+  /**
+   * `<_id>@<version>`, under a unique index: the compare-and-swap of a report replaces the record
+   * by its fence — an equality on a unique index, which every MongoDB-compatible server (the local
+   * development database included) serves from the index; `{ _id, version }` would scan the whole
+   * collection there. Absent on records written before fences existed (the sparse index skips them).
+   */
+  fence?: string;
   deploymentsJson?: string;
   /** The deployments as nested documents: how records were written before `deploymentsJson` (read, never written). */
   deployments?: ReportedDeployment[];
@@ -29,11 +36,16 @@ export interface ClaimDocument {
 
 const claimId = (rolloutId: string, kind: 'node' | 'session', name: string): string => `${rolloutId}/${kind}/${name}`;
 
-const toRecord = ({ _id, deploymentsJson, deployments, ...rest }: ReportDocument): ReportRecord =>
+const fenceOf = (id: string, version: number): string => `${id}@${version}`;
+
+const toRecord = ({ _id, deploymentsJson, deployments, fence: _fence, ...rest }: ReportDocument): ReportRecord =>
   ({ id: _id, ...rest, deployments: deploymentsJson === undefined ? deployments ?? [] : JSON.parse(deploymentsJson) as ReportedDeployment[] });
 
 /** What the report path reads of a record: everything but the deployments (either form). */
 const withoutDeployments = { deployments: 0, deploymentsJson: 0 } as const;
+
+/** Records read without a fence (written before fences existed) whose next write must find them by `{ _id, version }`: at most this many remembered. */
+const UNFENCED_KEPT = 4096;
 
 /** Rounds of "look, claim" a report may take against reporters that win a claim and give it back. */
 const CLAIM_ATTEMPTS = 20;
@@ -55,6 +67,8 @@ export class ReportStore implements ReportRepository {
   /** The head of each rollout record as this process last wrote or read it (oldest first), and their replicas in all. */
   readonly #heads = new Map<string, ReportHead>();
   #headReplicas = 0;
+  /** Ids of records this process read without a fence (their next compare-and-swap cannot use one). */
+  readonly #unfenced = new Set<string>();
 
   constructor (database: Database, readonly collection: Collection<ReportDocument> = database.db.collection(collections.reports)) {
     this.claims = database.db.collection(collections.reportClaims);
@@ -62,6 +76,7 @@ export class ReportStore implements ReportRepository {
 
   async findRecord (id: string): Promise<ReportRecord | null> {
     const doc = await this.collection.findOne({ _id: id });
+    if (doc) this.#noteFence(doc);
     return doc ? toRecord(doc) : null;
   }
 
@@ -71,10 +86,21 @@ export class ReportStore implements ReportRepository {
       this.#forget(id);
       return null;
     }
-    const { _id, deployments: _none, deploymentsJson: _text, ...rest } = doc;
+    this.#noteFence(doc);
+    const { _id, deployments: _none, deploymentsJson: _text, fence: _fence, ...rest } = doc;
     const head = { id: _id, ...rest };
     this.#remember(head);
     return head;
+  }
+
+  /** Remembers a record read without a fence, so that its next write finds it the old way. */
+  #noteFence (doc: ReportDocument): void {
+    if (doc.fence !== undefined) {
+      this.#unfenced.delete(doc._id);
+      return;
+    }
+    if (this.#unfenced.size >= UNFENCED_KEPT) this.#unfenced.clear();
+    this.#unfenced.add(doc._id);
   }
 
   knownHead (id: string): ReportHead | undefined {
@@ -100,7 +126,7 @@ export class ReportStore implements ReportRepository {
 
   async #write (record: ReportRecord, expectedVersion: number): Promise<boolean> {
     const { id, deployments, ...head } = record;
-    const rest = { ...head, deploymentsJson: JSON.stringify(deployments) };
+    const rest = { ...head, fence: fenceOf(id, record.version), deploymentsJson: JSON.stringify(deployments) };
     if (expectedVersion === 0) {
       try {
         await this.collection.insertOne({ _id: id, ...rest });
@@ -110,8 +136,14 @@ export class ReportStore implements ReportRepository {
         throw err;
       }
     }
-    const result = await this.collection.replaceOne({ _id: id, version: expectedVersion }, rest);
-    return result.matchedCount === 1;
+    const result = await this.collection.replaceOne({ fence: fenceOf(id, expectedVersion) }, rest);
+    if (result.matchedCount === 1) return true;
+    if (!this.#unfenced.has(id)) return false;
+    // A record written before fences existed: found by `{ _id, version }` once (a collection scan on the
+    // local development database), and fenced from then on.
+    const legacy = await this.collection.replaceOne({ _id: id, version: expectedVersion, fence: { $exists: false } }, rest);
+    if (legacy.matchedCount === 1) this.#unfenced.delete(id);
+    return legacy.matchedCount === 1;
   }
 
   #remember (head: ReportHead): void {
@@ -135,48 +167,52 @@ export class ReportStore implements ReportRepository {
   }
 
   /**
-   * Another reporter's claims are found first, so a refused report inserts nothing. The claims
-   * are then inserted in one ordered write, sorted by id: two reporters after the same ids meet
-   * at the first one they share, and only one of them gets past it. A claim a concurrent reporter
-   * won in between refuses the insert (unique `_id`); the claims this call inserted are given
-   * back (a refused report holds nothing) and, when the winner gave its own back too (it lost
-   * elsewhere), the claim is tried again: success is answered only while every claim is held.
+   * Another reporter's claims are found first (by `_id` `$in`), so a refused report inserts
+   * nothing. The claims the reporter does not hold yet are then inserted in one ordered write,
+   * sorted by id: two reporters after the same ids meet at the first one they share, and only one
+   * of them gets past it (unique `_id`). A claim a concurrent reporter won in between stops the
+   * insert; the claims this call inserted are given back (a refused report holds nothing) and,
+   * when the winner gave its own back too (it lost elsewhere), the claim is tried again: success
+   * is answered only while every claim is held. Every query names `_id` alone, so the unique `_id`
+   * index serves it on every MongoDB-compatible server (a filter on `_id` and `reporterId` would
+   * scan all claims on the local development database).
    */
   async claim (rolloutId: string, reporterId: string, claims: ReadonlyArray<{ kind: 'node' | 'session', name: string }>, now: number): Promise<ClaimRefusal[]> {
     if (claims.length === 0) return [];
     const wanted = claims.map((c) => ({ ...c, id: claimId(rolloutId, c.kind, c.name) })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const ids = wanted.map((c) => c.id);
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-      const held = await this.othersClaims(ids, wanted, reporterId);
-      if (held.length > 0) return held;
-      // Filter on `_id` and `reporterId`: another reporter's claim does not match, so the upsert
-      // tries to insert its `_id` and the unique `_id` refuses it (E11000).
-      const operations: Array<AnyBulkWriteOperation<ClaimDocument>> = ids.map((_id) => ({
-        updateOne: { filter: { _id, reporterId }, update: { $setOnInsert: { rolloutId, createdAt: now } }, upsert: true },
-      }));
+      const { others, mine } = await this.holders(ids, wanted, reporterId);
+      if (others.length > 0) return others;
+      const missing = ids.filter((id) => !mine.has(id));
+      if (missing.length === 0) return [];
       try {
-        await this.claims.bulkWrite(operations, { ordered: true });
+        await this.claims.insertMany(missing.map((_id) => ({ _id, rolloutId, reporterId, createdAt: now })), { ordered: true });
         return [];
       } catch (err) {
         const refusals = duplicateKeyRefusals(err);
         if (!refusals) throw err;
-        const inserted = Object.keys(refusals.upsertedIds).flatMap((index) => ids[Number(index)] ?? []);
-        if (inserted.length > 0) await this.claims.deleteMany({ _id: { $in: inserted }, reporterId, createdAt: now });
+        // Ordered: the claims before the first refused one were inserted, none after it.
+        const inserted = missing.slice(0, Math.min(...refusals.refused));
+        if (inserted.length > 0) await this.claims.deleteMany({ _id: { $in: inserted } });
       }
-      // The winner may have given its claim back already: look again, after a short random pause.
+      // The winner may have given its claim back already, or be this reporter's own concurrent report: look again, after a short random pause.
       await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 5 * (attempt + 1))));
     }
     throw new Error(`the claims of reporter '${reporterId}' on rollout '${rolloutId}' kept being contended`);
   }
 
-  /** The claims among `ids` that reporters other than `reporterId` hold. */
-  private async othersClaims (ids: string[], claims: ReadonlyArray<{ kind: 'node' | 'session', name: string }>, reporterId: string): Promise<ClaimRefusal[]> {
-    const holders = await this.claims.find({ _id: { $in: ids } }, { projection: { _id: 1, reporterId: 1 } }).toArray();
-    const ownerOf = new Map(holders.map((h) => [h._id, h.reporterId]));
-    return claims.flatMap((c, i) => {
+  /** The claims among `ids` that reporters other than `reporterId` hold, and those it holds itself. */
+  private async holders (
+    ids: string[], claims: ReadonlyArray<{ kind: 'node' | 'session', name: string }>, reporterId: string
+  ): Promise<{ others: ClaimRefusal[], mine: Set<string> }> {
+    const held = await this.claims.find({ _id: { $in: ids } }, { projection: { _id: 1, reporterId: 1 } }).toArray();
+    const ownerOf = new Map(held.map((h) => [h._id, h.reporterId]));
+    const others = claims.flatMap((c, i) => {
       const owner = ownerOf.get(ids[i] ?? '');
       return owner !== undefined && owner !== reporterId ? [{ kind: c.kind, name: c.name, owner }] : [];
     });
+    return { others, mine: new Set(held.filter((h) => h.reporterId === reporterId).map((h) => h._id)) };
   }
 
   async removeRollout (rolloutId: string): Promise<void> {

@@ -142,6 +142,23 @@ describe('rollout status storage', () => {
     expect(await stored()).toEqual(ids.map((id, i) => (i === 0 ? id.replace(':running', ':failed') : id)).sort());
   });
 
+  it('a record is replaced by its fence (<_id>@<version>); one written before fences existed is found by its version once, then fenced', async () => {
+    const { serviceId, plan } = await promoted();
+    const [first] = clusterIds as [string];
+    await report(plan, serviceId, first, 1);
+    const records = t.db.collection('reports');
+    const record = await records.findOne({ serviceId, clusterId: first });
+    expect(record?.['fence']).toBe(`${String(record?._id)}@1`);
+    // As records were written before fences: no fence field.
+    await records.updateOne({ _id: record?._id }, { $unset: { fence: '' } });
+    await report(plan, serviceId, first, 2, 1);
+    const rewritten = await records.findOne({ _id: record?._id });
+    expect({ version: rewritten?.['version'], fence: rewritten?.['fence'] }).toEqual({ version: 2, fence: `${String(record?._id)}@2` });
+    await report(plan, serviceId, first, 3);
+    expect((await records.findOne({ _id: record?._id }))?.['fence']).toBe(`${String(record?._id)}@3`);
+    expect((await statusOf(serviceId)).reporters.find((r) => r.clusterId === first)?.verifiedReplicaCount).toBe(NODES * 2);
+  });
+
   it('a rollout with more reporters than 1,024 (each reporting one node of its cluster) answers a status its own schema accepts', async () => {
     // A reporter holds at least one target node and a node one reporter: a rollout has at most as many reporters as target nodes.
     const clusterId = 'store-wide';
