@@ -84,7 +84,7 @@ const plan = quick
       blockCapMs: 5_000,
     };
 /** The one-rollout parts: reporters per rollout (4 nodes × 2 replicas each), report sizes (nodes of one reporter). */
-const REPORTERS = [1, 10, 50, 150];
+const REPORTERS = process.env['BENCH_REPORTERS'] ? process.env['BENCH_REPORTERS'].split(',').map(Number) : [1, 10, 50, 150];
 const SIZES = [10, 100, 500, 1000];
 const READ_PATH_REPORTERS = 150;
 

@@ -1,6 +1,7 @@
 import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from '../domain/clusters.js';
 import type { ClusterRepository } from '../domain/ports.js';
+import { coalesced } from './coalesce.js';
 import { duplicateKeyRefusals, isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
@@ -72,14 +73,28 @@ export class ClusterStore implements ClusterRepository {
     });
   }
 
-  /** nodeName → the claim, for each of the names that some cluster holds. */
+  /**
+   * nodeName → the claim, for each of the names that some cluster holds. The reports that ask in
+   * the same turn of the event loop share one read by `_id` `$in` (src/store/coalesce.ts).
+   */
   async findNodeOwners (nodeNames: readonly string[]): Promise<Map<string, NodeClaim>> {
-    const owners = new Map<string, NodeClaim>();
-    if (nodeNames.length === 0) return owners;
-    const docs = await this.nodes.find({ _id: { $in: [...nodeNames] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray();
-    for (const doc of docs) owners.set(doc._id, { clusterId: doc.clusterId, createdAt: doc.createdAt });
-    return owners;
+    if (nodeNames.length === 0) return new Map();
+    return this.#nodeOwners(nodeNames);
   }
+
+  readonly #nodeOwners = coalesced<readonly string[], Map<string, NodeClaim>>(async (calls) => {
+    const names = [...new Set(calls.flat())];
+    const docs = await this.nodes.find({ _id: { $in: names } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray();
+    const all = new Map(docs.map((doc) => [doc._id, { clusterId: doc.clusterId, createdAt: doc.createdAt }]));
+    return calls.map((wanted) => {
+      const owners = new Map<string, NodeClaim>();
+      for (const name of wanted) {
+        const owner = all.get(name);
+        if (owner) owners.set(name, owner);
+      }
+      return owners;
+    });
+  });
 
   async releaseAbandonedClaim (nodeName: string, claim: NodeClaim): Promise<void> {
     await this.nodes.deleteOne({ _id: nodeName, clusterId: claim.clusterId, createdAt: claim.createdAt });

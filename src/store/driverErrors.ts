@@ -36,6 +36,24 @@ export function duplicateKeyRefusals (err: unknown): { refused: number[], upsert
 }
 
 /**
+ * The operations of a bulk write that the server refused one by one (operation index → a duplicate
+ * key, or the error of that operation alone), the others having been written; undefined when the
+ * bulk write failed as a whole (no connection, a write concern error: nothing is known of any
+ * operation), which the caller rethrows.
+ */
+export function refusedWrites (err: unknown): Map<number, 'duplicate-key' | Error> | undefined {
+  if (!(err instanceof MongoBulkWriteError) || err.result?.getWriteConcernError() !== undefined) return undefined;
+  const writeErrors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+  if (writeErrors.length === 0) return undefined;
+  return new Map(writeErrors.map((writeError) => [
+    writeError.index,
+    writeError.code === DUPLICATE_KEY
+      ? 'duplicate-key' as const
+      : new MongoServerError({ message: writeError.errmsg ?? 'write refused', code: writeError.code }),
+  ]));
+}
+
+/**
  * Server errors that say "not now" about a write that had no effect, so a retry may succeed:
  * MongoDB's WriteConflict (112) and LockTimeout (24), and the PostgreSQL conditions that
  * MongoDB-compatible servers on PostgreSQL (FerretDB over DocumentDB) pass through with the

@@ -1,8 +1,9 @@
-import type { Collection } from 'mongodb';
+import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { ReportRepository } from '../domain/ports.js';
 import type { ReportedDeployment } from '../contracts/reports.js';
 import type { ClaimRefusal, ReportHead, ReportRecord } from '../domain/reports.js';
-import { duplicateKeyRefusals, isDuplicateKeyError } from './driverErrors.js';
+import { coalesced } from './coalesce.js';
+import { duplicateKeyRefusals, refusedWrites } from './driverErrors.js';
 import { collections } from './indexPlan.js';
 import type { Database } from './mongo.js';
 
@@ -126,25 +127,41 @@ export class ReportStore implements ReportRepository {
 
   async #write (record: ReportRecord, expectedVersion: number): Promise<boolean> {
     const { id, deployments, ...head } = record;
-    const rest = { ...head, fence: fenceOf(id, record.version), deploymentsJson: JSON.stringify(deployments) };
-    if (expectedVersion === 0) {
-      try {
-        await this.collection.insertOne({ _id: id, ...rest });
-        return true;
-      } catch (err) {
-        if (isDuplicateKeyError(err)) return false;
-        throw err;
-      }
-    }
-    const result = await this.collection.replaceOne({ fence: fenceOf(id, expectedVersion) }, rest);
-    if (result.matchedCount === 1) return true;
-    if (!this.#unfenced.has(id)) return false;
+    const document: ReportDocument = { _id: id, ...head, fence: fenceOf(id, record.version), deploymentsJson: JSON.stringify(deployments) };
+    if (await this.#writes({ document, expectedVersion })) return true;
+    if (expectedVersion === 0 || !this.#unfenced.has(id)) return false;
     // A record written before fences existed: found by `{ _id, version }` once (a collection scan on the
     // local development database), and fenced from then on.
+    const { _id, ...rest } = document;
     const legacy = await this.collection.replaceOne({ _id: id, version: expectedVersion, fence: { $exists: false } }, rest);
     if (legacy.matchedCount === 1) this.#unfenced.delete(id);
     return legacy.matchedCount === 1;
   }
+
+  /**
+   * The records written in one turn of the event loop go in one unordered bulk write
+   * (src/store/coalesce.ts), each with its own compare-and-swap: a first record is inserted (the
+   * unique `_id` refuses a second), a later one replaces the record by its fence with `upsert`, so
+   * that a fence that no longer matches becomes an insert of an `_id` that exists — refused by the
+   * unique index as the write of that operation alone: a duplicate key is "a concurrent report
+   * won", any other refusal is that report's error, the rest are written.
+   */
+  readonly #writes = coalesced<{ document: ReportDocument, expectedVersion: number }, boolean>(async (calls) => {
+    const operations: Array<AnyBulkWriteOperation<ReportDocument>> = calls.map(({ document, expectedVersion }) => (expectedVersion === 0
+      ? { insertOne: { document } }
+      : { replaceOne: { filter: { fence: fenceOf(document._id, expectedVersion) }, replacement: document, upsert: true } }));
+    try {
+      await this.collection.bulkWrite(operations, { ordered: false });
+      return calls.map(() => true);
+    } catch (err) {
+      const refused = refusedWrites(err);
+      if (!refused) throw err;
+      return calls.map((_, i) => {
+        const refusal = refused.get(i);
+        return refusal === undefined ? true : refusal === 'duplicate-key' ? false : refusal;
+      });
+    }
+  });
 
   #remember (head: ReportHead): void {
     if (head.rolloutId === undefined) return;

@@ -19,6 +19,7 @@ import {
   type RolloutAggregate, type StatusEvent, type StatusSummary, type StatusTotals, type SummaryEntry,
 } from '../domain/rolloutStatus.js';
 import { writableServiceDataFields } from '../domain/services.js';
+import { coalesced } from './coalesce.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
@@ -298,14 +299,14 @@ export class ServiceStore implements ServiceRepository {
     return plan;
   }
 
+  /**
+   * What a report needs of its service: the immutable flag, the current rollout's plan (read once
+   * per process and rollout), its policy, and the summary head with the reporter's contribution.
+   * The reports that ask in the same turn of the event loop share one read by `_id` `$in`
+   * (src/store/coalesce.ts), each reporter's contribution projected.
+   */
   async findReportTarget (id: string, reporterKey?: string): Promise<ReportTarget | null> {
-    const projection = {
-      'data.immutableImageRequired': 1,
-      'data.imageDeployment.rolloutId': 1,
-      'data.rolloutPolicy': 1,
-      ...(reporterKey === undefined ? {} : { ...statusHead, [`rolloutStatus.entries.${reporterKey}`]: 1 }),
-    };
-    const doc = await this.collection.findOne({ _id: id }, { projection });
+    const doc = await this.#reportTargetDocs({ id, reporterKey });
     if (!doc) return null;
     const data = doc.data;
     const rolloutId = data?.imageDeployment?.rolloutId;
@@ -316,6 +317,21 @@ export class ServiceStore implements ServiceRepository {
     if (!state || reporterKey === undefined) return target;
     return { ...target, held: { state, entry: contributionIn(doc.rolloutStatus?.entries?.[reporterKey]) } };
   }
+
+  readonly #reportTargetDocs = coalesced<{ id: string, reporterKey?: string | undefined }, ServiceDocument | null>(async (calls) => {
+    const keys = [...new Set(calls.flatMap((c) => (c.reporterKey === undefined ? [] : [c.reporterKey])))];
+    const projection = {
+      'data.immutableImageRequired': 1,
+      'data.imageDeployment.rolloutId': 1,
+      'data.rolloutPolicy': 1,
+      ...(keys.length === 0 ? {} : statusHead),
+      ...Object.fromEntries(keys.map((key) => [`rolloutStatus.entries.${key}`, 1])),
+    };
+    const ids = [...new Set(calls.map((c) => c.id))];
+    const docs = await this.collection.find({ _id: { $in: ids } }, { projection }).toArray();
+    const byId = new Map(docs.map((doc) => [doc._id, doc]));
+    return calls.map((c) => byId.get(c.id) ?? null);
+  });
 
   /**
    * One reporter's entry and the sums, in one update guarded by the rollout and by the entry's
