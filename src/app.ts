@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
+import { STATUS_CODES, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { authKeyOf, faultPointsOf, type AppConfig } from './config.js';
@@ -103,6 +104,33 @@ function serverOptions (config: AppConfig, onFrameworkError: (code: ErrorCode) =
       const raw = reply as unknown as FastifyReply;
       void raw.code(400).type('application/problem+json').header('x-request-id', request.id).header('cache-control', 'no-store')
         .send(problemDocument(error, request as unknown as FastifyRequest));
+    },
+    // What Node's HTTP parser refuses before Fastify sees a request — a head over 16 KiB, a malformed
+    // Content-Length or header, a request that did not arrive in time — is answered in the same coded
+    // problem+json shape as everything else (Fastify's default is a bare JSON without code or headers).
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Socket) => {
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      const error = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? errors.requestTimeout()
+        : err.code === 'HPE_HEADER_OVERFLOW'
+          ? errors.requestHeaderTooLarge()
+          : errors.validationFailed([{ field: '/headers', message: 'malformed HTTP request (a header, Content-Length or the request line)' }]);
+      onFrameworkError(error.code);
+      const requestId = randomUUID();
+      const body = JSON.stringify({
+        type: `urn:cloudly-release:error:${error.code}`,
+        title: error.title,
+        status: error.statusCode,
+        detail: error.message,
+        code: error.code,
+        requestId,
+        ...error.details
+      });
+      if (socket.writable) {
+        socket.write(`HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode] ?? ''}\r\nContent-Type: application/problem+json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nx-request-id: ${requestId}\r\nConnection: close\r\n\r\n${body}`);
+      }
+      socket.destroy(err);
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
   };

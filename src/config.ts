@@ -45,7 +45,8 @@ export const EnvSchema = Type.Object({
     minimum: 1024,
     maximum: 12 * 1024 * 1024,
     default: 8 * 1024 * 1024,
-    description: 'body limit of snapshot reports (POST /v1/deployment-snapshots and /typedrequest): a full report of a 1,000-node cluster fits',
+    description: 'body limit of snapshot reports (POST /v1/deployment-snapshots and /typedrequest):' +
+      ' a full report of a 1,000-node cluster with up to 5 replicas per node fits',
   }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
   REQUEST_TIMEOUT_MS: Type.Integer({

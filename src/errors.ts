@@ -40,6 +40,7 @@ export const errorCatalogue = {
   'push-event-conflict': { status: 409, title: 'The push event id was used for a different event' },
   'stale-rollout-report': { status: 409, title: 'The report is for a rollout that is not current' },
   'immutable-plan-missing': { status: 409, title: 'The service has no immutable deployment plan' },
+  'request-timeout': { status: 408, title: 'The request did not arrive in time' },
   'payload-too-large': { status: 413, title: 'The request body is too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
   'idempotency-key-reused': { status: 422, title: 'The Idempotency-Key was used for a different request' },
@@ -47,6 +48,7 @@ export const errorCatalogue = {
   'registry-target-mismatch': { status: 422, title: "The event's registry host or repository is not the service's registry target" },
   'runtime-capability-missing': { status: 422, title: 'The reporter lacks the immutable image capability' },
   'runtime-attestation-missing': { status: 422, title: 'The immutable rollout report envelope is missing' },
+  'request-header-too-large': { status: 431, title: 'The request head is too large' },
   'internal-error': { status: 500, title: 'Internal error' },
   'database-unavailable': { status: 503, title: 'The database is unavailable' },
 } as const satisfies Record<string, ErrorSpec>;
@@ -220,8 +222,14 @@ export const errors = {
   immutablePlanMissing: (serviceId: string): AppError => new AppError('immutable-plan-missing', {
     detail: `service '${serviceId}' has no immutable deployment plan`,
   }),
-  payloadTooLarge: (limitBytes: number | undefined): AppError => new AppError('payload-too-large', {
-    detail: limitBytes === undefined ? 'the request body is too large' : `the request body is larger than the limit of ${limitBytes} bytes`,
+  requestTimeout: (): AppError => new AppError('request-timeout', {
+    detail: 'the request (its head and body) did not arrive within REQUEST_TIMEOUT_MS; the connection is closed',
+  }),
+  requestHeaderTooLarge: (): AppError => new AppError('request-header-too-large', {
+    detail: 'the request line and headers together are larger than the server accepts (16 KiB): a long query string, cookie or header',
+  }),
+  payloadTooLarge: (limitBytes: number | undefined, what = 'the request body'): AppError => new AppError('payload-too-large', {
+    detail: limitBytes === undefined ? `${what} is too large` : `${what} is larger than the limit of ${limitBytes} bytes`,
     details: limitBytes === undefined ? {} : { limitBytes },
   }),
   unsupportedMediaType: (contentType: string | undefined): AppError => new AppError('unsupported-media-type', {

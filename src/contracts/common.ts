@@ -20,7 +20,8 @@ export const contractLimits = {
   descriptionLength: 4096,
   logLineLength: 4096,
   jwtLength: 16384,
-  idempotencyKeyLength: 256,
+  /** Idempotency keys: 1–255 visible ASCII characters (the same rule on REST's header and in TypedRequest payloads). */
+  idempotencyKeyLength: 255,
   environmentValueLength: 32768,
   environmentEntries: 512,
   customPortEntries: 256,
@@ -33,7 +34,12 @@ export const contractLimits = {
   reporters: 4096,
   observedTags: 1024,
   repoDigests: 64,
-  deploymentsPerReport: 4096,
+  /**
+   * deployments of one snapshot report: a full report of a 1,000-node cluster with up to 8 replicas per
+   * node; the body limit (REPORT_BODY_LIMIT_BYTES) usually binds first — a larger cluster reports node by
+   * node scope (`reporterNodeNames`), each report replacing only its nodes' deployments.
+   */
+  deploymentsPerReport: 8192,
   deploymentLogLines: 1000,
   deploymentIds: 10000,
   domains: 256,
@@ -50,6 +56,15 @@ export const contractLimits = {
  */
 export const strictObject = <T extends TProperties>(properties: T): TObject<T> =>
   Type.Object(properties, { additionalProperties: false });
+
+/**
+ * An idempotency key: 1–255 visible ASCII characters (a UUID, a CI run id, …) — no spaces, no
+ * control characters — in a header (REST) or a payload (TypedRequest) alike.
+ */
+export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7e]{1,255}$';
+export const IdempotencyKey = Type.String({
+  minLength: 1, maxLength: contractLimits.idempotencyKeyLength, pattern: IDEMPOTENCY_KEY_PATTERN, description: '1–255 visible ASCII characters',
+});
 
 /** Identifier: non-empty, bounded. */
 export const Id = Type.String({ minLength: 1, maxLength: contractLimits.idLength });

@@ -18,13 +18,11 @@
  * - `typedRequestContracts[method]`: the same object, for registration by method name.
  */
 import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
-import { Id, NonNegativeSafeInteger, Name, Timestamp, contractLimits, strictObject } from './common.js';
+import { Id, IdempotencyKey, NonNegativeSafeInteger, Name, Timestamp, contractLimits, strictObject } from './common.js';
 import { IDeployment } from './deployment.js';
 import { IIdentity } from './identity.js';
 import { IImageRelease, IImmutableRolloutReportEnvelope } from './immutableImage.js';
 import { IService, TServiceWritableData } from './service.js';
-
-const IdempotencyKey = Type.String({ minLength: 1, maxLength: contractLimits.idempotencyKeyLength });
 
 /** `{ method, request, payload, response }` for one TypedRequest method. */
 export interface TypedRequestContract<

@@ -7,7 +7,7 @@
  *   compare-and-swap as `rollbackServiceImageRelease`).
  */
 import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
-import { contractLimits, Id, Name, NonNegativeSafeInteger, strictObject } from './common.js';
+import { Id, IdempotencyKey, Name, NonNegativeSafeInteger, strictObject } from './common.js';
 import { IIdentity } from './identity.js';
 import { TImmutableImageMismatchReason, TImmutableImageRolloutMode, TImmutableImageRolloutStatus, TSha256Digest } from './immutableImage.js';
 import { IService } from './service.js';
@@ -69,7 +69,7 @@ export const IRequest_Any_Cloudly_ListServices = serviceContract('listServices',
 export const AbortServiceRolloutRequest = strictObject({
   identity: IIdentity,
   serviceId: Id,
-  idempotencyKey: Type.String({ minLength: 1, maxLength: contractLimits.idempotencyKeyLength }),
+  idempotencyKey: IdempotencyKey,
   expectedCurrentRolloutId: Id,
   expectedRolloutGeneration: NonNegativeSafeInteger,
   reason: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'why (kept in the rollout history)' })),

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { Id, NonNegativeSafeInteger } from '../../contracts/index.js';
+import { Id, IDEMPOTENCY_KEY_PATTERN, NonNegativeSafeInteger } from '../../contracts/index.js';
 import { DeliveryMetrics, DeliveryMetricsQuery } from '../../domain/deliveryMetrics.js';
 import { RolloutHistoryPage, RolloutHistoryQuery } from '../../domain/history.js';
 import { permissions } from '../../domain/principal.js';
@@ -19,8 +19,8 @@ export interface RolloutRoutesOptions {
   verifier: TokenVerifier;
 }
 
-/** Idempotency keys: 1–255 visible ASCII characters (a UUID, a CI run id, …). */
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+/** Idempotency keys: 1–255 visible ASCII characters (a UUID, a CI run id, …), as in TypedRequest payloads. */
+const IDEMPOTENCY_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 
 /** Declared for the document (and checked again by the validator); `requireIdempotencyKey` answers a missing one first. */
 const IdempotencyHeaders = Type.Object({

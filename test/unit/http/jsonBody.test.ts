@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isAppError } from '../../../src/errors.js';
-import { MAX_BODY_DEPTH, parseJsonBody, poisonedKeyIn, tooDeepIn } from '../../../src/http/jsonBody.js';
+import { MAX_BODY_DEPTH, parseJsonBody, refusedKeyIn, tooDeepIn } from '../../../src/http/jsonBody.js';
 
 /** How deep a parsed value nests (arrays and objects count a level). */
 const depthOf = (value: unknown): number =>
@@ -86,10 +86,55 @@ describe('the JSON body parser: prototype-poisoning keys', () => {
   it('lets harmless look-alikes through', () => {
     expect(parseJsonBody('{"constructor":"x","proto":{"__proto":1},"note":"__proto__"}'))
       .toEqual({ constructor: 'x', proto: { __proto: 1 }, note: '__proto__' });
-    expect(poisonedKeyIn({ constructor: { notPrototype: 1 } })).toBeUndefined();
+    expect(refusedKeyIn({ constructor: { notPrototype: 1 } })).toBeUndefined();
   });
 
   it('says what is wrong with JSON that does not parse', () => {
     expect(refusalOf('{"a":').problems[0]).toMatchObject({ field: '/body', message: expect.stringMatching(/^is not valid JSON/) });
+  });
+});
+
+describe('the JSON body parser: repeated member names', () => {
+  it('refuses a member name repeated in one object, naming where (JSON.parse would keep the last one silently)', () => {
+    expect(refusalOf('{"expectedRolloutGeneration":7,"reason":"x","expectedRolloutGeneration":0}').problems).toEqual([
+      { field: '/body/expectedRolloutGeneration', message: 'is repeated in its object (a member name may appear once)' },
+    ]);
+    expect(refusalOf('{"a":[{"b":1},{"c":{"d":1, "d" :2}}]}').problems[0]?.field).toBe('/body/a/1/c/d');
+    // The same name written once plainly and once escaped is the same member.
+    expect(refusalOf('{"ab":1,"\\u0061b":2}').problems[0]?.field).toBe('/body/ab');
+  });
+
+  it('accepts the same name in different objects, and names that only look alike', () => {
+    expect(parseJsonBody('{"a":{"x":1},"b":{"x":2},"c":[{"x":3},{"x":4}]}')).toEqual({ a: { x: 1 }, b: { x: 2 }, c: [{ x: 3 }, { x: 4 }] });
+    expect(parseJsonBody('{"a":"\\"a\\":1","A":2, "a\\\\":3}')).toEqual({ a: '"a":1', A: 2, 'a\\': 3 });
+    expect(parseJsonBody('["x", "x", {"x": "x:"}]')).toEqual(['x', 'x', { x: 'x:' }]);
+  });
+
+  it('refuses a body exactly when its text repeats a member name (generated objects with names drawn from a few)', () => {
+    const names = fc.constantFrom('a', 'b', 'c', 'a\\"', 'b\\u0062');
+    const objectText = fc.array(fc.tuple(names, fc.integer()), { maxLength: 6 })
+      .map((members) => `{${members.map(([name, value]) => `"${name}" : ${value}`).join(',')}}`);
+    fc.assert(fc.property(fc.array(objectText, { maxLength: 4 }), (objects) => {
+      const text = `[${objects.join(',')}]`;
+      const repeats = objects.some((o) => {
+        const keys = Object.keys(JSON.parse(o) as object).length;
+        return keys !== (o.match(/" : /g) ?? []).length;
+      });
+      if (repeats) expect(refusalOf(text).problems[0]?.message).toMatch(/is repeated/);
+      else expect(parseJsonBody(text)).toEqual(JSON.parse(text));
+    }), { numRuns: 500 });
+  });
+});
+
+describe('the JSON body parser: the TypedRequest stream marker', () => {
+  it('refuses the key _isVirtualStream anywhere, naming where (the real TypedRequest client would read the object as a stream)', () => {
+    expect(refusalOf('{"data":{"environment":{"_isVirtualStream":"enabled","streamId":"x"}}}').problems).toEqual([
+      {
+        field: '/body/data/environment/_isVirtualStream',
+        message: "the key '_isVirtualStream' is not accepted (the TypedRequest client reads it as a stream marker)",
+      },
+    ]);
+    expect(refusalOf('[{"\\u005fisVirtualStream":true}]').problems[0]?.field).toBe('/body/0/_isVirtualStream');
+    expect(parseJsonBody('{"note":"_isVirtualStream","isVirtualStream":1}')).toEqual({ note: '_isVirtualStream', isVirtualStream: 1 });
   });
 });
