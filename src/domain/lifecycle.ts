@@ -82,7 +82,10 @@ export function replicaStability (input: StabilityInput): Stability {
   const windowMs = policy.stabilityWindowSeconds * 1000;
   const clockAgrees = Math.abs(reportedAt - receivedAt) <= policy.clockToleranceSeconds * 1000;
   const claimed = clockAgrees && deployedAt !== undefined && deployedAt <= reportedAt ? receivedAt - (reportedAt - deployedAt) : receivedAt;
-  const since = (carried: number | undefined): number => Math.min(carried ?? receivedAt, receivedAt, claimed);
+  // The reporter's deployedAt counts only for a replica seen for the first time: once the server has
+  // seen it, a run (running, or running verified) starts when a report first shows it, and a report
+  // in between showing it not running, or not verified, starts the run again at that report.
+  const since = (carried: number | undefined): number => (previous === undefined ? Math.min(receivedAt, claimed) : Math.min(carried ?? receivedAt, receivedAt));
   if (!input.running) return { runningStable: false, stable: false };
   const runningSince = since(previous?.runningSince);
   const runningStable = receivedAt - runningSince >= windowMs;

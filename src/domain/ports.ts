@@ -351,8 +351,10 @@ export interface ReportRepository {
    */
   knownHead(id: string): ReportHead | undefined;
   findRecords(ids: readonly string[]): Promise<ReportRecord[]>;
-  /** The reports of a service without the immutable policy (one per reporter). */
+  /** The reports of a service without the immutable policy (one per reporting cluster; per reporter, those written before). */
   listServiceRecords(serviceId: string): Promise<ReportRecord[]>;
+  /** Removes one record (a service record of the earlier per-reporter kind, once its cluster's record replaced it). */
+  removeRecord(id: string): Promise<void>;
   /** Writes the record if it is still at `expectedVersion` (0: if there is none). False: a concurrent report won. */
   writeRecord(record: ReportRecord, expectedVersion: number): Promise<boolean>;
   /**

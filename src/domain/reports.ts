@@ -112,15 +112,32 @@ export interface StabilityContext {
 
 const replicaKey = (nodeName: string, deploymentId: string): string => `${nodeName}\u0000${deploymentId}`;
 
-/** The reporter's entry in the rollout status and its per-replica verdicts, from the server's own verification. */
+/**
+ * The nodes of the reporter's earlier reports of the rollout that a node-scoped report (top-level
+ * `reporterNodeNames`) leaves as they were: its replicas' verdicts stay in the entry (and its
+ * deployments in the record). A report without `reporterNodeNames` replaces everything.
+ */
+export function keptNodes (input: ReportDeploymentSnapshotsInput, previous: Pick<ReportHead, 'nodeNames'> | null): string[] {
+  if (input.reporterNodeNames === undefined || !previous) return [];
+  const reported = new Set(input.immutableReport?.reporterNodeNames ?? input.reporterNodeNames);
+  return previous.nodeNames.filter((n) => !reported.has(n));
+}
+
+/**
+ * The reporter's entry in the rollout status and its per-replica verdicts, from the server's own
+ * verification: this report's replicas, and those of `kept` nodes (earlier node-scoped reports) as
+ * they were.
+ */
 export function reporterEntryOf (
   plan: IImmutableImageDeploymentPlan,
   input: ReportDeploymentSnapshotsInput & { immutableReport: NonNullable<ReportDeploymentSnapshotsInput['immutableReport']> },
   reporter: { reporterId: string, clusterId: string },
-  stability: StabilityContext
+  stability: StabilityContext,
+  kept: readonly string[] = []
 ): { entry: IImageRolloutReporterStatus, replicas: ReplicaDetail[] } {
   const envelope = input.immutableReport;
-  const reporterNodes = [...new Set(envelope.reporterNodeNames)].sort();
+  const reporterNodes = [...new Set([...envelope.reporterNodeNames, ...kept])].sort();
+  const keptSet = new Set(kept);
   const previous = new Map(stability.previous.map((r) => [replicaKey(r.nodeName, r.deploymentId), r]));
   const replicas: ReplicaDetail[] = input.deployments.map((d) => {
     const verdict = verifyReplicaEvidence(plan, d);
@@ -145,7 +162,8 @@ export function reporterEntryOf (
       ...stable,
     };
   });
-  const { counts, replicas: detail } = countReporterReplicas(plan, reporterNodes, replicas);
+  const carried = kept.length === 0 ? [] : stability.previous.filter((r) => keptSet.has(r.nodeName));
+  const { counts, replicas: detail } = countReporterReplicas(plan, reporterNodes, [...replicas, ...carried]);
   const entry: IImageRolloutReporterStatus = {
     reporterId: reporter.reporterId,
     reporterSessionId: envelope.reporterSessionId,
@@ -199,7 +217,16 @@ export interface ReportRecord {
   replicas: ReplicaDetail[];
   /** The deployments the report stated (for a node scope, merged with the reporter's others). */
   deployments: ReportedDeployment[];
+  /**
+   * A service record's nodes whose deployments a later node-scoped report stated: who reported
+   * them and when (the record's own reporter and position are those of the report that stated the
+   * rest). Absent on rollout records.
+   */
+  nodeSources?: NodeSource[];
 }
+
+/** Who stated a node's deployments in a service record, and when. */
+export interface NodeSource { nodeName: string, reporterId: string, reportedAt: number, receivedAt: number }
 
 /** The summary version that accounts for a record: its own, or the one that covered it (`coveredBy`). */
 export const accountedVersion = (record: Pick<ReportRecord, 'version' | 'coveredBy'>): number => record.coveredBy ?? record.version;
@@ -222,7 +249,13 @@ function targetNodesOf (plan: IImmutableImageDeploymentPlan): ReadonlySet<string
 }
 
 export const rolloutRecordId = (rolloutId: string, reporterId: string): string => `rollout:${rolloutId}:${reporterId}`;
-export const serviceRecordId = (serviceId: string, reporterId: string): string => `service:${serviceId}:${reporterId}`;
+/**
+ * The stored deployments of a service without the immutable policy are kept per reporting cluster
+ * (a full report replaces all of the cluster's, whichever of its tokens reported them). Records
+ * written before were kept per reporter (`service:<serviceId>:<clusterId>/<sub>`).
+ */
+export const serviceRecordId = (serviceId: string, clusterId: string): string => `service:${serviceId}:${clusterId}`;
+export const earlierServiceRecordId = (serviceId: string, reporterId: string): string => `service:${serviceId}:${reporterId}`;
 
 /** How the reporter's earlier report orders this one: apply it, answer it as a replay, or refuse it. */
 export type PositionVerdict = { kind: 'apply', retire?: string } | { kind: 'replay' } | { kind: 'refuse', error: AppError };
@@ -267,6 +300,18 @@ export function claimRefusal (plan: IImmutableImageDeploymentPlan, refused: Clai
     return errors.validationFailed([{ field: '/immutableReport/reporterSessionId', message }]);
   }
   return staleReport(`node '${refused.name}' is already reported by reporter '${refused.owner}' for this rollout`, plan);
+}
+
+/**
+ * Who stated each node's deployments after a node-scoped report (its nodes: this report; the
+ * record's other scoped nodes as they were); a report without a scope states them all.
+ */
+export function nodeSourcesAfter (
+  previous: readonly NodeSource[], scope: readonly string[] | undefined, source: Omit<NodeSource, 'nodeName'>
+): NodeSource[] | undefined {
+  if (scope === undefined) return undefined;
+  const reported = new Set(scope);
+  return [...previous.filter((s) => !reported.has(s.nodeName)), ...[...reported].sort().map((nodeName) => ({ nodeName, ...source }))];
 }
 
 /**

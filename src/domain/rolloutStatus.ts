@@ -270,8 +270,9 @@ const countsVerified = (r: ReplicaDetail): boolean => r.verification === 'verifi
  * stability window (`runningStable`), as verified once it has run with verified evidence for it
  * (`stable`; src/domain/lifecycle.ts `replicaStability`). At most replicasPerNode replicas count per node (the best ones);
  * replicas of other rollouts never count. A RUNNING replica of this rollout whose evidence does
- * not verify blocks success even when it is beyond the node's count (another replica on the same
- * node verifying proves nothing about it): it sets the reporter's mismatch.
+ * not verify (a failed check, or no evidence at all) blocks success even when it is beyond the
+ * node's count (another replica on the same node verifying proves nothing about it): it sets the
+ * reporter's mismatch.
  */
 export function countReporterReplicas (
   plan: IImmutableImageDeploymentPlan,
@@ -288,8 +289,11 @@ export function countReporterReplicas (
     counted.push({ ...replica, counted: counts });
   }
   const mine = counted.filter((r) => r.counted);
-  const extraRunningMismatch = counted.find((r) => !r.counted && r.verification === 'mismatched' && r.deploymentStatus === 'running');
-  const mismatch = mine.find((r) => r.verification === 'mismatched') ?? extraRunningMismatch;
+  // An extra running task of this rollout that does not verify — its evidence fails a check, or it
+  // has none at all — is never dropped: nothing proves what that container runs.
+  const extraRunningUnproven = counted.find((r) => !r.counted && r.deploymentStatus === 'running' &&
+    r.verification !== 'verified' && r.verification !== 'other-rollout');
+  const mismatch = mine.find((r) => r.verification === 'mismatched') ?? extraRunningUnproven;
   const failed = mine.filter((r) => r.health === 'failed').length;
   return {
     counts: {

@@ -23,10 +23,14 @@ export const StoredDeployments = Type.Object({
 export type StoredDeployments = Static<typeof StoredDeployments>;
 
 const deploymentsOf = (records: readonly ReportRecord[]): StoredDeployments['deployments'] => records
-  .flatMap((r) => r.deployments.map((deployment) => {
-    const { clusterId, reporterId, position } = r;
-    return { clusterId, reporterId, reportedAt: position.reportedAt, receivedAt: position.receivedAt, deployment };
-  }))
+  .flatMap((r) => {
+    const scoped = new Map((r.nodeSources ?? []).map((s) => [s.nodeName, s]));
+    return r.deployments.map((deployment) => {
+      const source = (deployment.nodeName === undefined ? undefined : scoped.get(deployment.nodeName)) ??
+        { reporterId: r.reporterId, reportedAt: r.position.reportedAt, receivedAt: r.position.receivedAt };
+      return { clusterId: r.clusterId, reporterId: source.reporterId, reportedAt: source.reportedAt, receivedAt: source.receivedAt, deployment };
+    });
+  })
   .sort((a, b) => a.clusterId.localeCompare(b.clusterId) || (a.deployment.nodeName ?? '').localeCompare(b.deployment.nodeName ?? '') ||
     a.deployment.id.localeCompare(b.deployment.id));
 

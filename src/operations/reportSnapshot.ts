@@ -3,7 +3,8 @@ import type { ReportDeploymentSnapshotsInput } from '../contracts/reports.js';
 import type { Clock, Repositories, ReportTarget, StatusState } from '../domain/ports.js';
 import {
   claimRefusal, deploymentProblems, envelopeRefusal, foreignNodeRefusal, mergedDeployments, missingCapabilityRefusal, positionVerdict,
-  accountedVersion, RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes, reporterEntryOf, reporterIdOf, rolloutRecordId, serviceRecordId, staleReport,
+  accountedVersion, earlierServiceRecordId, keptNodes, nodeSourcesAfter, RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes, reporterEntryOf,
+  reporterIdOf, rolloutRecordId, serviceRecordId, staleReport,
   type ReportHead, type ReportRecord,
 } from '../domain/reports.js';
 import { aggregateOf, contributionOf, entryDelta, reporterKeyOf, sameContribution, type RolloutAggregate, type SummaryEntry } from '../domain/rolloutStatus.js';
@@ -48,6 +49,13 @@ export interface ReportSnapshotDeps {
 /** Rounds of read → decide → write a report may take against its own reporter's concurrent reports. */
 const MAX_ROUNDS = 16;
 
+/**
+ * The deployments one reporter's record may hold for a rollout, all its node scopes together, as
+ * JSON: the largest report body a server accepts (REPORT_BODY_LIMIT_BYTES at most), so that a record
+ * stays well within the database's 16 MiB document limit however a reporter splits its reports.
+ */
+export const RECORD_DEPLOYMENTS_LIMIT_BYTES = 12 * 1024 * 1024;
+
 type ImmutableInput = ReportDeploymentSnapshotsInput & { immutableReport: NonNullable<ReportDeploymentSnapshotsInput['immutableReport']> };
 
 interface Reporter { reporterId: string, clusterId: string }
@@ -63,6 +71,9 @@ interface RolloutReport {
   reporter: Reporter,
   held: ReportTarget['held'],
 }
+
+/** The nodes of a reporter's earlier reports a node-scoped report leaves as they were, and their deployments. */
+interface Kept { nodeNames: string[], deployments: ReportRecord['deployments'] }
 
 /** What an admitted report is about. */
 interface Admitted { target: ReportTarget, reporter: Reporter, scope: string[] | undefined }
@@ -159,11 +170,18 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     return success(aggregateOf(plan, state.summary));
   }
 
-  /** The record this report writes: the envelope's position, the entry, the verdicts and the deployments. */
-  function nextRecord ({ plan, policy, input, reporter }: RolloutReport, previous: ReportHead | null, retire: string | undefined): ReportRecord {
+  /**
+   * The record this report writes: the envelope's position, the entry, the verdicts and the
+   * deployments — with a node scope, merged with the reporter's earlier ones on its other nodes
+   * (`kept`: their deployments as the record `previous` holds them).
+   */
+  function nextRecord (
+    { plan, policy, input, reporter }: RolloutReport, previous: ReportHead | null, retire: string | undefined,
+    kept: Kept
+  ): ReportRecord {
     const envelope = input.immutableReport;
     const receivedAt = deps.now();
-    const { entry, replicas } = reporterEntryOf(plan, input, reporter, { previous: previous?.replicas ?? [], receivedAt, policy });
+    const { entry, replicas } = reporterEntryOf(plan, input, reporter, { previous: previous?.replicas ?? [], receivedAt, policy }, kept.nodeNames);
     const retired = retire === undefined ? previous?.retiredSessions ?? [] : [...(previous?.retiredSessions ?? []), retire].slice(-RETIRED_SESSIONS_KEPT);
     return {
       id: rolloutRecordId(plan.rolloutId, reporter.reporterId),
@@ -177,8 +195,21 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       nodeNames: entry.reporterNodeNames,
       entry,
       replicas,
-      deployments: input.deployments,
+      deployments: kept.nodeNames.length === 0 ? input.deployments : mergedDeployments(kept.deployments, input.deployments, envelope.reporterNodeNames),
     };
+  }
+
+  /**
+   * The nodes a node-scoped report leaves as they were, with their deployments as the record at
+   * `previous`'s version holds them (read only then); undefined when the record moved meanwhile.
+   */
+  async function keptOf (input: ImmutableInput, previous: ReportHead | null): Promise<Kept | undefined> {
+    const nodeNames = keptNodes(input, previous);
+    if (nodeNames.length === 0 || !previous) return { nodeNames: [], deployments: [] };
+    const stored = await repos.reports.findRecord(previous.id);
+    if (stored?.version !== previous.version) return undefined;
+    const keep = new Set(nodeNames);
+    return { nodeNames, deployments: stored.deployments.filter((d) => d.nodeName !== undefined && keep.has(d.nodeName)) };
   }
 
   /** An immutable rollout's report: decide against the reporter's record, claim, write the record (CAS), then the status. */
@@ -204,7 +235,13 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       const taken = await claimNew(report, record);
       if (taken) return refusal(taken);
       deps.fault('after-report-claims');
-      const built = nextRecord(report, record, verdict.kind === 'apply' ? verdict.retire : undefined);
+      const kept = await keptOf(input, record);
+      if (!kept) continue;
+      const built = nextRecord(report, record, verdict.kind === 'apply' ? verdict.retire : undefined, kept);
+      if (kept.nodeNames.length > 0 && JSON.stringify(built.deployments).length > RECORD_DEPLOYMENTS_LIMIT_BYTES) {
+        const what = 'the deployments this reporter states for the rollout, on all its nodes together,';
+        return refusal(errors.payloadTooLarge(RECORD_DEPLOYMENTS_LIMIT_BYTES, what));
+      }
       const coveredBy = coveringVersion(report.held, record, built);
       const next: ReportRecord = coveredBy === undefined ? built : { ...built, coveredBy };
       if (!(await repos.reports.writeRecord(next, record?.version ?? 0))) continue;
@@ -217,24 +254,40 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     throw new Error(`the report of ${reporter.reporterId} kept being overtaken by its own concurrent reports`);
   }
 
-  /** A service without the immutable policy: the reporter's stored deployments, replaced (or, with a node scope, merged). */
+  /**
+   * A service without the immutable policy: the reporting cluster's stored deployments, replaced
+   * (or, with a node scope, merged), whichever of the cluster's tokens reported them before.
+   */
   async function recordDeployments (input: ReportDeploymentSnapshotsInput, reporter: Reporter, scope: string[] | undefined): Promise<Result<ReportOutcome>> {
-    const id = serviceRecordId(input.serviceId, reporter.reporterId);
+    const id = serviceRecordId(input.serviceId, reporter.clusterId);
+    const earlierId = earlierServiceRecordId(input.serviceId, reporter.reporterId);
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const previous = await repos.reports.findRecord(id);
+      const stored = await repos.reports.findRecord(id);
+      // The cluster's first record: the reporter's record of the earlier per-reporter kind, if any, is where it starts from.
+      const earlier = stored ? null : await repos.reports.findRecord(earlierId);
+      const previous = stored ?? earlier;
+      const position = { reportedAt: input.reportedAt, receivedAt: deps.now() };
+      // A scoped report leaves the rest of the record as it was: its reporter and position with it.
+      const base = scope !== undefined && previous
+        ? { reporterId: previous.reporterId, position: previous.position }
+        : { reporterId: reporter.reporterId, position };
+      const nodeSources = nodeSourcesAfter(previous?.nodeSources ?? [], scope, { reporterId: reporter.reporterId, ...position });
       const record: ReportRecord = {
         id,
         serviceId: input.serviceId,
-        reporterId: reporter.reporterId,
+        ...base,
         clusterId: reporter.clusterId,
-        version: (previous?.version ?? 0) + 1,
-        position: { reportedAt: input.reportedAt, receivedAt: deps.now() },
+        version: (stored?.version ?? 0) + 1,
         retiredSessions: [],
-        nodeNames: scope ? [...scope].sort() : [],
+        nodeNames: [],
         replicas: [],
         deployments: mergedDeployments(previous?.deployments ?? [], input.deployments, scope),
+        ...(nodeSources ? { nodeSources } : {}),
       };
-      if (await repos.reports.writeRecord(record, previous?.version ?? 0)) return success({ kind: 'recorded' });
+      if (await repos.reports.writeRecord(record, stored?.version ?? 0)) {
+        if (earlier) await repos.reports.removeRecord(earlierId);
+        return success({ kind: 'recorded' });
+      }
     }
     throw new Error(`the deployments of ${reporter.reporterId} kept being overtaken by its own concurrent reports`);
   }

@@ -54,6 +54,19 @@ describe('stability window', () => {
     expect(report(T, { deployedAt: T + 60_000 })).toMatchObject({ verifiedSince: T, stable: false });
   });
 
+  it('deployedAt counts for a replica seen for the first time only: one an earlier report showed not verified (not running) ' +
+    'starts its run at the report that first shows it verified (running)', () => {
+    const longAgo = T - 3_600_000;
+    const mismatched = report(T, { deployedAt: longAgo, verified: false });
+    // Running for an hour by its own times (healthy at once), not verified.
+    expect(mismatched).toMatchObject({ runningSince: longAgo, runningStable: true, stable: false });
+    const verifiedNow = report(T + 1_000, { previous: mismatched, deployedAt: longAgo });
+    expect(verifiedNow).toMatchObject({ verifiedSince: T + 1_000, stable: false, runningSince: longAgo });
+    const stopped = replicaStability({ previous: verifiedNow, running: false, verified: false, reportedAt: T + 2_000, receivedAt: T + 2_000, policy });
+    const runningAgain = report(T + 3_000, { previous: stopped, deployedAt: longAgo });
+    expect(runningAgain).toMatchObject({ runningSince: T + 3_000, verifiedSince: T + 3_000, runningStable: false, stable: false });
+  });
+
   it('running without verified evidence counts as healthy after the window, never as verified', () => {
     const first = report(T, { verified: false });
     const later = report(T + W * 1000, { previous: first, verified: false });
