@@ -17,6 +17,8 @@ export interface ClusterNodes {
 export interface NodeClaim {
   clusterId: string;
   createdAt: number;
+  /** The highest registration revision of the cluster that claimed it (committed once the cluster's revision reached it). */
+  revision: number;
 }
 
 /** What a node claim did: the nodes it created, and those whose `_id` another document holds. */

@@ -48,6 +48,11 @@ export function rolloutPolicyProblems (policy: IRolloutPolicy | undefined, field
 export interface StabilityInput {
   /** The same replica (node and deployment id) in the reporter's previous accepted report of this rollout. */
   previous?: { runningSince?: number, verifiedSince?: number };
+  /**
+   * The reporter has reported the replica's node before in this rollout: a replica that is not in its
+   * previous report is then not seen for the first time (it was left out, so not shown running).
+   */
+  nodeSeenBefore?: boolean;
   running: boolean;
   verified: boolean;
   /** The deployment's `deployedAt` (reporter's clock). */
@@ -82,10 +87,12 @@ export function replicaStability (input: StabilityInput): Stability {
   const windowMs = policy.stabilityWindowSeconds * 1000;
   const clockAgrees = Math.abs(reportedAt - receivedAt) <= policy.clockToleranceSeconds * 1000;
   const claimed = clockAgrees && deployedAt !== undefined && deployedAt <= reportedAt ? receivedAt - (reportedAt - deployedAt) : receivedAt;
-  // The reporter's deployedAt counts only for a replica seen for the first time: once the server has
-  // seen it, a run (running, or running verified) starts when a report first shows it, and a report
-  // in between showing it not running, or not verified, starts the run again at that report.
-  const since = (carried: number | undefined): number => (previous === undefined ? Math.min(receivedAt, claimed) : Math.min(carried ?? receivedAt, receivedAt));
+  // The reporter's deployedAt counts only for a replica seen for the first time — on a node the reporter
+  // has not reported before: once the server has seen the node, a run (running, or running verified)
+  // starts when a report first shows it, and a report in between showing it not running, not verified,
+  // or not at all, starts the run again at that report.
+  const firstSight = previous === undefined && input.nodeSeenBefore !== true;
+  const since = (carried: number | undefined): number => (firstSight ? Math.min(receivedAt, claimed) : Math.min(carried ?? receivedAt, receivedAt));
   if (!input.running) return { runningStable: false, stable: false };
   const runningSince = since(previous?.runningSince);
   const runningStable = receivedAt - runningSince >= windowMs;
@@ -164,12 +171,41 @@ export interface FailureMilestone {
 export const triggerOf = (failure: FailureMilestone): TAutoRollbackTrigger =>
   failure.by === 'deadline' ? 'deadline' : failure.status === 'mismatched' ? 'mismatched' : 'failed';
 
+/** A failure the rollout is in, or went through before ever succeeding: what kind, and why. */
+export interface FiredTrigger {
+  trigger: TAutoRollbackTrigger;
+  status: 'failed' | 'mismatched';
+  reason: TImmutableImageMismatchReason;
+  by: 'report' | 'deadline';
+}
+
 /**
- * Whether an automatic rollback follows this failure: the service asks for it on this trigger,
- * and the rollout is not a rollback itself (a rollback is never rolled back automatically).
+ * The triggers a rollout has met before ever succeeding: its progress deadline, once decided; its
+ * first failure; and the failure it is in now, if another — a rollout that first failed on a
+ * trigger the service did not choose may fail later on one it did.
  */
-export const autoRollbackWanted = (plan: IImmutableImageDeploymentPlan, policy: EffectivePolicy, failure: FailureMilestone | undefined): boolean =>
-  failure !== undefined && plan.mode !== 'rollback' && policy.autoRollback.enabled && policy.autoRollback.triggers.includes(triggerOf(failure));
+export function firedTriggers (
+  lifecycle: Pick<RolloutLifecycle, 'succeededAt' | 'failure' | 'deadline'>,
+  current: { status: TImmutableImageRolloutStatus, mismatchReason?: TImmutableImageMismatchReason | undefined }
+): FiredTrigger[] {
+  if (lifecycle.succeededAt !== undefined) return [];
+  const fired: FiredTrigger[] = [];
+  if (lifecycle.deadline) fired.push({ trigger: 'deadline', status: 'failed', reason: lifecycle.deadline.reason, by: 'deadline' });
+  const first = lifecycle.failure;
+  if (first) fired.push({ trigger: triggerOf(first), status: first.status, reason: first.reason, by: first.by });
+  // After the deadline the status is `failed` because of it: that is the deadline trigger, not a replica's failure.
+  if (!lifecycle.deadline && (current.status === 'failed' || current.status === 'mismatched')) {
+    fired.push({ trigger: current.status, status: current.status, reason: current.mismatchReason ?? 'replica-failed', by: 'report' });
+  }
+  return fired;
+}
+
+/**
+ * The trigger an automatic rollback follows, if any: the first fired trigger the service asks for,
+ * unless the rollout is a rollback itself (a rollback is never rolled back automatically).
+ */
+export const autoRollbackCause = (plan: IImmutableImageDeploymentPlan, policy: EffectivePolicy, fired: readonly FiredTrigger[]): FiredTrigger | undefined =>
+  plan.mode === 'rollback' || !policy.autoRollback.enabled ? undefined : fired.find((f) => policy.autoRollback.triggers.includes(f.trigger));
 
 // Automatic promotion filter ----------------------------------------------------
 

@@ -165,8 +165,8 @@ export interface ServiceRepository {
 
   // Lifecycle control (src/operations/lifecycle.ts): each write is a compare-and-swap that applies once.
   findLifecycle(id: string): Promise<LifecycleView | null>;
-  /** Services whose current rollout still has lifecycle work (deadline to watch, history to write, follow-ups). */
-  openLifecycles(limit: number): Promise<LifecycleView[]>;
+  /** Services whose current rollout still has lifecycle work (deadline to watch, history to write, follow-ups), by id after `after`. */
+  openLifecycles(limit: number, after?: string): Promise<LifecycleView[]>;
   /** Starts the lifecycle of a summary written before lifecycles existed. */
   ensureLifecycle(target: LifecycleTarget, at: number): Promise<void>;
   /** Raises the progress maxima to `totals` (where higher) and stamps the time; false: no count grew. */
@@ -314,6 +314,8 @@ export interface ClusterRepository {
   list(opts: { limit: number, after?: string }): Promise<ClusterRecord[]>;
   /** nodeName → its claim, for the given names that are claimed. */
   findNodeOwners(nodeNames: readonly string[]): Promise<Map<string, NodeClaim>>;
+  /** nodeName → its claim, for the given names that are registered: claimed at a revision their cluster committed. */
+  findRegisteredNodeOwners(nodeNames: readonly string[]): Promise<Map<string, NodeClaim>>;
   /** Deletes this exact claim (same cluster and creation time), if it is still there. */
   releaseAbandonedClaim(nodeName: string, claim: NodeClaim): Promise<void>;
   /**

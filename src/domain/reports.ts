@@ -106,6 +106,8 @@ export function envelopeRefusal (
 /** What stability is judged against: the reporter's previous report of the rollout, when this one arrived, the service's window. */
 export interface StabilityContext {
   previous: readonly ReplicaDetail[];
+  /** The nodes of the reporter's previous report of the rollout (its record). */
+  previousNodes?: readonly string[];
   receivedAt: number;
   policy: Pick<EffectivePolicy, 'stabilityWindowSeconds' | 'clockToleranceSeconds'>;
 }
@@ -139,11 +141,13 @@ export function reporterEntryOf (
   const reporterNodes = [...new Set([...envelope.reporterNodeNames, ...kept])].sort();
   const keptSet = new Set(kept);
   const previous = new Map(stability.previous.map((r) => [replicaKey(r.nodeName, r.deploymentId), r]));
+  const seenNodes = new Set(stability.previousNodes ?? []);
   const replicas: ReplicaDetail[] = input.deployments.map((d) => {
     const verdict = verifyReplicaEvidence(plan, d);
     const nodeName = d.nodeName ?? '';
     const stable = replicaStability({
       previous: previous.get(replicaKey(nodeName, d.id)),
+      nodeSeenBefore: seenNodes.has(nodeName),
       running: verdict.health === 'healthy',
       verified: verdict.verification === 'verified',
       deployedAt: d.deployedAt,

@@ -1,8 +1,8 @@
 import type { IImmutableImageDeploymentPlan } from '../contracts/index.js';
 import { restoreTimes } from '../domain/deliveryMetrics.js';
 import {
-  autoRollbackWanted, deadlineAt, deadlineReason, effectiveRolloutPolicy, hasProgressed, isInProgress, isSettled, triggerOf, verifiedReleaseOf,
-  type EffectivePolicy, type FailureMilestone, type RolloutLifecycle,
+  autoRollbackCause, deadlineAt, deadlineReason, effectiveRolloutPolicy, firedTriggers, hasProgressed, isInProgress, isSettled, verifiedReleaseOf,
+  type EffectivePolicy, type FailureMilestone, type FiredTrigger, type RolloutLifecycle,
 } from '../domain/lifecycle.js';
 import type { Clock, LifecycleTarget, LifecycleView, Repositories, StatusState } from '../domain/ports.js';
 import { aggregateOf, type RolloutAggregate } from '../domain/rolloutStatus.js';
@@ -44,8 +44,9 @@ export interface LifecycleDeps {
   log: LifecycleLog;
 }
 
-/** At most this many open lifecycles are looked at per sweep (the rest wait for the next). */
+/** Open lifecycles read per page of a sweep, and looked at per sweep at most (the rest at the next, from where it stopped). */
 const SWEEP_BATCH = 500;
+const SWEEP_MAX = 5_000;
 
 /** A waiting push whose promotion is refused with these is not forgotten: it waits for the next rollout to settle. */
 const STILL_WAITING = new Set<string>(['rollout-generation-conflict', 'current-rollout-mismatch', 'idempotency-key-reused']);
@@ -56,7 +57,7 @@ const MAX_PASSES = 3;
 const isSuccess = (status: RolloutAggregate['status']): boolean => status === 'succeeded' || status === 'rolled-back';
 const isFailure = (status: RolloutAggregate['status']): status is 'failed' | 'mismatched' => status === 'failed' || status === 'mismatched';
 
-const describeFailure = (failure: FailureMilestone): string => (failure.by === 'deadline'
+const describeFailure = (failure: Pick<FailureMilestone, 'by' | 'status' | 'reason'>): string => (failure.by === 'deadline'
   ? `made no progress for its deadline (${failure.reason})`
   : `is ${failure.status} (${failure.reason})`);
 
@@ -71,7 +72,9 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
     const { status } = aggregateOf(plan, state.summary);
     if (hasProgressed(lifecycle.progress, state.summary.totals)) return true;
     if (lifecycle.succeededAt !== undefined || lifecycle.deadline !== undefined) return false;
-    return isSuccess(status) || (isFailure(status) && lifecycle.failure === undefined);
+    if (isSuccess(status)) return true;
+    // A failure: the first (a milestone), or another kind than the first (it may be a chosen trigger of an automatic rollback).
+    return isFailure(status) && (lifecycle.failure === undefined || (lifecycle.autoRollback === undefined && lifecycle.failure.status !== status));
   }
 
   /** Lead time and time to restore, told to the metrics when a promotion (or any rollout, for the restore) first succeeds. */
@@ -140,9 +143,9 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
   }
 
   /** The automatic rollback of a failed rollout: once (its Idempotency-Key is the rollout's); undefined: try again later. */
-  async function rollBackAutomatically (view: LifecycleView, plan: IImmutableImageDeploymentPlan, failure: FailureMilestone): Promise<string | undefined> {
-    const cause = triggerOf(failure);
-    const reason = `automatic rollback: rollout '${plan.rolloutId}' ${describeFailure(failure)}`;
+  async function rollBackAutomatically (view: LifecycleView, plan: IImmutableImageDeploymentPlan, fired: FiredTrigger): Promise<string | undefined> {
+    const cause = fired.trigger;
+    const reason = `automatic rollback: rollout '${plan.rolloutId}' ${describeFailure(fired)}`;
     const result = await telemetry.rollout('rollback', deps.rollouts.issueRollout({
       serviceId: view.serviceId,
       releaseId: '',
@@ -218,13 +221,14 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
 
     let followUpsDone = true;
     const now = deps.now();
-    if (autoRollbackWanted(plan, policy, failure) && lifecycle.autoRollback === undefined && succeededAt === undefined && failure) {
-      const outcome = await rollBackAutomatically(view, plan, failure);
+    const aggregate = aggregateOf(plan, state.summary);
+    const cause = autoRollbackCause(plan, policy, firedTriggers(lifecycle, aggregate));
+    if (cause && lifecycle.autoRollback === undefined) {
+      const outcome = await rollBackAutomatically(view, plan, cause);
       if (outcome === undefined) followUpsDone = false;
       else if (outcome.startsWith('issued')) return; // The rollback is the service's rollout now: this one's lifecycle is over.
       else await repos.services.markFollowUp(target, 'autoRollback', { at: now, outcome });
     }
-    const aggregate = aggregateOf(plan, state.summary);
     const settled = isSettled(aggregate.status, lifecycle, policy, now);
     if (settled && view.automationQueue && !view.automationHold && lifecycle.deferredPromotion === undefined && followUpsDone) {
       const outcome = await promoteQueued(view, plan);
@@ -255,18 +259,31 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
     }
   }
 
-  /** One sweep over every open lifecycle. Returns how many were looked at. */
+  /** Where the last sweep stopped, when it stopped before the end (by service id). */
+  let sweepCursor: string | undefined;
+
+  /**
+   * One sweep over the open lifecycles, in service id order, a page at a time: all of them, up to
+   * SWEEP_MAX; a sweep that stops there goes on from that point at the next, so every open lifecycle
+   * is looked at however many there are. Returns how many were looked at.
+   */
   async function sweep (): Promise<number> {
-    const views = await repos.services.openLifecycles(SWEEP_BATCH);
-    for (const view of views) {
-      try {
-        await reconcile(view);
-      } catch (err) {
-        log.warn({ serviceId: view.serviceId, err }, 'rollout lifecycle pass failed; the next sweep takes it up');
+    let looked = 0;
+    for (;;) {
+      const views = await repos.services.openLifecycles(SWEEP_BATCH, sweepCursor);
+      for (const view of views) {
+        try {
+          await reconcile(view);
+        } catch (err) {
+          log.warn({ serviceId: view.serviceId, err }, 'rollout lifecycle pass failed; the next sweep takes it up');
+        }
       }
+      looked += views.length;
+      sweepCursor = views.length < SWEEP_BATCH ? undefined : views.at(-1)?.serviceId;
+      if (sweepCursor === undefined || looked >= SWEEP_MAX) break;
     }
-    telemetry.lifecycleSwept(views.length);
-    return views.length;
+    telemetry.lifecycleSwept(looked);
+    return looked;
   }
 
   /** Sweeps every `intervalMs` (the first after a random part of it, so that processes spread out). */

@@ -50,11 +50,23 @@ export interface ReportSnapshotDeps {
 const MAX_ROUNDS = 16;
 
 /**
- * The deployments one reporter's record may hold for a rollout, all its node scopes together, as
- * JSON: the largest report body a server accepts (REPORT_BODY_LIMIT_BYTES at most), so that a record
- * stays well within the database's 16 MiB document limit however a reporter splits its reports.
+ * Rounds a report of a service without the immutable policy may take against the concurrent reports
+ * of its cluster (one record per cluster: each round one of them wins), before it is answered
+ * `database-unavailable` (retry).
  */
-export const RECORD_DEPLOYMENTS_LIMIT_BYTES = 12 * 1024 * 1024;
+const CLUSTER_RECORD_ROUNDS = 128;
+
+/**
+ * How large one reporter's record of a rollout may grow, all its node scopes together (its
+ * deployments as JSON and its per-replica verdicts, estimated by `recordSizeOf`): well within the
+ * database's 16 MiB document limit however a reporter splits its reports. (One report alone cannot
+ * pass it: its body is at most 12 MiB and its deployments at most 8,192.)
+ */
+export const RECORD_LIMIT_BYTES = 14 * 1024 * 1024;
+
+/** A record's size as stored, estimated from above: the deployments' JSON text, and the verdicts' JSON with a margin for BSON. */
+const recordSizeOf = (record: ReportRecord): number =>
+  JSON.stringify(record.deployments).length + Math.ceil(1.25 * JSON.stringify(record.replicas).length) + 64 * 1024;
 
 type ImmutableInput = ReportDeploymentSnapshotsInput & { immutableReport: NonNullable<ReportDeploymentSnapshotsInput['immutableReport']> };
 
@@ -181,7 +193,8 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
   ): ReportRecord {
     const envelope = input.immutableReport;
     const receivedAt = deps.now();
-    const { entry, replicas } = reporterEntryOf(plan, input, reporter, { previous: previous?.replicas ?? [], receivedAt, policy }, kept.nodeNames);
+    const stability = { previous: previous?.replicas ?? [], previousNodes: previous?.nodeNames, receivedAt, policy };
+    const { entry, replicas } = reporterEntryOf(plan, input, reporter, stability, kept.nodeNames);
     const retired = retire === undefined ? previous?.retiredSessions ?? [] : [...(previous?.retiredSessions ?? []), retire].slice(-RETIRED_SESSIONS_KEPT);
     return {
       id: rolloutRecordId(plan.rolloutId, reporter.reporterId),
@@ -232,16 +245,17 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
         const replayed = await settleReplay(plan, record);
         return replayed.ok ? success({ kind: 'replayed', status: replayed.value }, true) : replayed;
       }
-      const taken = await claimNew(report, record);
-      if (taken) return refusal(taken);
-      deps.fault('after-report-claims');
       const kept = await keptOf(input, record);
       if (!kept) continue;
       const built = nextRecord(report, record, verdict.kind === 'apply' ? verdict.retire : undefined, kept);
-      if (kept.nodeNames.length > 0 && JSON.stringify(built.deployments).length > RECORD_DEPLOYMENTS_LIMIT_BYTES) {
-        const what = 'the deployments this reporter states for the rollout, on all its nodes together,';
-        return refusal(errors.payloadTooLarge(RECORD_DEPLOYMENTS_LIMIT_BYTES, what));
+      // Before anything is claimed or written: a refused report changes nothing.
+      if (kept.nodeNames.length > 0 && recordSizeOf(built) > RECORD_LIMIT_BYTES) {
+        const what = 'this reporter\'s record of the rollout (its deployments and verdicts on all its nodes together)';
+        return refusal(errors.payloadTooLarge(RECORD_LIMIT_BYTES, what));
       }
+      const taken = await claimNew(report, record);
+      if (taken) return refusal(taken);
+      deps.fault('after-report-claims');
       const coveredBy = coveringVersion(report.held, record, built);
       const next: ReportRecord = coveredBy === undefined ? built : { ...built, coveredBy };
       if (!(await repos.reports.writeRecord(next, record?.version ?? 0))) continue;
@@ -261,7 +275,9 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
   async function recordDeployments (input: ReportDeploymentSnapshotsInput, reporter: Reporter, scope: string[] | undefined): Promise<Result<ReportOutcome>> {
     const id = serviceRecordId(input.serviceId, reporter.clusterId);
     const earlierId = earlierServiceRecordId(input.serviceId, reporter.reporterId);
-    for (let round = 0; round < MAX_ROUNDS; round++) {
+    for (let round = 0; round < CLUSTER_RECORD_ROUNDS; round++) {
+      // Every agent of a cluster writes this one record: after a few lost rounds, step aside a little.
+      if (round >= 3) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 * round)));
       const stored = await repos.reports.findRecord(id);
       // The cluster's first record: the reporter's record of the earlier per-reporter kind, if any, is where it starts from.
       const earlier = stored ? null : await repos.reports.findRecord(earlierId);
@@ -289,7 +305,8 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
         return success({ kind: 'recorded' });
       }
     }
-    throw new Error(`the deployments of ${reporter.reporterId} kept being overtaken by its own concurrent reports`);
+    // Still contended after that many rounds: retryable, like a write conflict.
+    return refusal(errors.databaseUnavailable(new Error(`the deployments of cluster ${reporter.clusterId} kept being overtaken by its concurrent reports`)));
   }
 
   /** Checks that need no rollout: the reporter is a cluster, the service exists, the nodes are the cluster's. */
@@ -301,7 +318,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     const reporterId = reporterIdOf(principal);
     const [target, owners] = await Promise.all([
       repos.services.findReportTarget(input.serviceId, reporterKeyOf(reporterId)),
-      repos.clusters.findNodeOwners(nodes),
+      repos.clusters.findRegisteredNodeOwners(nodes),
     ]);
     if (!target) return refusal(errors.serviceNotFound(input.serviceId));
     if ('problems' in scoped) return invalid(scoped.problems);

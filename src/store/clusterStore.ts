@@ -6,6 +6,12 @@ import { duplicateKeyRefusals, isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 
+/** Clusters whose committed revision a process remembers (`findRegisteredNodeOwners`). */
+const COMMITTED_KEPT = 16_384;
+
+/** Node names one coalesced owner read asks for at most (~4 MiB of names at their longest); a larger single call goes alone. */
+const OWNER_NAMES_PER_READ = 16_384;
+
 export interface ClusterDocument {
   _id: string;
   name?: string;
@@ -82,10 +88,38 @@ export class ClusterStore implements ClusterRepository {
     return this.#nodeOwners(nodeNames);
   }
 
+  /**
+   * The nodes among `nodeNames` that are registered — their cluster committed them (a claim left by
+   * a registration that has not committed, or crashed before it did, does not count) — and their
+   * cluster. A claim at a revision its cluster has committed counts; the committed revisions are
+   * read (by `_id` `$in`) only for a claim newer than this process has seen committed.
+   */
+  async findRegisteredNodeOwners (nodeNames: readonly string[]): Promise<Map<string, NodeClaim>> {
+    if (nodeNames.length === 0) return new Map();
+    const claims = await this.#nodeOwners(nodeNames);
+    const unsure = [...new Set([...claims.values()].filter((c) => c.revision > (this.#committed.get(c.clusterId) ?? 0)).map((c) => c.clusterId))];
+    if (unsure.length > 0) {
+      const docs = await this.clusters.find({ _id: { $in: unsure } }, { projection: { _id: 1, revision: 1 } }).toArray();
+      for (const doc of docs) this.#noteCommitted(doc._id, doc.revision);
+    }
+    const registered = new Map<string, NodeClaim>();
+    for (const [name, claim] of claims) if (claim.revision <= (this.#committed.get(claim.clusterId) ?? 0)) registered.set(name, claim);
+    return registered;
+  }
+
+  /** The highest registration revision this process has seen committed, per cluster (revisions only grow). */
+  readonly #committed = new Map<string, number>();
+
+  #noteCommitted (clusterId: string, revision: number): void {
+    if (revision <= (this.#committed.get(clusterId) ?? 0)) return;
+    if (this.#committed.size >= COMMITTED_KEPT && !this.#committed.has(clusterId)) this.#committed.clear();
+    this.#committed.set(clusterId, revision);
+  }
+
   readonly #nodeOwners = coalesced<readonly string[], Map<string, NodeClaim>>(async (calls) => {
     const names = [...new Set(calls.flat())];
-    const docs = await this.nodes.find({ _id: { $in: names } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray();
-    const all = new Map(docs.map((doc) => [doc._id, { clusterId: doc.clusterId, createdAt: doc.createdAt }]));
+    const docs = await this.nodes.find({ _id: { $in: names } }, { projection: { _id: 1, clusterId: 1, createdAt: 1, revision: 1 } }).toArray();
+    const all = new Map(docs.map((doc) => [doc._id, { clusterId: doc.clusterId, createdAt: doc.createdAt, revision: doc.revision }]));
     return calls.map((wanted) => {
       const owners = new Map<string, NodeClaim>();
       for (const name of wanted) {
@@ -94,7 +128,7 @@ export class ClusterStore implements ClusterRepository {
       }
       return owners;
     });
-  });
+  }, { weigh: (names) => names.length, maxWeight: OWNER_NAMES_PER_READ });
 
   async releaseAbandonedClaim (nodeName: string, claim: NodeClaim): Promise<void> {
     await this.nodes.deleteOne({ _id: nodeName, clusterId: claim.clusterId, createdAt: claim.createdAt });

@@ -18,10 +18,39 @@ interface Waiting<Call, Outcome> {
   reject: (err: unknown) => void;
 }
 
+/** How calls are grouped: at most `maxCalls` a round trip, and at most `maxWeight` of their `weigh` (a call heavier alone goes alone). */
+export interface BatchLimits<Call> {
+  maxCalls?: number;
+  weigh?: (call: Call) => number;
+  maxWeight?: number;
+}
+
 /** At most this many calls share one round trip (a longer queue is sent as several). */
 const MAX_BATCH = 256;
 
-export function coalesced<Call, Outcome> (run: BatchRun<Call, Outcome>, maxBatch = MAX_BATCH): (call: Call) => Promise<Outcome> {
+/** The queue of one turn cut into batches, in order, each within the limits. */
+function batchesOf<T extends { call: unknown }> (queue: readonly T[], limits: Required<BatchLimits<T['call']>>): T[][] {
+  const batches: T[][] = [];
+  let current: T[] = [];
+  let weight = 0;
+  for (const waiting of queue) {
+    const w = limits.weigh(waiting.call);
+    if (current.length > 0 && (current.length >= limits.maxCalls || weight + w > limits.maxWeight)) {
+      batches.push(current);
+      current = [];
+      weight = 0;
+    }
+    current.push(waiting);
+    weight += w;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
+
+export function coalesced<Call, Outcome> (run: BatchRun<Call, Outcome>, limits: BatchLimits<Call> = {}): (call: Call) => Promise<Outcome> {
+  const bounds: Required<BatchLimits<Call>> = {
+    maxCalls: limits.maxCalls ?? MAX_BATCH, weigh: limits.weigh ?? (() => 0), maxWeight: limits.maxWeight ?? Number.POSITIVE_INFINITY,
+  };
   let queue: Array<Waiting<Call, Outcome>> = [];
 
   const dispatch = (batch: Array<Waiting<Call, Outcome>>): void => {
@@ -40,9 +69,9 @@ export function coalesced<Call, Outcome> (run: BatchRun<Call, Outcome>, maxBatch
   };
 
   const flush = (): void => {
-    const batch = queue;
+    const turn = queue;
     queue = [];
-    for (let from = 0; from < batch.length; from += maxBatch) dispatch(batch.slice(from, from + maxBatch));
+    for (const batch of batchesOf(turn, bounds)) dispatch(batch);
   };
 
   return (call: Call) => new Promise<Outcome>((resolve, reject) => {

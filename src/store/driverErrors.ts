@@ -1,6 +1,6 @@
 import {
-  MongoBulkWriteError, MongoError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError,
-  MongoTopologyClosedError,
+  BSON, MongoBulkWriteError, MongoError, MongoInvalidArgumentError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerError,
+  MongoServerSelectionError, MongoTopologyClosedError,
 } from 'mongodb';
 import { errors } from '../errors.js';
 
@@ -52,6 +52,13 @@ export function refusedWrites (err: unknown): Map<number, 'duplicate-key' | Erro
       : new MongoServerError({ message: writeError.errmsg ?? 'write refused', code: writeError.code }),
   ]));
 }
+
+/**
+ * Errors the driver raises while building a command, before anything is sent (a document over the
+ * size limit, a value BSON cannot hold): the command had no effect.
+ */
+export const isRefusedBeforeSending = (err: unknown): boolean =>
+  err instanceof MongoInvalidArgumentError || err instanceof BSON.BSONError || err instanceof RangeError;
 
 /**
  * Server errors that say "not now" about a write that had no effect, so a retry may succeed:

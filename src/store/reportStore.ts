@@ -3,7 +3,7 @@ import type { ReportRepository } from '../domain/ports.js';
 import type { ReportedDeployment } from '../contracts/reports.js';
 import type { ClaimRefusal, ReportHead, ReportRecord } from '../domain/reports.js';
 import { coalesced } from './coalesce.js';
-import { duplicateKeyRefusals, refusedWrites } from './driverErrors.js';
+import { duplicateKeyRefusals, isRefusedBeforeSending, refusedWrites } from './driverErrors.js';
 import { collections } from './indexPlan.js';
 import type { Database } from './mongo.js';
 
@@ -47,6 +47,12 @@ const withoutDeployments = { deployments: 0, deploymentsJson: 0 } as const;
 
 /** Records read without a fence (written before fences existed) whose next write must find them by `{ _id, version }`: at most this many remembered. */
 const UNFENCED_KEPT = 4096;
+
+/** A record to write, and the version it must replace (0: none yet). */
+interface RecordWrite { document: ReportDocument, expectedVersion: number }
+
+/** Estimated bytes of records one coalesced bulk write carries at most (a larger single record goes alone). */
+const WRITE_BATCH_BYTES = 8 * 1024 * 1024;
 
 /** Rounds of "look, claim" a report may take against reporters that win a claim and give it back. */
 const CLAIM_ATTEMPTS = 20;
@@ -151,7 +157,11 @@ export class ReportStore implements ReportRepository {
    * unique index as the write of that operation alone: a duplicate key is "a concurrent report
    * won", any other refusal is that report's error, the rest are written.
    */
-  readonly #writes = coalesced<{ document: ReportDocument, expectedVersion: number }, boolean>(async (calls) => {
+  readonly #writes = coalesced<RecordWrite, boolean>((calls) => this.#bulkWrite(calls), {
+    weigh: ({ document }) => (document.deploymentsJson?.length ?? 0) + document.replicas.length * 256, maxWeight: WRITE_BATCH_BYTES,
+  });
+
+  async #bulkWrite (calls: readonly RecordWrite[]): Promise<Array<boolean | Error>> {
     const operations: Array<AnyBulkWriteOperation<ReportDocument>> = calls.map(({ document, expectedVersion }) => (expectedVersion === 0
       ? { insertOne: { document } }
       : { replaceOne: { filter: { fence: fenceOf(document._id, expectedVersion) }, replacement: document, upsert: true } }));
@@ -160,13 +170,24 @@ export class ReportStore implements ReportRepository {
       return calls.map(() => true);
     } catch (err) {
       const refused = refusedWrites(err);
-      if (!refused) throw err;
-      return calls.map((_, i) => {
-        const refusal = refused.get(i);
-        return refusal === undefined ? true : refusal === 'duplicate-key' ? false : refusal;
-      });
+      if (refused) {
+        return calls.map((_, i) => {
+          const refusal = refused.get(i);
+          return refusal === undefined ? true : refusal === 'duplicate-key' ? false : refusal;
+        });
+      }
+      // Refused by the driver before anything was sent (a document it will not send, say): each write
+      // alone, so that only the one at fault fails. Anything else (the database away) may have written
+      // some of them: every caller gets the error, and its agent's retry completes what was begun.
+      if (calls.length > 1 && isRefusedBeforeSending(err)) {
+        return Promise.all(calls.map(async (call) => {
+          const [alone] = await this.#bulkWrite([call]).catch((e: unknown) => [e instanceof Error ? e : new Error(String(e))]);
+          return alone ?? new Error('no outcome');
+        }));
+      }
+      throw err;
     }
-  });
+  }
 
   #remember (head: ReportHead): void {
     if (head.rolloutId === undefined) return;

@@ -441,8 +441,9 @@ export class ServiceStore implements ServiceRepository {
     return doc ? lifecycleViewOf(doc) : null;
   }
 
-  async openLifecycles (limit: number): Promise<LifecycleView[]> {
-    const docs = await this.collection.find({ 'rolloutStatus.lifecycle.open': true }, { projection: lifecycleProjection }).limit(limit).toArray();
+  async openLifecycles (limit: number, after?: string): Promise<LifecycleView[]> {
+    const filter = after === undefined ? { 'rolloutStatus.lifecycle.open': true } : { 'rolloutStatus.lifecycle.open': true, _id: { $gt: after } };
+    const docs = await this.collection.find(filter, { projection: lifecycleProjection }).sort({ _id: 1 }).limit(limit).toArray();
     return docs.map(lifecycleViewOf);
   }
 

@@ -3,7 +3,7 @@ import type { FollowSettings } from './args.js';
 import { CliError, ExitCode } from './errors.js';
 import { findRollout } from './history.js';
 import { DeadlineError, sleep, type ApiClient } from './http.js';
-import { judgeSnapshot, judgeView, type Judgement, type RolloutRef, type Verdict } from './judge.js';
+import { judgeHistoryEntry, judgeSnapshot, judgeView, type Judgement, type RolloutRef, type Verdict } from './judge.js';
 import type { FollowSink } from './output.js';
 import { rolloutViewRequest } from './requests.js';
 import { readEventStream, type SseMessage, type StreamEnd } from './sse.js';
@@ -303,6 +303,18 @@ class RolloutFollower {
     }
   }
 
+  /** The expected rollout's history entry, when it says the rollout succeeded once: that is its verdict. */
+  private async succeededBefore (superseded: Verdict): Promise<Verdict | undefined> {
+    const { expected, last } = this.t;
+    try {
+      const entry = await findRollout({ client: this.client, serviceId: this.opts.serviceId, predicate: (e) => e.rolloutId === expected.rolloutId });
+      return entry ? judgeHistoryEntry(entry, last) : undefined;
+    } catch {
+      // The history cannot be read: the rollout was superseded, as far as this wait can tell.
+      return superseded.kind === 'superseded' ? undefined : superseded;
+    }
+  }
+
   /** The view for the sink only: it does not move the stream's revision or judge anything. */
   private async refreshView (): Promise<void> {
     try {
@@ -315,8 +327,10 @@ class RolloutFollower {
   }
 
   /** Step 4: the result, with the view's blocking reasons when the rollout did not succeed. */
-  private async finish (verdict: Verdict | { kind: 'timeout' }): Promise<FollowOutcome> {
+  private async finish (ending: Verdict | { kind: 'timeout' }): Promise<FollowOutcome> {
     const t = this.t;
+    // Superseded: it may have succeeded before it was (the wait started late, or missed the moment).
+    const verdict = ending.kind === 'superseded' ? (await this.succeededBefore(ending)) ?? ending : ending;
     const succeeded = verdict.kind === 'terminal' && (verdict.snapshot.status === 'succeeded' || verdict.snapshot.status === 'rolled-back');
     const explain = !succeeded && verdict.kind !== 'superseded';
     if (explain || this.opts.sink.wantsViews || this.opts.finalView === true) {

@@ -1,4 +1,4 @@
-import type { RolloutSnapshot, RolloutView } from './api.js';
+import type { RolloutHistoryEntry, RolloutSnapshot, RolloutView } from './api.js';
 
 /**
  * Judging what the follower sees against the rollout it waits for (the expected one): events
@@ -38,11 +38,26 @@ export function judgeSnapshot (s: RolloutSnapshot, expected: RolloutRef): Judgem
   return TERMINAL.has(s.status) ? { kind: 'terminal', snapshot } : { kind: 'progress', snapshot };
 }
 
-/** The rollout view judged against the expected rollout: a newer plan supersedes it. */
+/**
+ * The rollout view judged against the expected rollout: a newer plan supersedes it; a rollout that
+ * succeeded once (`lifecycle.succeededAt`, sticky) has succeeded, whatever its status says now (a
+ * replica restarted since, say).
+ */
 export function judgeView (view: RolloutView, expected: RolloutRef): Judgement {
   const plan = view.plan;
   if (plan && plan.rolloutGeneration > expected.generation) {
     return { kind: 'superseded', by: { rolloutId: plan.rolloutId, generation: plan.rolloutGeneration } };
   }
+  if (plan?.rolloutId === expected.rolloutId && view.lifecycle?.succeededAt !== undefined && view.status?.rolloutId === expected.rolloutId) {
+    return { kind: 'terminal', snapshot: { ...snapshotOf(view.status), status: plan.mode === 'rollback' ? 'rolled-back' : 'succeeded' } };
+  }
   return view.status ? judgeSnapshot(view.status, expected) : { kind: 'ignore' };
+}
+
+/** A rollout that ended before the wait could see it end, as its history entry tells: succeeded (rolled back) once, or not. */
+export function judgeHistoryEntry (entry: RolloutHistoryEntry, last: RolloutSnapshot | undefined): Verdict | undefined {
+  if (entry.outcome !== 'succeeded' && entry.outcome !== 'rolled-back') return undefined;
+  const counts = last ?? { requiredReplicaCount: 0, observedReplicaCount: 0, healthyReplicaCount: 0, verifiedReplicaCount: 0, failedReplicaCount: 0 };
+  const snapshot = snapshotOf({ ...counts, rolloutId: entry.rolloutId, rolloutGeneration: entry.generation, status: entry.outcome } as RolloutSnapshot);
+  return { kind: 'terminal', snapshot };
 }

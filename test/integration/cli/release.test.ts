@@ -235,7 +235,8 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       expect(run.stderr).toMatch(/timed out after 2s waiting for rollout/);
     });
 
-    it('accepts only the expected rollout: promote --wait ignores the previous rollout\'s success; a superseded rollout ends the wait with 1', async () => {
+    it('accepts only the expected rollout: promote --wait ignores the previous rollout\'s success; a rollout superseded after it succeeded ends ' +
+      'the wait with 0, one superseded before it finished with 1', async () => {
       const { svc, a, b } = await service();
       const first = await runCli(['promote', '--service', svc.id, '--release', a, '--json']);
       const firstRollout = first.json().rolloutId as string;
@@ -250,10 +251,20 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       expect(out).toMatchObject({ command: 'promote', generation: 2, releaseId: b, wait: { outcome: 'succeeded', rolloutId: out.rolloutId, generation: 2 } });
       expect(out.rolloutId).not.toBe(firstRollout);
 
+      // The first rollout succeeded before the second replaced it: it finished (exit 0).
       const old = await runCli(['wait', '--service', svc.id, '--rollout-id', firstRollout, '--timeout', '10s', '--json']);
-      expect(old.code, old.stderr).toBe(1);
-      expect(old.json())
-        .toMatchObject({ outcome: 'superseded', rolloutId: firstRollout, generation: 1, supersededBy: { rolloutId: out.rolloutId, generation: 2 } });
+      expect(old.code, old.stderr).toBe(0);
+      expect(old.json()).toMatchObject({ outcome: 'succeeded', rolloutId: firstRollout, generation: 1 });
+
+      // A third promotion, replaced by a fourth before anything reported it: superseded before it finished (exit 1).
+      const third = await runCli(['promote', '--service', svc.id, '--release', a, '--json']);
+      const thirdRollout = third.json().rolloutId as string;
+      const fourth = await runCli(['promote', '--service', svc.id, '--release', b, '--json']);
+      const unfinished = await runCli(['wait', '--service', svc.id, '--rollout-id', thirdRollout, '--timeout', '10s', '--json']);
+      expect(unfinished.code, unfinished.stderr).toBe(1);
+      expect(unfinished.json()).toMatchObject({
+        outcome: 'superseded', rolloutId: thirdRollout, generation: 3, supersededBy: { rolloutId: fourth.json().rolloutId, generation: 4 },
+      });
     });
 
     it('rollback --wait follows the rollback to rolled-back', async () => {

@@ -373,6 +373,7 @@ describe('cluster registration races, interleaved on the real database', () => {
       findById: (...a) => store.findById(...a),
       list: (...a) => store.list(...a),
       findNodeOwners: (...a) => store.findNodeOwners(...a),
+      findRegisteredNodeOwners: (...a) => store.findRegisteredNodeOwners(...a),
       findClustersWithNodes: (...a) => store.findClustersWithNodes(...a),
       releaseAbandonedClaim: (...a) => store.releaseAbandonedClaim(...a),
       claimNodes: once('claimNodes', (...a: Parameters<ClusterStore['claimNodes']>) => store.claimNodes(...a)),

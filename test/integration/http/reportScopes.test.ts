@@ -137,11 +137,11 @@ describe('snapshot reports: scopes, fail-closed counting, stability', () => {
     expect(await t.db.collection('reports').countDocuments({ _id: earlierId as never })).toBe(0);
   });
 
-  it('immutable policy: node-scoped reports whose deployments together would pass 12 MiB are refused (413), nothing is written', async () => {
+  it('immutable policy: node-scoped reports whose record together would pass 14 MiB are refused (413), nothing is written', async () => {
     const { svc, plan } = await promotedService(t.app, { admin, api }, { clusterIds: ['c1'], replicasPerNode: 1 });
-    // Two node scopes of about 7 MiB each: each report is within REPORT_BODY_LIMIT_BYTES, the record would not be.
+    // Two node scopes of about 7.5 MiB each: each report is within REPORT_BODY_LIMIT_BYTES, the record would not be.
     const heavy = (node: string) => verifiedReplica(plan, svc.id, node, 0, {
-      deployment: { deploymentLog: Array.from({ length: 1_000 }, (_, i) => `${node} line ${i} ${'x'.repeat(3_500)}`) },
+      deployment: { deploymentLog: Array.from({ length: 1_000 }, (_, i) => `${node} line ${i} ${'x'.repeat(3_800)}`) },
     });
     const scoped = (sequence: number, node: string) =>
       reportBody(plan, svc.id, { session: 's-heavy', sequence, nodeNames: [node], deployments: [heavy(node), { ...heavy(node), id: `${node}-task-b` }] });
@@ -149,7 +149,7 @@ describe('snapshot reports: scopes, fail-closed counting, stability', () => {
     expect(first.statusCode, first.body.slice(0, 300)).toBe(200);
     const second = await send(c1, scoped(2, 'n2'));
     expect(second.statusCode, second.body.slice(0, 300)).toBe(413);
-    expect(second.json()).toMatchObject({ code: 'payload-too-large', limitBytes: 12 * 1024 * 1024 });
+    expect(second.json()).toMatchObject({ code: 'payload-too-large', limitBytes: 14 * 1024 * 1024 });
     const record = await t.db.collection('reports').findOne({ serviceId: svc.id, rolloutId: plan.rolloutId });
     expect({ version: record?.['version'], nodes: record?.['nodeNames'] }).toEqual({ version: 1, nodes: ['n1'] });
   }, 60_000);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
-  autoRollbackWanted, deadlineReason, effectiveRolloutPolicy, hasProgressed, isSettled, lastVerifiedRelease, replicaStability, rolloutPolicyProblems,
-  stabilityStateOf, tagFilterRefusal, triggerOf, type FailureMilestone, type RolloutLifecycle, type VerifiedRelease,
+  autoRollbackCause, deadlineReason, firedTriggers, effectiveRolloutPolicy, hasProgressed, isSettled, lastVerifiedRelease, replicaStability,
+  rolloutPolicyProblems, stabilityStateOf, tagFilterRefusal, triggerOf, type FailureMilestone, type RolloutLifecycle, type VerifiedRelease,
 } from '../../../src/domain/lifecycle.js';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
 
@@ -67,6 +67,14 @@ describe('stability window', () => {
     expect(runningAgain).toMatchObject({ runningSince: T + 3_000, verifiedSince: T + 3_000, runningStable: false, stable: false });
   });
 
+  it('a replica left out of the previous report, on a node the reporter reported before, is not seen for the first time: deployedAt does not count', () => {
+    const longAgo = T - 3_600_000;
+    const again = replicaStability({ nodeSeenBefore: true, running: true, verified: true, deployedAt: longAgo, reportedAt: T, receivedAt: T, policy });
+    expect(again).toMatchObject({ runningSince: T, verifiedSince: T, stable: false });
+    const newNode = replicaStability({ nodeSeenBefore: false, running: true, verified: true, deployedAt: longAgo, reportedAt: T, receivedAt: T, policy });
+    expect(newNode).toMatchObject({ verifiedSince: longAgo, stable: true });
+  });
+
   it('running without verified evidence counts as healthy after the window, never as verified', () => {
     const first = report(T, { verified: false });
     const later = report(T + W * 1000, { previous: first, verified: false });
@@ -118,12 +126,28 @@ describe('automatic rollback', () => {
 
   it('fires on the chosen triggers only, and never for a rollback', () => {
     const on = effectiveRolloutPolicy({ autoRollback: { enabled: true, triggers: ['deadline'] } });
-    expect(autoRollbackWanted(plan('promotion'), on, failure({ by: 'deadline', reason: 'required-replica-missing' }))).toBe(true);
-    expect(autoRollbackWanted(plan('promotion'), on, failure({}))).toBe(false);
-    expect(autoRollbackWanted(plan('rollback'), on, failure({ by: 'deadline' }))).toBe(false);
-    expect(autoRollbackWanted(plan('automatic'), effectiveRolloutPolicy({ autoRollback: { enabled: true } }), failure({ status: 'mismatched' }))).toBe(true);
-    expect(autoRollbackWanted(plan('promotion'), effectiveRolloutPolicy(undefined), failure({}))).toBe(false);
+    const wanted = (p: IImmutableImageDeploymentPlan, policy: typeof on, f: FailureMilestone) =>
+      autoRollbackCause(p, policy, firedTriggers({ failure: f }, { status: 'deploying' }))?.trigger;
+    expect(wanted(plan('promotion'), on, failure({ by: 'deadline', reason: 'required-replica-missing' }))).toBe('deadline');
+    expect(wanted(plan('promotion'), on, failure({}))).toBeUndefined();
+    expect(wanted(plan('rollback'), on, failure({ by: 'deadline' }))).toBeUndefined();
+    expect(wanted(plan('automatic'), effectiveRolloutPolicy({ autoRollback: { enabled: true } }), failure({ status: 'mismatched' }))).toBe('mismatched');
+    expect(wanted(plan('promotion'), effectiveRolloutPolicy(undefined), failure({}))).toBeUndefined();
     expect([failure({}), failure({ status: 'mismatched' }), failure({ by: 'deadline' })].map(triggerOf)).toEqual(['failed', 'mismatched', 'deadline']);
+  });
+
+  it('a chosen trigger met after a first failure on another one still fires; after a success nothing does', () => {
+    const mismatchOnly = effectiveRolloutPolicy({ autoRollback: { enabled: true, triggers: ['mismatched'] } });
+    const deadlineOnly = effectiveRolloutPolicy({ autoRollback: { enabled: true, triggers: ['deadline'] } });
+    const firstFailed = { failure: failure({}) };
+    expect(autoRollbackCause(plan('promotion'), mismatchOnly, firedTriggers(firstFailed, { status: 'mismatched', mismatchReason: 'pulled-digest-mismatch' })))
+      .toEqual({ trigger: 'mismatched', status: 'mismatched', reason: 'pulled-digest-mismatch', by: 'report' });
+    expect(autoRollbackCause(plan('promotion'), mismatchOnly, firedTriggers(firstFailed, { status: 'failed' }))).toBeUndefined();
+    const decided = { ...firstFailed, deadline: { at: T, reason: 'required-replica-missing' as const, lastProgressAt: T, deadlineSeconds: 60 } };
+    expect(autoRollbackCause(plan('promotion'), deadlineOnly, firedTriggers(decided, { status: 'failed' }))?.trigger).toBe('deadline');
+    // The deadline's `failed` is the deadline trigger, not a replica's failure.
+    expect(firedTriggers({ deadline: decided.deadline }, { status: 'failed' }).map((f) => f.trigger)).toEqual(['deadline']);
+    expect(firedTriggers({ ...decided, succeededAt: T }, { status: 'mismatched' })).toEqual([]);
   });
 
   it('returns to the newest verified release that is not the digest deployed now', () => {

@@ -7,7 +7,7 @@ function recorder (answer: (calls: readonly number[]) => Promise<ReadonlyArray<n
   const run = coalesced<number, number>(async (calls) => {
     batches.push([...calls]);
     return answer(calls);
-  }, 3);
+  }, { maxCalls: 3 });
   return { run, batches };
 }
 
@@ -37,6 +37,16 @@ describe('coalesced round trips', () => {
     const answers = await Promise.all([1, 2, 3, 4, 5, 6, 7].map((n) => run(n)));
     expect(answers).toEqual([10, 20, 30, 40, 50, 60, 70]);
     expect(batches).toEqual([[1, 2, 3], [4, 5, 6], [7]]);
+  });
+
+  it('a batch holds at most maxWeight of its calls\' weight; a call heavier than that alone goes alone', async () => {
+    const batches: number[][] = [];
+    const run = coalesced<number, number>(async (calls) => {
+      batches.push([...calls]);
+      return calls.map((c) => c);
+    }, { weigh: (c) => c, maxWeight: 10 });
+    await Promise.all([4, 5, 2, 30, 1, 9].map((n) => run(n)));
+    expect(batches).toEqual([[4, 5], [2], [30], [1, 9]]);
   });
 
   it('an Error answered for one call rejects that call alone', async () => {

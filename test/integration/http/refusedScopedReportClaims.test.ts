@@ -1,0 +1,62 @@
+/**
+ * Found by an independent acceptance run (each test failed on the code before its fix): docs/api.md
+ * "Snapshot reports and rollout status" — a reporter's node groups together may hold at most 12 MiB of
+ * deployments, "`413 payload-too-large` beyond, nothing written: a larger cluster reports through several
+ * reporters (tokens with different subjects)"; and "a refused report changes nothing at all". The 413 is
+ * decided after the report's nodes were claimed for its reporter, and the claim stays: the node the
+ * refused report named can then be reported by no other reporter of the cluster for the rest of the
+ * rollout.
+ */
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from '../../support/app.js';
+import { bearer, httpCaller, promotedService, registerCluster, type Caller } from '../../support/fixtures.js';
+import { reportBody, verifiedReplica } from '../../support/reports.js';
+
+describe('a 413 node-scoped report leaves nothing behind', () => {
+  let t: TestApp;
+  let http: Caller;
+  let admin: string;
+  let api: string;
+  let first: string;
+  let second: string;
+
+  beforeAll(async () => {
+    t = await buildTestApp({ LOG_LEVEL: 'silent' });
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    http = httpCaller(`http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`);
+    admin = await t.token('admin');
+    api = await t.token('api');
+    first = await t.token('cluster', { clusterId: 'c1', subject: 'coreflow-a' });
+    second = await t.token('cluster', { clusterId: 'c1', subject: 'coreflow-b' });
+    await registerCluster(http, admin, 'c1', ['n1', 'n2', 'n3', 'n4']);
+  });
+  afterAll(async () => { await t.close(); });
+
+  it('after the first reporter\'s 413 on n4, a second reporter of the same cluster may report n4', async () => {
+    const { svc, plan } = await promotedService(http, { admin, api }, { clusterIds: ['c1'], replicasPerNode: 1 });
+    // ~4.1 MB of deployment log per node group: three groups fit in 12 MiB, a fourth does not.
+    const log = Array.from({ length: 1000 }, () => 'x'.repeat(4090));
+    const group = (token: string, session: string, sequence: number, node: string, withLog: boolean) => http.inject({
+      method: 'POST',
+      url: '/v1/deployment-snapshots',
+      headers: bearer(token),
+      payload: reportBody(plan, svc.id, {
+        session,
+        sequence,
+        nodeNames: [node],
+        deployments: [verifiedReplica(plan, svc.id, node, 0, withLog ? { deployment: { deploymentLog: log } } : {})],
+      }),
+    });
+    const one = await group(first, 's-a', 1, 'n1', true);
+    expect(one.statusCode, one.body.slice(0, 600)).toBe(200);
+    expect((await group(first, 's-a', 2, 'n2', true)).statusCode).toBe(200);
+    expect((await group(first, 's-a', 3, 'n3', true)).statusCode).toBe(200);
+    const refused = await group(first, 's-a', 4, 'n4', true);
+    expect(refused.statusCode, refused.body).toBe(413);
+    expect(refused.json().code).toBe('payload-too-large');
+    // As the 413 advises: the rest of the cluster through another reporter.
+    const other = await group(second, 's-b', 1, 'n4', false);
+    expect(other.statusCode, other.body).toBe(200);
+  }, 120_000);
+});
