@@ -89,6 +89,8 @@ const stateOf = (doc: ServiceDocument): StatusState | null => {
   return summary ? { summary, statusRevision: doc.statusRevision ?? 0, published: doc.statusPublished } : null;
 };
 
+const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
+
 /** The service that holds the name (a lost id can be found again from the `service-already-exists` answer). */
 async function nameTaken (collection: Collection<ServiceDocument>, name: string): Promise<{ kind: 'name-taken', serviceId?: string }> {
   const holder = await collection.findOne({ 'data.name': name }, { projection: { _id: 1 } });
@@ -240,7 +242,24 @@ export class ServiceStore implements ServiceRepository {
     return doc ? { service: await this.toService(doc), automationHold: doc.automationHold, verifiedReleases: doc.verifiedReleases ?? [] } : null;
   }
 
+  /**
+   * The service with its composed status and each reporter's evidence (the rollout view). The reads
+   * asked for in one turn of the event loop share one read per service (src/store/coalesce.ts): a
+   * console many operators watch reads a large rollout once per turn, not once per viewer.
+   */
   async findRolloutState (id: string): Promise<ServiceRolloutState | null> {
+    return this.#rolloutStates(id);
+  }
+
+  readonly #rolloutStates = coalesced<string, ServiceRolloutState | null>(async (ids) => {
+    const unique = [...new Set(ids)];
+    // One service's failure is its readers' alone.
+    const states = await Promise.all(unique.map(async (id) => [id, await this.#readRolloutState(id).catch((err: unknown) => asError(err))] as const));
+    const byId = new Map(states);
+    return ids.map((id) => byId.get(id) ?? null);
+  });
+
+  async #readRolloutState (id: string): Promise<ServiceRolloutState | null> {
     const doc = await this.collection.findOne({ _id: id }, { projection: rolloutState });
     if (!doc) return null;
     const plan = doc.data.imageDeployment;
