@@ -3,7 +3,7 @@ import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { authKeyOf, faultPointsOf, type AppConfig } from './config.js';
+import { authKeyOf, ConfigError, faultPointsOf, type AppConfig } from './config.js';
 import { consolePlugin } from './console/plugin.js';
 import type { Repositories } from './domain/ports.js';
 import { errors, type ErrorCode } from './errors.js';
@@ -40,7 +40,7 @@ import { reportSnapshot } from './operations/reportSnapshot.js';
 import { rollBack } from './operations/rollBack.js';
 import { serviceOperations } from './operations/services.js';
 import type { Telemetry } from './operations/telemetry.js';
-import { openStore } from './store/index.js';
+import { InvalidConnectionString, openStore } from './store/index.js';
 
 export interface BuildAppOptions {
   /** The configuration; MONGODB_URI and a JWT key must be set (src/server.ts provisions them for development). */
@@ -136,6 +136,16 @@ function serverOptions (config: AppConfig, onFrameworkError: (code: ErrorCode) =
   };
 }
 
+/** What a part built from one configuration variable throws when the value cannot be used: a ConfigError naming the variable. */
+function configured<T> (variable: string, refusal: abstract new (...args: never[]) => Error, build: () => T): T {
+  try {
+    return build();
+  } catch (err) {
+    if (err instanceof refusal) throw new ConfigError(`${variable}: ${err.message}`);
+    throw err;
+  }
+}
+
 /** Snapshot reports carry a whole cluster's deployments: their routes take the larger of the two limits. */
 const reportBodyLimit = (config: AppConfig): number => Math.max(config.BODY_LIMIT_BYTES, config.REPORT_BODY_LIMIT_BYTES);
 
@@ -205,7 +215,8 @@ function sweepIdempotencyRecords (app: FastifyInstance, repos: Repositories, int
 export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance> {
   const { config } = opts;
   const authKey = authKeyOf(config);
-  if (!config.MONGODB_URI || !authKey) throw new Error('buildApp needs MONGODB_URI and a JWT key (AUTH_JWT_SECRET or AUTH_JWT_PUBLIC_KEY)');
+  const uri = config.MONGODB_URI;
+  if (!uri || !authKey) throw new Error('buildApp needs MONGODB_URI and a JWT key (AUTH_JWT_SECRET or AUTH_JWT_PUBLIC_KEY)');
   // One registry per app: buildApp runs many times in one test process.
   const metrics = new Metrics();
   const app = Fastify({ logger: opts.logger ?? loggerOptions(config), ...serverOptions(config, (code) => { metrics.errorAnswered(code); }) })
@@ -217,12 +228,12 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   app.removeContentTypeParser(['text/plain']);
   registerJsonBody(app);
 
-  const store = openStore({
-    uri: config.MONGODB_URI,
+  const store = configured('MONGODB_URI', InvalidConnectionString, () => openStore({
+    uri,
     dbName: config.MONGODB_DB,
     timeoutMs: config.MONGODB_TIMEOUT_MS,
     onMonitorHung: (info) => { app.log.error(info, 'the database driver\'s server monitor hung; reconnecting the client'); },
-  });
+  }));
   app.addHook('onClose', async () => { await store.close(); });
   store.onHeartbeatFailed(() => { metrics.databaseHeartbeatFailures.inc(); });
   app.addHook('onReady', async () => {
@@ -237,7 +248,12 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   const operations = composeOperations({
     repos, telemetry: metrics, config, fault: opts.fault ?? faultHookFromConfig(faultPointsOf(config)), log: app.log, now: opts.now ?? Date.now,
   });
-  const verifier = await createTokenVerifier(authKey);
+  const verifier = await createTokenVerifier(authKey).catch((err: unknown) => {
+    // Only a public key can be refused here (a secret is used as given): it is not a key of that algorithm.
+    const reason = err instanceof Error ? err.message.slice(0, 200) : 'not usable';
+    const algorithm = authKey.kind === 'public-key' ? authKey.algorithm : 'HS256';
+    throw new ConfigError(`AUTH_JWT_PUBLIC_KEY: not a public key for ${algorithm} (AUTH_JWT_ALGORITHM): ${reason}`);
+  });
   // One status hub per process: polls the database for services with SSE listeners.
   const hub = new StatusHub({
     source: {

@@ -33,7 +33,24 @@ const EXIT_REFUSED = 3;
 
 const say = (line: string): void => { process.stderr.write(`${line}\n`); };
 
+/**
+ * What the local development database says while the server starts is held back until the server
+ * listens (then printed), so that a start that fails prints its one line only; its first build's
+ * progress line is printed at once (it can take a while).
+ */
+const startupLines = { held: [] as string[], state: 'holding' as 'holding' | 'open' | 'muted' };
+const databaseLog = (line: string): void => {
+  if (startupLines.state === 'open' || (startupLines.state === 'holding' && line.startsWith('building '))) say(line);
+  else if (startupLines.state === 'holding') startupLines.held.push(line);
+};
+const releaseStartupLines = (state: 'open' | 'muted'): void => {
+  startupLines.state = state;
+  if (state === 'open') for (const line of startupLines.held) say(line);
+  startupLines.held = [];
+};
+
 function stop (code: number, line: string): never {
+  releaseStartupLines('muted');
   say(line);
   process.exit(code);
 }
@@ -66,7 +83,7 @@ async function openDatabase (config: AppConfig): Promise<Database> {
       '(tools/dev-database): set MONGODB_URI (or MONGODB_URI_FILE)');
   }
   try {
-    const local = await module.startDevelopmentDatabase({ dataDir: config.DATA_DIR, port: config.LOCAL_DATABASE_PORT, log: say });
+    const local = await module.startDevelopmentDatabase({ dataDir: config.DATA_DIR, port: config.LOCAL_DATABASE_PORT, log: databaseLog });
     return { ...local, kind: 'local-h2' };
   } catch (err) {
     if (err instanceof module.DevelopmentDatabaseRefusal) stop(EXIT_REFUSED, `start-up refused: ${err.message}`);
@@ -94,7 +111,13 @@ async function main (): Promise<void> {
   // The database first: without one this installation can use, nothing else (no development secret) is written.
   const database = await openDatabase(configured);
   const { config: keyed, note } = await withAuthKey(configured);
-  const app = await buildApp({ config: { ...keyed, MONGODB_URI: database.uri } });
+  const app = await buildApp({ config: { ...keyed, MONGODB_URI: database.uri } }).catch(async (err: unknown) => {
+    // A value that passed the schema but cannot be used (a connection string the driver refuses, a key that is not one).
+    if (!(err instanceof ConfigError)) throw err;
+    releaseStartupLines('muted');
+    await database.stop();
+    stop(EXIT_CONFIGURATION, `configuration error: ${err.message}`);
+  });
   if (note) app.log.warn(note);
 
   closeWithGrace({
@@ -109,8 +132,15 @@ async function main (): Promise<void> {
   });
 
   try {
-    await app.listen({ host: keyed.HOST, port: keyed.PORT, listenTextResolver: (address) => `listening on ${address} (database: ${database.kind})` });
+    // Bound: the held lines first (the database's), then the listening line.
+    const listeningLine = (address: string): string => {
+      releaseStartupLines('open');
+      return `listening on ${address} (database: ${database.kind})`;
+    };
+    await app.listen({ host: keyed.HOST, port: keyed.PORT, listenTextResolver: listeningLine });
+    releaseStartupLines('open');
   } catch (err) {
+    releaseStartupLines('muted');
     await database.stop();
     stop(EXIT_FAILED, `start-up failed: cannot listen on ${keyed.HOST}:${keyed.PORT} (${(err as NodeJS.ErrnoException).code ?? messageOf(err)})`);
   }

@@ -106,7 +106,7 @@ export function envelopeRefusal (
 /** What stability is judged against: the reporter's previous report of the rollout, when this one arrived, the service's window. */
 export interface StabilityContext {
   previous: readonly ReplicaDetail[];
-  /** The nodes of the reporter's previous report of the rollout (its record). */
+  /** Every node the reporter has reported before in the rollout (its record's nodes and earlier nodes). */
   previousNodes?: readonly string[];
   receivedAt: number;
   policy: Pick<EffectivePolicy, 'stabilityWindowSeconds' | 'clockToleranceSeconds'>;
@@ -210,6 +210,11 @@ export interface ReportRecord {
   retiredSessions: string[];
   /** The nodes the report spoke for (sorted); empty: the whole cluster. */
   nodeNames: string[];
+  /**
+   * Nodes the reporter reported earlier in the rollout and has left out since (sorted): the server
+   * has seen them, so a replica on one of them is never "seen for the first time" again (stability).
+   */
+  earlierNodes?: string[];
   /** The reporter's entry in the rollout status (immutable policy only). */
   entry?: IImageRolloutReporterStatus;
   /**

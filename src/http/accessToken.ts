@@ -9,22 +9,33 @@ import type { IncomingMessage } from 'node:http';
  */
 const queryTokens = new WeakMap<IncomingMessage, string | null>();
 
-const isAccessTokenKey = (pair: string): boolean => {
-  const eq = pair.indexOf('=');
-  const key = eq < 0 ? pair : pair.slice(0, eq);
+/** The decoded key of one `key=value` segment, or undefined when it cannot be decoded. */
+const keyOf = (segment: string): string | undefined => {
+  const eq = segment.indexOf('=');
+  const key = eq < 0 ? segment : segment.slice(0, eq);
   try {
-    return decodeURIComponent(key.replace(/\+/g, ' ')) === 'access_token';
+    return decodeURIComponent(key.replace(/\+/g, ' '));
   } catch {
-    return false;
+    return undefined;
   }
+};
+
+/**
+ * Keys that look like a credential sent the wrong way (another spelling or case of access_token, a bare
+ * token or jwt): never accepted, but removed from the URL too, so that a client's mistake is not logged.
+ */
+const CREDENTIAL_KEYS = new Set(['access_token', 'access-token', 'accesstoken', 'token', 'jwt', 'id_token', 'bearer', 'authorization', 'auth']);
+const looksLikeCredential = (segment: string): boolean => {
+  const key = keyOf(segment);
+  return key !== undefined && CREDENTIAL_KEYS.has(key.trim().toLowerCase());
 };
 
 export function stripAccessToken (req: IncomingMessage): string {
   const url = req.url ?? '/';
   const q = url.indexOf('?');
-  if (q < 0 || !/access(_|%5f)token/i.test(url.slice(q))) return url;
+  if (q < 0 || !/token|jwt|bearer|auth/i.test(url.slice(q))) return url;
   const pairs = url.slice(q + 1).split('&');
-  const tokens = pairs.filter(isAccessTokenKey).map((pair) => {
+  const tokens = pairs.filter((pair) => keyOf(pair) === 'access_token').map((pair) => {
     const eq = pair.indexOf('=');
     try {
       return eq < 0 ? '' : decodeURIComponent(pair.slice(eq + 1).replace(/\+/g, ' '));
@@ -32,10 +43,19 @@ export function stripAccessToken (req: IncomingMessage): string {
       return '';
     }
   });
-  if (tokens.length === 0) return url;
-  // One non-empty value, or null: present but unusable (empty, repeated, badly encoded).
-  queryTokens.set(req, tokens.length === 1 && tokens[0] ? tokens[0] : null);
-  const rest = pairs.filter((p) => !isAccessTokenKey(p)).join('&');
+  // Every credential-looking segment goes, also one written after a `;` inside another pair.
+  const kept = pairs.flatMap((pair) => {
+    if (looksLikeCredential(pair)) return [];
+    const parts = pair.split(';');
+    const clean = parts.filter((part, i) => i === 0 || !looksLikeCredential(part)).join(';');
+    return [clean];
+  });
+  if (tokens.length > 0) {
+    // One non-empty value, or null: present but unusable (empty, repeated, badly encoded).
+    queryTokens.set(req, tokens.length === 1 && tokens[0] ? tokens[0] : null);
+  }
+  const rest = kept.join('&');
+  if (rest === url.slice(q + 1)) return url;
   const clean = url.slice(0, q) + (rest === '' ? '' : `?${rest}`);
   (req as IncomingMessage & { originalUrl?: string }).originalUrl = clean;
   return clean;

@@ -56,18 +56,6 @@ const MAX_ROUNDS = 16;
  */
 const CLUSTER_RECORD_ROUNDS = 128;
 
-/**
- * How large one reporter's record of a rollout may grow, all its node scopes together (its
- * deployments as JSON and its per-replica verdicts, estimated by `recordSizeOf`): well within the
- * database's 16 MiB document limit however a reporter splits its reports. (One report alone cannot
- * pass it: its body is at most 12 MiB and its deployments at most 8,192.)
- */
-export const RECORD_LIMIT_BYTES = 14 * 1024 * 1024;
-
-/** A record's size as stored, estimated from above: the deployments' JSON text, and the verdicts' JSON with a margin for BSON. */
-const recordSizeOf = (record: ReportRecord): number =>
-  JSON.stringify(record.deployments).length + Math.ceil(1.25 * JSON.stringify(record.replicas).length) + 64 * 1024;
-
 type ImmutableInput = ReportDeploymentSnapshotsInput & { immutableReport: NonNullable<ReportDeploymentSnapshotsInput['immutableReport']> };
 
 interface Reporter { reporterId: string, clusterId: string }
@@ -117,6 +105,8 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
         previous = undefined;
         continue;
       }
+      // The summary holds another version of the reporter's contribution than assumed: a summary write that lost, retried.
+      deps.telemetry.statusConflict();
       if (result.stored && result.stored.v >= record.version) {
         // This record (or a later one of the reporter) is in the summary already.
         return (await repos.services.readStatusState(record.serviceId, plan.rolloutId)) ?? staleReport(`rollout '${plan.rolloutId}' was superseded`, plan);
@@ -193,8 +183,12 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
   ): ReportRecord {
     const envelope = input.immutableReport;
     const receivedAt = deps.now();
-    const stability = { previous: previous?.replicas ?? [], previousNodes: previous?.nodeNames, receivedAt, policy };
+    // Every node the reporter has reported in the rollout: its latest report's, and those it left out since.
+    const seen = [...new Set([...(previous?.nodeNames ?? []), ...(previous?.earlierNodes ?? [])])];
+    const stability = { previous: previous?.replicas ?? [], previousNodes: seen, receivedAt, policy };
     const { entry, replicas } = reporterEntryOf(plan, input, reporter, stability, kept.nodeNames);
+    const current = new Set(entry.reporterNodeNames);
+    const earlierNodes = seen.filter((n) => !current.has(n)).sort();
     const retired = retire === undefined ? previous?.retiredSessions ?? [] : [...(previous?.retiredSessions ?? []), retire].slice(-RETIRED_SESSIONS_KEPT);
     return {
       id: rolloutRecordId(plan.rolloutId, reporter.reporterId),
@@ -206,6 +200,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       position: { sessionId: envelope.reporterSessionId, sequence: envelope.reportSequence, reportedAt: input.reportedAt, receivedAt },
       retiredSessions: retired,
       nodeNames: entry.reporterNodeNames,
+      ...(earlierNodes.length > 0 ? { earlierNodes } : {}),
       entry,
       replicas,
       deployments: kept.nodeNames.length === 0 ? input.deployments : mergedDeployments(kept.deployments, input.deployments, envelope.reporterNodeNames),
@@ -249,9 +244,10 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       if (!kept) continue;
       const built = nextRecord(report, record, verdict.kind === 'apply' ? verdict.retire : undefined, kept);
       // Before anything is claimed or written: a refused report changes nothing.
-      if (kept.nodeNames.length > 0 && recordSizeOf(built) > RECORD_LIMIT_BYTES) {
-        const what = 'this reporter\'s record of the rollout (its deployments and verdicts on all its nodes together)';
-        return refusal(errors.payloadTooLarge(RECORD_LIMIT_BYTES, what));
+      const limit = repos.reports.oversized(built);
+      if (limit !== undefined) {
+        const what = 'this reporter\'s record of the rollout (its deployments and the server\'s verdicts, on all its nodes together)';
+        return refusal(errors.payloadTooLarge(limit, what));
       }
       const taken = await claimNew(report, record);
       if (taken) return refusal(taken);

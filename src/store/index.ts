@@ -3,6 +3,8 @@ import { ClusterStore } from './clusterStore.js';
 import { withDomainErrors } from './driverErrors.js';
 import { IdempotencyStore } from './idempotencyStore.js';
 import { Database, type DatabaseOptions } from './mongo.js';
+
+export { InvalidConnectionString } from './mongo.js';
 import { PushEventStore } from './pushEventStore.js';
 import { ReleaseStore } from './releaseStore.js';
 import { ReportStore } from './reportStore.js';

@@ -1,4 +1,4 @@
-import { MongoClient, type Db, type IndexDescription } from 'mongodb';
+import { MongoClient, type Db, type IndexDescription, type MongoClientOptions } from 'mongodb';
 import type { DatabaseHealth } from '../domain/ports.js';
 import { indexPlan } from './indexPlan.js';
 
@@ -10,6 +10,26 @@ export interface DatabaseOptions {
   appName?: string;
   /** Told when the driver's server monitor hung and the client is reconnected (see `Database`). */
   onMonitorHung?: (info: { heartbeatStartedMsAgo: number }) => void;
+}
+
+/** A connection string the driver cannot use: why, without the string itself (it may hold a password). */
+export class InvalidConnectionString extends Error {
+  constructor (reason: string) {
+    super(reason);
+    this.name = 'InvalidConnectionString';
+  }
+}
+
+/** The client for a connection string, or InvalidConnectionString (the driver parses it here, without connecting). */
+function clientFor (uri: string, options: MongoClientOptions): MongoClient {
+  try {
+    return new MongoClient(uri, options);
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    // Never the string itself, nor anything of its user info, whatever the driver's message quotes of it.
+    const redacted = reason.split(uri).join('<the connection string>').replace(/\/\/[^@\s/]*@/g, '//<credentials>@').slice(0, 200);
+    throw new InvalidConnectionString(`not a connection string the MongoDB driver can use (${redacted})`);
+  }
 }
 
 /**
@@ -29,7 +49,7 @@ export class Database implements DatabaseHealth {
   readonly #watchdog: NodeJS.Timeout;
 
   constructor (opts: DatabaseOptions) {
-    this.client = new MongoClient(opts.uri, {
+    this.client = clientFor(opts.uri, {
       appName: opts.appName ?? 'cloudly-release-control-plane',
       serverSelectionTimeoutMS: opts.timeoutMs,
       connectTimeoutMS: opts.timeoutMs,
@@ -55,6 +75,12 @@ export class Database implements DatabaseHealth {
     this.client.on('serverHeartbeatStarted', () => { this.#heartbeatSince ??= Date.now(); });
     this.client.on('serverHeartbeatSucceeded', () => { this.#heartbeatSince = undefined; });
     this.client.on('serverHeartbeatFailed', () => { this.#heartbeatSince = undefined; });
+    // Driver 6.22 closes its topology when the first connect fails (the database not up yet at start-up)
+    // and then keeps handing every operation that closed topology ("Topology is closed") for good: a
+    // topology closed by anyone but this class is replaced by a fresh one, retried every second.
+    this.client.on('topologyClosed', () => {
+      if (!this.#closed && !this.#recovering) this.#reconnectPending = true;
+    });
     this.#watchdog = setInterval(() => {
       const since = this.#heartbeatSince;
       if (since !== undefined && Date.now() - since > hungAfterMs && !this.#reconnectPending) {
@@ -67,7 +93,7 @@ export class Database implements DatabaseHealth {
     this.#watchdog.unref();
   }
 
-  /** Closes the client (its hung monitor with it) and connects a fresh topology; retried every second until it succeeds. */
+  /** Closes the client (its hung monitor or closed topology with it) and connects a fresh topology; retried every second until it succeeds. */
   async #reconnect (): Promise<void> {
     if (this.#recovering || this.#closed) return;
     this.#recovering = true;

@@ -1,4 +1,4 @@
-import type { AnyBulkWriteOperation, Collection } from 'mongodb';
+import { BSON, type AnyBulkWriteOperation, type Collection } from 'mongodb';
 import type { ReportRepository } from '../domain/ports.js';
 import type { ReportedDeployment } from '../contracts/reports.js';
 import type { ClaimRefusal, ReportHead, ReportRecord } from '../domain/reports.js';
@@ -47,6 +47,9 @@ const withoutDeployments = { deployments: 0, deploymentsJson: 0 } as const;
 
 /** Records read without a fence (written before fences existed) whose next write must find them by `{ _id, version }`: at most this many remembered. */
 const UNFENCED_KEPT = 4096;
+
+/** The largest record this store writes: the database's 16 MiB document limit, less room for what a write adds around it. */
+const RECORD_BYTES_LIMIT = 16 * 1024 * 1024 - 64 * 1024;
 
 /** A record to write, and the version it must replace (0: none yet). */
 interface RecordWrite { document: ReportDocument, expectedVersion: number }
@@ -136,9 +139,27 @@ export class ReportStore implements ReportRepository {
     return written;
   }
 
-  async #write (record: ReportRecord, expectedVersion: number): Promise<boolean> {
+  /** The record as stored (its deployments as one JSON text, made once per deployments array). */
+  #documentOf (record: ReportRecord): ReportDocument {
     const { id, deployments, ...head } = record;
-    const document: ReportDocument = { _id: id, ...head, fence: fenceOf(id, record.version), deploymentsJson: JSON.stringify(deployments) };
+    let json = this.#deploymentsJson.get(deployments);
+    if (json === undefined) {
+      json = JSON.stringify(deployments);
+      this.#deploymentsJson.set(deployments, json);
+    }
+    return { _id: id, ...head, fence: fenceOf(id, record.version), deploymentsJson: json };
+  }
+
+  /** The JSON text of each deployments array this process writes (the size check and the write share it). */
+  readonly #deploymentsJson = new WeakMap<readonly ReportedDeployment[], string>();
+
+  oversized (record: ReportRecord): number | undefined {
+    return BSON.calculateObjectSize(this.#documentOf(record)) > RECORD_BYTES_LIMIT ? RECORD_BYTES_LIMIT : undefined;
+  }
+
+  async #write (record: ReportRecord, expectedVersion: number): Promise<boolean> {
+    const id = record.id;
+    const document = this.#documentOf(record);
     if (await this.#writes({ document, expectedVersion })) return true;
     if (expectedVersion === 0 || !this.#unfenced.has(id)) return false;
     // A record written before fences existed: found by `{ _id, version }` once (a collection scan on the

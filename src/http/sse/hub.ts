@@ -56,14 +56,15 @@ export type Delivery =
  * Gap rule: the kept log is the newest STATUS_EVENTS_KEPT events; anything older was
  * dropped. If the snapshot holds fewer than that many events, either nothing was ever
  * dropped or a kept event is at or below the cursor — no gap. If it holds a full window
- * and even its oldest event is newer than the cursor, an event between the two may have
- * been dropped: reset.
+ * and its oldest event is newer than the one right after the cursor (revisions go up by one
+ * per event), the events between were dropped: reset.
  */
 export function planDelivery (cursor: number, snapshot: StatusSnapshot): Delivery {
   const latest = snapshot.events.at(-1);
   if (cursor > snapshot.revision) return { kind: 'reset', reason: 'unknown-revision', latest };
   const oldest = snapshot.events[0];
-  if (snapshot.events.length >= STATUS_EVENTS_KEPT && oldest !== undefined && oldest.revision > cursor) {
+  // Revisions go up by one per event: the kept events reach back to the cursor when the oldest is the one right after it.
+  if (snapshot.events.length >= STATUS_EVENTS_KEPT && oldest !== undefined && oldest.revision > cursor + 1) {
     return { kind: 'reset', reason: 'events-missed', latest };
   }
   return { kind: 'events', events: snapshot.events.filter((e) => e.revision > cursor) };

@@ -137,21 +137,29 @@ describe('snapshot reports: scopes, fail-closed counting, stability', () => {
     expect(await t.db.collection('reports').countDocuments({ _id: earlierId as never })).toBe(0);
   });
 
-  it('immutable policy: node-scoped reports whose record together would pass 14 MiB are refused (413), nothing is written', async () => {
-    const { svc, plan } = await promotedService(t.app, { admin, api }, { clusterIds: ['c1'], replicasPerNode: 1 });
-    // Two node scopes of about 7.5 MiB each: each report is within REPORT_BODY_LIMIT_BYTES, the record would not be.
-    const heavy = (node: string) => verifiedReplica(plan, svc.id, node, 0, {
-      deployment: { deploymentLog: Array.from({ length: 1_000 }, (_, i) => `${node} line ${i} ${'x'.repeat(3_800)}`) },
+  it('immutable policy: node-scoped reports whose record together would pass the document limit are refused (413), ' +
+    'nothing is written or claimed', async () => {
+    await registerCluster(t.app, admin, 'c-heavy', ['h1', 'h2', 'h3']);
+    const heavyToken = await t.token('cluster', { clusterId: 'c-heavy', subject: 'coreflow-heavy' });
+    const otherToken = await t.token('cluster', { clusterId: 'c-heavy', subject: 'coreflow-heavy-2' });
+    const { svc, plan } = await promotedService(t.app, { admin, api }, { clusterIds: ['c-heavy'], replicasPerNode: 1 });
+    // Three node scopes of about 6.6 MB each: each report is within REPORT_BODY_LIMIT_BYTES, the record of all three would not be.
+    const heavy = (node: string, i: number) => verifiedReplica(plan, svc.id, node, i, {
+      deployment: { deploymentLog: Array.from({ length: 1_000 }, (_, l) => `${node} line ${l} ${'x'.repeat(3_300)}`) },
     });
     const scoped = (sequence: number, node: string) =>
-      reportBody(plan, svc.id, { session: 's-heavy', sequence, nodeNames: [node], deployments: [heavy(node), { ...heavy(node), id: `${node}-task-b` }] });
-    const first = await send(c1, scoped(1, 'n1'));
-    expect(first.statusCode, first.body.slice(0, 300)).toBe(200);
-    const second = await send(c1, scoped(2, 'n2'));
-    expect(second.statusCode, second.body.slice(0, 300)).toBe(413);
-    expect(second.json()).toMatchObject({ code: 'payload-too-large', limitBytes: 14 * 1024 * 1024 });
+      reportBody(plan, svc.id, { session: 's-heavy', sequence, nodeNames: [node], deployments: [heavy(node, 0), heavy(node, 1)] });
+    expect((await send(heavyToken, scoped(1, 'h1'))).statusCode).toBe(200);
+    expect((await send(heavyToken, scoped(2, 'h2'))).statusCode).toBe(200);
+    const third = await send(heavyToken, scoped(3, 'h3'));
+    expect(third.statusCode, third.body.slice(0, 300)).toBe(413);
+    expect(third.json()).toMatchObject({ code: 'payload-too-large', limitBytes: 16 * 1024 * 1024 - 64 * 1024 });
     const record = await t.db.collection('reports').findOne({ serviceId: svc.id, rolloutId: plan.rolloutId });
-    expect({ version: record?.['version'], nodes: record?.['nodeNames'] }).toEqual({ version: 1, nodes: ['n1'] });
+    expect({ version: record?.['version'], nodes: record?.['nodeNames'] }).toEqual({ version: 2, nodes: ['h1', 'h2'] });
+    // h3 was not claimed: another reporter of the cluster may report it.
+    const otherReport = reportBody(plan, svc.id, { session: 's-other', sequence: 1, nodeNames: ['h3'], deployments: fullReplicas(plan, svc.id, ['h3']) });
+    const other = await send(otherToken, otherReport);
+    expect(other.statusCode, other.body.slice(0, 300)).toBe(200);
   }, 60_000);
 
   it('stability window: a replica the server saw MISMATCHED in the previous report is not "verified for the window" ' +

@@ -416,7 +416,9 @@ describe('StatusHub and planDelivery', () => {
   it('planDelivery: the events after the cursor; a reset only when a gap is possible', () => {
     const full = { revision: 250, events: Array.from({ length: STATUS_EVENTS_KEPT }, (_, i) => ev(151 + i)) };
     expect(planDelivery(160, full)).toEqual({ kind: 'events', events: full.events.slice(10) });
-    expect(planDelivery(150, full)).toMatchObject({ kind: 'reset', reason: 'events-missed' });
+    // Exactly 100 behind: every event after the cursor is still kept (151 is the one right after 150).
+    expect(planDelivery(150, full)).toEqual({ kind: 'events', events: full.events });
+    expect(planDelivery(149, full)).toMatchObject({ kind: 'reset', reason: 'events-missed' });
     expect(planDelivery(251, full)).toMatchObject({ kind: 'reset', reason: 'unknown-revision', latest: ev(250) });
     // Not full: nothing was ever dropped, whatever the cursor.
     expect(planDelivery(0, { revision: 7, events: [ev(3), ev(7)] })).toEqual({ kind: 'events', events: [ev(3), ev(7)] });
