@@ -270,15 +270,24 @@ export const earlierServiceRecordId = (serviceId: string, reporterId: string): s
 export type PositionVerdict = { kind: 'apply', retire?: string } | { kind: 'replay' } | { kind: 'refuse', error: AppError };
 
 /**
+ * When a report counts as made, for ordering sessions: its `reportedAt` (the reporter's clock), but
+ * never later than the server's receipt time plus the clock tolerance — a reporter whose clock ran far
+ * ahead once cannot lock its later sessions out for the rest of the rollout.
+ */
+export const orderingTimeOf = (position: { reportedAt: number, receivedAt: number }, toleranceMs: number): number =>
+  Math.min(position.reportedAt, position.receivedAt + toleranceMs);
+
+/**
  * Per session the sequence only grows (equal = a harmless replay, lower = stale); a new session
- * takes over only with a later `reportedAt`, and retires the one it replaces for good: a retired
- * session never reports again, whatever its sequence (the sequence is compared per session AND
- * across sessions).
+ * takes over only with a later `reportedAt` (`orderingTimeOf`: bounded by the server's clock), and
+ * retires the one it replaces for good: a retired session never reports again, whatever its
+ * sequence (the sequence is compared per session AND across sessions).
  */
 export function positionVerdict (
   plan: IImmutableImageDeploymentPlan,
   record: ReportHead | null,
-  report: { sessionId: string, sequence: number, reportedAt: number }
+  report: { sessionId: string, sequence: number, reportedAt: number, receivedAt: number },
+  toleranceMs: number
 ): PositionVerdict {
   const current = record?.position;
   if (!current?.sessionId) return { kind: 'apply' };
@@ -293,7 +302,7 @@ export function positionVerdict (
   if (record?.retiredSessions.includes(report.sessionId)) {
     return { kind: 'refuse', error: staleReport(`session '${report.sessionId}' was replaced by session '${current.sessionId}' and reports no more`, plan) };
   }
-  if (report.reportedAt <= current.reportedAt) {
+  if (orderingTimeOf(report, toleranceMs) <= orderingTimeOf(current, toleranceMs)) {
     return { kind: 'refuse', error: staleReport(`session '${report.sessionId}' reports older than the current session '${current.sessionId}'`, plan) };
   }
   return { kind: 'apply', retire: current.sessionId };

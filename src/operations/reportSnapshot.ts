@@ -233,7 +233,8 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       const guessed = guess !== undefined;
       const record = guess ?? await repos.reports.findHead(recordId);
       guess = undefined;
-      const verdict = positionVerdict(plan, record, { sessionId: envelope.reporterSessionId, sequence: envelope.reportSequence, reportedAt: input.reportedAt });
+      const position = { sessionId: envelope.reporterSessionId, sequence: envelope.reportSequence, reportedAt: input.reportedAt, receivedAt: deps.now() };
+      const verdict = positionVerdict(plan, record, position, report.policy.clockToleranceSeconds * 1000);
       if (guessed && verdict.kind !== 'apply') continue;
       if (verdict.kind === 'refuse') return refusal(verdict.error);
       if (verdict.kind === 'replay' && record) {
