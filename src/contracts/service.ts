@@ -18,6 +18,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, Name, contractLimits, strictObject } from './common.js';
+import { ClusterId } from './clusters.js';
 import { IImageRolloutStatus, IImmutableImageDeploymentPlan } from './immutableImage.js';
 import { literalUnion } from './literals.js';
 import { IRegistryTarget } from './registry.js';
@@ -34,7 +35,8 @@ export const balancingStrategies = ['round-robin', 'least-connections'] as const
 
 /** Project extension: where a service runs (see the module comment). */
 export const IServicePlacement = strictObject({
-  clusterIds: Type.Array(Id, { minItems: 1, maxItems: contractLimits.clusters, uniqueItems: true }),
+  // Cluster ids as a registration (and a cluster token's clusterId claim) can carry them: a placement on any other can never be served.
+  clusterIds: Type.Array(ClusterId, { minItems: 1, maxItems: contractLimits.clusters, uniqueItems: true }),
   replicasPerNode: Type.Integer({ minimum: 1, maximum: contractLimits.replicas }),
 });
 export type IServicePlacement = Static<typeof IServicePlacement>;

@@ -228,7 +228,9 @@ export function tagFilterRefusal (policy: EffectivePolicy, tag: string): string 
   const { tagPattern, semverRange } = policy.automaticPromotion;
   if (tagPattern !== undefined && !globRegExp(tagPattern).test(tag)) return `tag '${tag}' does not match the pattern '${tagPattern}'`;
   if (semverRange !== undefined) {
-    const version = semver.valid(semver.clean(tag, { loose: false }) ?? '');
+    // A semantic version as written, with at most one leading `v` (`vv1.2.3` and `=1.2.3` are not versions).
+    const bare = tag.startsWith('v') ? tag.slice(1) : tag;
+    const version = /^\d/.test(bare) ? semver.valid(bare) : null;
     if (version === null) return `tag '${tag}' is not a semantic version (the range '${semverRange}' is set)`;
     if (!semver.satisfies(version, semverRange)) return `tag '${tag}' is outside the semver range '${semverRange}'`;
   }

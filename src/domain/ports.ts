@@ -1,5 +1,5 @@
 import type {
-  IImageRelease, IImmutableImageDeploymentPlan, IRolloutPolicy, IImmutableRegistryPushEvent, IService, ImageTagHistoryEntry,
+  AutomaticPromotionOutcome, IImageRelease, IImmutableImageDeploymentPlan, IRolloutPolicy, IImmutableRegistryPushEvent, IService, ImageTagHistoryEntry,
   ServiceSummary, TServiceWritableData,
 } from '../contracts/index.js';
 import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from './clusters.js';
@@ -223,12 +223,16 @@ export interface StoredPushEvent {
   recordedAt: number;
   /** Subject of the verified token that reported the event. */
   reportedBy: string;
+  /** What automatic promotion decided for the event (promoted, queued, skipped, conflict), once decided. */
+  automation?: AutomaticPromotionOutcome;
 }
 
 export interface PushEventRepository {
   findById(eventId: string): Promise<StoredPushEvent | null>;
   /** false when the eventId is already recorded (unique `_id`). */
   insert(record: StoredPushEvent): Promise<boolean>;
+  /** Records what automatic promotion decided for the event. */
+  recordAutomation(eventId: string, outcome: AutomaticPromotionOutcome): Promise<void>;
   /** Removes the event only if it still has this fingerprint. */
   remove(eventId: string, fingerprint: string): Promise<void>;
   /** Stored events whose identity is exactly this release's. */

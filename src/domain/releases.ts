@@ -69,8 +69,19 @@ const builds = (host: string, repository: string): boolean => {
  * and `digestPinnedImageReference === buildDigestPinnedImageReference(host, repo, digest)`.
  * Fields are named relative to the event (`/registryHost`); adapters say where it sits.
  */
-export function pushEventProblems (event: IImmutableRegistryPushEvent): Problem[] {
+/**
+ * How far ahead of the server's clock a push event's `observedAt` may be: "never an older release"
+ * compares first observations, so one event stamped in the future (a registry sending microseconds,
+ * a skewed clock) would make every real push after it look older, and stop automatic promotion.
+ */
+export const PUSH_EVENT_FUTURE_TOLERANCE_MS = 5 * 60_000;
+
+export function pushEventProblems (event: IImmutableRegistryPushEvent, now: number): Problem[] {
   const problems: Problem[] = [];
+  if (event.observedAt > now + PUSH_EVENT_FUTURE_TOLERANCE_MS) {
+    const ahead = `is more than ${PUSH_EVENT_FUTURE_TOLERANCE_MS / 1000} s ahead of the server's clock (milliseconds since the epoch)`;
+    problems.push({ field: '/observedAt', message: ahead });
+  }
   const hostOk = builds(event.registryHost, 'a');
   const repositoryOk = builds('localhost', event.repository);
   if (!hostOk) problems.push({ field: '/registryHost', message: 'must be a canonical OCI registry host (lower case, optional :port)' });

@@ -42,7 +42,8 @@ export interface IssueRolloutDeps {
 /** The rollout a new one replaces, as its finishing reads it. */
 interface PreviousRollout {
   mode: RolloutRecord['mode'];
-  lifecycle?: RolloutLifecycle;
+  /** Its first success and first failure, as its lifecycle (or, once replaced, its history record) holds them. */
+  milestones?: Pick<RolloutLifecycle, 'succeededAt' | 'failure'>;
 }
 
 export interface RolloutRequest {
@@ -105,13 +106,21 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
   async function keepMilestonesOfPrevious (record: RolloutRecord): Promise<PreviousRollout | undefined> {
     if (!record.previous) return undefined;
     const view = await repos.services.findLifecycle(record.serviceId);
+    if (view?.plan?.rolloutId === record.rolloutId) {
+      // This rollout's plan is written already (a retry after a crash): the previous rollout's
+      // milestones were copied into its history record before that write.
+      const [before] = await repos.rollouts.list(record.serviceId, 1, record.generation);
+      return before?.rolloutId === record.previous.rolloutId
+        ? { mode: before.mode, milestones: { succeededAt: before.succeededAt, failure: before.failure } }
+        : undefined;
+    }
     if (view?.plan?.rolloutId !== record.previous.rolloutId) return undefined;
     const lifecycle = view.state?.summary.lifecycle;
     if (lifecycle) {
       const { succeededAt, failure, deadline } = lifecycle;
       await repos.rollouts.recordMilestones(record.previous.rolloutId, { succeededAt, failure, deadline });
     }
-    return { mode: view.plan.mode, lifecycle };
+    return { mode: view.plan.mode, milestones: lifecycle };
   }
 
   /**
@@ -120,8 +129,8 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
    */
   function countEndedChange (record: RolloutRecord, end: RolloutEnd, previous: PreviousRollout | undefined): void {
     if (!previous || previous.mode === 'rollback' || end.by === 'superseded') return;
-    const failure = previous.lifecycle?.failure;
-    const succeededAt = previous.lifecycle?.succeededAt;
+    const failure = previous.milestones?.failure;
+    const succeededAt = previous.milestones?.succeededAt;
     const countedAlready = failure !== undefined && (succeededAt === undefined || failure.at < succeededAt);
     if (!countedAlready) deps.telemetry?.changeFailure(record.serviceId);
   }

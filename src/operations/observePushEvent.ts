@@ -33,7 +33,8 @@ export interface ObservePushEventDeps {
   now: Clock;
 }
 
-type Ingested = { release: IImageRelease, duplicate: boolean };
+/** The event's release, whether it was recorded before, and what automation decided for it then (once decided). */
+type Ingested = { release: IImageRelease, duplicate: boolean, automation?: AutomaticPromotionOutcome | undefined };
 
 export function observePushEvent (deps: ObservePushEventDeps) {
   const { repos } = deps;
@@ -54,7 +55,7 @@ export function observePushEvent (deps: ObservePushEventDeps) {
   async function redelivered (event: IImmutableRegistryPushEvent, fingerprint: string, recorded: StoredPushEvent): Promise<Result<Ingested>> {
     if (recorded.fingerprint !== fingerprint) return refusal(errors.pushEventConflict(event.eventId, recorded.event, event));
     const release = await upsertRelease(event, fingerprint);
-    return release instanceof Error ? refusal(release) : success({ release, duplicate: true }, true);
+    return release instanceof Error ? refusal(release) : success({ release, duplicate: true, automation: recorded.automation }, true);
   }
 
   /** Records a new event (refusing an identity conflict before writing anything; the unique indexes catch the races). */
@@ -132,11 +133,12 @@ export function observePushEvent (deps: ObservePushEventDeps) {
   /**
    * Checks (in this order, nothing written when one fails): canonical names and pinned
    * reference, service exists, registry target; then records the event and upserts its
-   * release, then promotes automatically where the service asks for it. Runs the automatic
-   * promotion for redeliveries too, so that a retry after a crash completes it.
+   * release, then promotes automatically where the service asks for it — once per event: the
+   * decision is recorded on the event, and a redelivery gets it back; a redelivery of an event whose
+   * decision was never recorded (a crash) decides, so that a retry completes it.
    */
   return async function observe (event: IImmutableRegistryPushEvent, actor: Actor): Promise<Result<ReportImmutableRegistryPushEventResponse>> {
-    const problems = pushEventProblems(event);
+    const problems = pushEventProblems(event, deps.now());
     if (problems.length > 0) return invalid(problems);
     const service = await repos.services.findById(event.serviceId);
     if (!service) return refusal(errors.serviceNotFound(event.serviceId));
@@ -147,11 +149,19 @@ export function observePushEvent (deps: ObservePushEventDeps) {
     const recorded = await repos.pushEvents.findById(event.eventId);
     const ingested = recorded ? await redelivered(event, fingerprint, recorded) : await recordNew(event, fingerprint, actor.principal.subject);
     if (!ingested.ok) return ingested;
-    const { release, duplicate } = ingested.value;
+    const { release, duplicate, automation } = ingested.value;
     actor.log.info({ serviceId: service.id, releaseId: release.id, eventId: event.eventId, duplicate }, 'push event recorded');
     if (duplicate) deps.telemetry.pushEventReplayed();
+    // At most once per event: a redelivery of an event whose automation was decided gets that decision
+    // back (a push queued, promoted later, or discarded by an operator's promotion does not come back).
+    // Undecided (the first delivery crashed, or is still at it): this delivery decides.
+    if (automation) return success({ release, duplicate, autoPromotion: { ...automation, replayed: true } }, duplicate);
     const autoPromotion = await promoteAutomatically(service, release, event, actor);
     if (autoPromotion instanceof Error) return refusal(autoPromotion, duplicate);
+    if (!(autoPromotion.outcome === 'skipped' && autoPromotion.reason === 'not-enabled')) {
+      const { replayed: _replayed, ...decided }: AutomaticPromotionOutcome = autoPromotion;
+      await repos.pushEvents.recordAutomation(event.eventId, decided);
+    }
     if (autoPromotion.outcome !== 'skipped' || autoPromotion.reason !== 'not-enabled') {
       actor.log.info({ serviceId: service.id, eventId: event.eventId, ...autoPromotion }, 'automatic promotion');
     }

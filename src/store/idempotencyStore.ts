@@ -53,6 +53,12 @@ export class IdempotencyStore implements IdempotencyRepository {
     for (let round = 0; round < 3; round++) {
       const existing = await this.collection.findOne({ _id: recordId });
       if (!existing) return this.claim(input);
+      // Expired (48 h) but not swept yet (TTL runs every minute, the local development database has
+      // none): a new request. Removed only as it is (its creation time), then claimed afresh.
+      if (existing.expiresAt.getTime() <= now) {
+        await this.collection.deleteOne({ _id: recordId, createdAt: existing.createdAt });
+        return this.claim(input);
+      }
       if (existing.fingerprint !== input.fingerprint) return { kind: 'reused', operation: existing.operation };
       if (existing.state === 'completed' && existing.outcome) return { kind: 'replay', outcome: existing.outcome };
       if (existing.leaseUntil > now) return { kind: 'in-progress', retryAfterMs: Math.min(existing.leaseUntil - now, 1000) };

@@ -1,5 +1,5 @@
 import { type Collection, type Filter } from 'mongodb';
-import type { IImmutableRegistryPushEvent, ImageTagHistoryEntry } from '../contracts/index.js';
+import type { AutomaticPromotionOutcome, IImmutableRegistryPushEvent, ImageTagHistoryEntry } from '../contracts/index.js';
 import type { PushEventRepository, StoredPushEvent } from '../domain/ports.js';
 import { pick } from '../domain/objects.js';
 import type { KeysetPosition, ReleaseIdentity } from '../domain/releases.js';
@@ -18,11 +18,12 @@ export interface PushEventDocument extends Omit<IImmutableRegistryPushEvent, 'ev
   fingerprint: string;
   recordedAt: number;
   reportedBy: string;
+  automation?: AutomaticPromotionOutcome;
 }
 
 const toStored = (doc: PushEventDocument): StoredPushEvent => {
-  const { _id, fingerprint, recordedAt, reportedBy, ...rest } = doc;
-  return { event: { eventId: _id, ...rest }, fingerprint, recordedAt, reportedBy };
+  const { _id, fingerprint, recordedAt, reportedBy, automation, ...rest } = doc;
+  return { event: { eventId: _id, ...rest }, fingerprint, recordedAt, reportedBy, ...(automation ? { automation } : {}) };
 };
 
 const toDocument = (record: StoredPushEvent): PushEventDocument => {
@@ -55,6 +56,10 @@ export class PushEventStore implements PushEventRepository {
       if (isDuplicateKeyError(err)) return false;
       throw err;
     }
+  }
+
+  async recordAutomation (eventId: string, outcome: AutomaticPromotionOutcome): Promise<void> {
+    await this.collection.updateOne({ _id: eventId }, { $set: { automation: outcome } });
   }
 
   async remove (eventId: string, fingerprint: string): Promise<void> {

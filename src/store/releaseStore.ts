@@ -1,5 +1,5 @@
 import { type Collection, type Filter } from 'mongodb';
-import type { IImageRelease } from '../contracts/index.js';
+import { contractLimits, type IImageRelease } from '../contracts/index.js';
 import type { RecordObservationResult, ReleaseObservation, ReleaseRepository } from '../domain/ports.js';
 import type { KeysetPosition, ReleaseIdentity } from '../domain/releases.js';
 import { keysetBefore } from './keyset.js';
@@ -39,7 +39,8 @@ function toRelease (doc: ReleaseDocument): IImageRelease {
       registryRootDigest: d.registryRootDigest,
       digestPinnedImageReference: d.digestPinnedImageReference,
       manifestMediaType: d.manifestMediaType,
-      observedTags: [...d.observedTags].sort(),
+      // The newest tags within the contract's limit (a release written before tags were bounded may hold more).
+      observedTags: d.observedTags.slice(-contractLimits.observedTags).sort(),
       firstObservedAt: d.firstObservedAt,
       lastObservedAt: d.lastObservedAt,
       observationCount: d.observationCount,
@@ -102,12 +103,23 @@ export class ReleaseStore implements ReleaseRepository {
     for (let attempt = 1; attempt <= 2; attempt++) {
       try {
         const doc = await this.collection.findOneAndUpdate(filter, update, { upsert: true, returnDocument: 'after' });
-        if (doc) return { outcome: 'recorded', release: toRelease(doc) };
+        if (doc) return { outcome: 'recorded', release: toRelease(await this.withTagsBounded(doc)) };
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err;
       }
     }
     return { outcome: 'identity-conflict' };
+  }
+
+  /**
+   * A release keeps the newest OBSERVED_TAGS_KEPT distinct tags it was pushed under (the contract's
+   * limit): past it, the oldest go (by `_id`, so the local development database uses its index).
+   */
+  private async withTagsBounded (doc: ReleaseDocument): Promise<ReleaseDocument> {
+    const tags = doc.data.observedTags ?? [];
+    if (tags.length <= contractLimits.observedTags) return doc;
+    await this.collection.updateOne({ _id: doc._id }, { $push: { 'data.observedTags': { $each: [], $slice: -contractLimits.observedTags } } });
+    return doc;
   }
 
   /**

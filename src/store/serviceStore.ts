@@ -218,8 +218,9 @@ export class ServiceStore implements ServiceRepository {
 
   /** Services sorted by name (the unique name index), after `afterName`; `name`: only that one. */
   async list (query: { name?: string, afterName?: string, limit: number }): Promise<ServiceSummary[]> {
+    // A name filter and a cursor together: the one service of that name, if it comes after the cursor.
     const filter = query.name !== undefined
-      ? { 'data.name': query.name }
+      ? (query.afterName !== undefined && query.name <= query.afterName ? { _id: { $in: [] as string[] } } : { 'data.name': query.name })
       : query.afterName !== undefined ? { 'data.name': { $gt: query.afterName } } : {};
     const docs = await this.collection.find(filter, { projection: summaryProjection }).sort({ 'data.name': 1 }).limit(query.limit).toArray();
     return docs.map(toSummary);
@@ -494,7 +495,14 @@ export class ServiceStore implements ServiceRepository {
         $push: { verifiedReleases: { $each: [verified], $slice: -VERIFIED_RELEASES_KEPT } },
       }
     );
-    return result.modifiedCount === 1;
+    if (result.modifiedCount !== 1) return false;
+    // One entry per digest, the newest: redeploys of one release must not push the others out of the
+    // kept list (an abort returns to the newest verified release other than the digest deployed now).
+    await this.collection.updateOne(
+      { _id: target.serviceId },
+      { $pull: { verifiedReleases: { requestedDigest: verified.requestedDigest, rolloutId: { $ne: verified.rolloutId } } } }
+    );
+    return true;
   }
 
   async markFailure (target: LifecycleTarget, failure: FailureMilestone): Promise<boolean> {

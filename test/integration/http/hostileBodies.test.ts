@@ -534,7 +534,7 @@ function couldRegisterCluster (clusterId: string, data: unknown): boolean {
 }
 function couldRecordPushEvent (event: unknown): boolean {
   if (!checks.pushEvent.Check(event)) return false;
-  if (pushEventProblems(event).length > 0) return false;
+  if (pushEventProblems(event, Date.now()).length > 0) return false;
   const target = s.services.get(event.serviceId);
   if (!target || !registryTargetMatches(target, event)) return false;
   const recorded = s.events.get(event.eventId);

@@ -159,6 +159,9 @@ describe('services: listing and lookup by name', () => {
     const byName = await list('?name=charlie');
     expect(byName.json()).toEqual({ services: [{ id: ids.get('charlie'), name: 'charlie' }] });
     expect((await list('?name=nope')).json()).toEqual({ services: [] });
+    // A name and a cursor: the service of that name only if it comes after the cursor (the second page ended at delta).
+    expect((await list(`?name=charlie&cursor=${second.json().nextCursor}`)).json()).toEqual({ services: [] });
+    expect((await list(`?name=echo&cursor=${second.json().nextCursor}`)).json()).toEqual({ services: [{ id: ids.get('echo'), name: 'echo' }] });
 
     const tr = await callTypedRequest(t.app, 'listServices', { identity: identity(reader), name: 'echo' });
     expect(tr.json().response).toEqual({ services: [{ id: ids.get('echo'), name: 'echo' }] });

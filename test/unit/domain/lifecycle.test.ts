@@ -172,6 +172,8 @@ describe('automatic promotion filter', () => {
     expect(tagFilterRefusal(range, '2.1.0')).toBeUndefined();
     expect(tagFilterRefusal(range, 'v3.0.0')).toMatch(/outside the semver range/);
     expect(tagFilterRefusal(range, 'latest')).toMatch(/not a semantic version/);
+    // At most one leading v, and nothing else before the version.
+    for (const tag of ['vv2.4.1', '=2.4.1', ' 2.4.1', 'v=2.4.1']) expect(tagFilterRefusal(range, tag), tag).toMatch(/not a semantic version/);
     const both = effectiveRolloutPolicy({ automaticPromotion: { tagPattern: 'v*', semverRange: '>=1' } });
     expect(tagFilterRefusal(both, '1.2.3')).toMatch(/does not match/);
     expect(tagFilterRefusal(both, 'v1.2.3')).toBeUndefined();

@@ -2,11 +2,14 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { IImmutableRegistryPushEvent, IRegistryTarget } from '../../../src/contracts/index.js';
 import {
-  decodeCursor, encodeCursor, isSameRelease, pushEventFingerprint, pushEventProblems, registryTargetMatches, releaseIdentityOf,
+  decodeCursor, encodeCursor, isSameRelease, pushEventFingerprint, PUSH_EVENT_FUTURE_TOLERANCE_MS, pushEventProblems, registryTargetMatches, releaseIdentityOf,
   tagHistoryQueryProblems,
 } from '../../../src/domain/releases.js';
 import { errors } from '../../../src/errors.js';
 import { relocate } from '../../../src/http/replies.js';
+
+/** The server's clock in these tests: every event is observed before it. */
+const NOW = 2_000_000_000_000;
 
 const digest = `sha256:${'ab'.repeat(32)}` as const;
 
@@ -28,7 +31,7 @@ const event = (overrides: Partial<IImmutableRegistryPushEvent> = {}): IImmutable
   ...overrides,
 });
 
-const fieldsOf = (e: IImmutableRegistryPushEvent): string[] => pushEventProblems(e).map((p) => p.field);
+const fieldsOf = (e: IImmutableRegistryPushEvent): string[] => pushEventProblems(e, NOW).map((p) => p.field);
 
 describe('push event fingerprint', () => {
   it('is the same for the same content in any key order and differs when any field differs', () => {
@@ -43,15 +46,15 @@ describe('push event fingerprint', () => {
 
 describe('assertPushEventConsistent', () => {
   it('accepts a canonical event', () => {
-    expect(pushEventProblems(event())).toEqual([]);
-    expect(pushEventProblems(event({ registryHost: 'localhost', digestPinnedImageReference: `localhost/team/web@${digest}` }))).toEqual([]);
+    expect(pushEventProblems(event(), NOW)).toEqual([]);
+    expect(pushEventProblems(event({ registryHost: 'localhost', digestPinnedImageReference: `localhost/team/web@${digest}` }), NOW)).toEqual([]);
   });
 
   it('names the non-canonical host or repository, relative to the event; adapters say where the event sits', () => {
     expect(fieldsOf(event({ registryHost: 'Registry.example.com' }))).toEqual(['/registryHost']);
     expect(fieldsOf(event({ repository: 'Team/Web' }))).toEqual(['/repository']);
     expect(fieldsOf(event({ registryHost: 'https://x', repository: 'a//b' }))).toEqual(['/registryHost', '/repository']);
-    const refused = relocate(errors.validationFailed(pushEventProblems(event({ repository: 'Team/Web' }))), '/request/event');
+    const refused = relocate(errors.validationFailed(pushEventProblems(event({ repository: 'Team/Web' }), NOW)), '/request/event');
     expect(refused.details['problems']).toEqual([expect.objectContaining({ field: '/request/event/repository' })]);
     expect(refused.message).toContain('/request/event/repository');
   });
@@ -72,7 +75,7 @@ describe('assertPushEventConsistent', () => {
       expect(fieldsOf(event({ tag }))).toEqual(['/tag']);
     }
     for (const tag of ['latest', '_x', 'v1.2.3-rc.1', 'A_b-c.d', 'x'.repeat(128)]) {
-      expect(pushEventProblems(event({ tag }))).toEqual([]);
+      expect(pushEventProblems(event({ tag }), NOW)).toEqual([]);
     }
   });
 });
@@ -145,5 +148,14 @@ describe('release identity', () => {
     expect(isSameRelease({ ...release, data: { ...release.data, serviceId: 'svc_2' } }, identity)).toBe(false);
     expect(isSameRelease({ ...release, data: { ...release.data, imageId: 'img_2' } }, identity)).toBe(false);
     expect(isSameRelease({ ...release, data: { ...release.data, manifestMediaType: 'application/vnd.oci.image.manifest.v1+json' } }, identity)).toBe(false);
+  });
+});
+
+describe('a push event stamped in the future', () => {
+  it('is refused past the tolerance ahead of the server\'s clock, naming observedAt; within it, and any time before, it is taken', () => {
+    expect(fieldsOf(event({ observedAt: NOW * 1000 }))).toEqual(['/observedAt']);
+    expect(fieldsOf(event({ observedAt: NOW + PUSH_EVENT_FUTURE_TOLERANCE_MS + 1 }))).toEqual(['/observedAt']);
+    expect(fieldsOf(event({ observedAt: NOW + PUSH_EVENT_FUTURE_TOLERANCE_MS }))).toEqual([]);
+    expect(fieldsOf(event({ observedAt: 0 }))).toEqual([]);
   });
 });

@@ -8,8 +8,16 @@ const TOLERANCE = 5_000;
 
 /** The reporter's record after a report of `sessionId` / `sequence` made at `reportedAt`, received at `receivedAt`. */
 const recordAt = (sessionId: string, sequence: number, reportedAt: number, receivedAt: number, retiredSessions: string[] = []): ReportHead => ({
-  id: 'rollout:ro_1:c1/agent', serviceId: 's', rolloutId: 'ro_1', reporterId: 'c1/agent', clusterId: 'c1', version: 1,
-  position: { sessionId, sequence, reportedAt, receivedAt }, retiredSessions, nodeNames: ['n1'], replicas: [],
+  id: 'rollout:ro_1:c1/agent',
+  serviceId: 's',
+  rolloutId: 'ro_1',
+  reporterId: 'c1/agent',
+  clusterId: 'c1',
+  version: 1,
+  position: { sessionId, sequence, reportedAt, receivedAt },
+  retiredSessions,
+  nodeNames: ['n1'],
+  replicas: [],
 });
 
 describe('where a report stands in its reporter\'s sequence', () => {
