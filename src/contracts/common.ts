@@ -70,7 +70,13 @@ export const IdempotencyKey = Type.String({
 export const Id = Type.String({ minLength: 1, maxLength: contractLimits.idLength });
 
 /** A human or DNS-ish name: non-empty, bounded. */
-export const Name = Type.String({ minLength: 1, maxLength: contractLimits.nameLength });
+export const Name = Type.String({
+  minLength: 1,
+  maxLength: contractLimits.nameLength,
+  // No control characters and no bidirectional overrides: a name shown in the console or a terminal says what it is.
+  pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]+$',
+  description: 'no control characters or bidirectional overrides',
+});
 
 /** An image reference or URL: non-empty, bounded. */
 export const Reference = Type.String({ minLength: 1, maxLength: contractLimits.referenceLength });

@@ -15,6 +15,8 @@ export interface Principal {
   type: PrincipalType;
   /** Present (and required) for the `cluster` role. */
   clusterId?: string;
+  /** When the token it was read from expires (ms since the epoch): a long-lived stream ends then. */
+  expiresAt?: number;
 }
 
 /** Role sets of DESIGN §4, named by what they allow. */

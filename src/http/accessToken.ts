@@ -30,7 +30,21 @@ const looksLikeCredential = (segment: string): boolean => {
   return key !== undefined && CREDENTIAL_KEYS.has(key.trim().toLowerCase());
 };
 
+/** A JSON Web Token, wherever it stands in a URL: a base64url header that opens with `{"`, a payload and a signature. */
+const JWT_IN_TEXT = /eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g;
+
 export function stripAccessToken (req: IncomingMessage): string {
+  const stripped = stripCredentialParameters(req);
+  const q = stripped.indexOf('?');
+  if (q < 0 || !stripped.includes('eyJ', q)) return stripped;
+  // Any token left in the query — under a name not listed, after a second `?`, with an encoded `=` — is
+  // never accepted from there, and never kept in the URL that is logged either.
+  const clean = stripped.slice(0, q) + stripped.slice(q).replace(JWT_IN_TEXT, '[redacted]');
+  if (clean !== stripped) (req as IncomingMessage & { originalUrl?: string }).originalUrl = clean;
+  return clean;
+}
+
+function stripCredentialParameters (req: IncomingMessage): string {
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   if (q < 0 || !/token|jwt|bearer|auth/i.test(url.slice(q))) return url;

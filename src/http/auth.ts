@@ -73,6 +73,7 @@ export async function createTokenVerifier (key: AuthKey): Promise<TokenVerifier>
         role: payload.role,
         type: payload.type,
         ...(payload.clusterId === undefined ? {} : { clusterId: payload.clusterId }),
+        expiresAt: payload.exp * 1000,
       });
       if (accepted.size >= ACCEPTED_TOKENS_KEPT) accepted.delete(accepted.keys().next().value ?? '');
       accepted.set(token, { principal, expiresAtMs: payload.exp * 1000 });

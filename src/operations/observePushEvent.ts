@@ -155,13 +155,16 @@ export function observePushEvent (deps: ObservePushEventDeps) {
     // At most once per event: a redelivery of an event whose automation was decided gets that decision
     // back (a push queued, promoted later, or discarded by an operator's promotion does not come back).
     // Undecided (the first delivery crashed, or is still at it): this delivery decides.
-    if (automation) return success({ release, duplicate, autoPromotion: { ...automation, replayed: true } }, duplicate);
+    if (automation) {
+      // The event's automatic promotion answered again: an idempotent replay of it, counted as one.
+      if (automation.outcome === 'promoted') await deps.telemetry.rollout('automatic', Promise.resolve(success({ issued: true }, true)));
+      return success({ release, duplicate, autoPromotion: { ...automation, replayed: true } }, duplicate);
+    }
     const autoPromotion = await promoteAutomatically(service, release, event, actor);
     if (autoPromotion instanceof Error) return refusal(autoPromotion, duplicate);
-    if (!(autoPromotion.outcome === 'skipped' && autoPromotion.reason === 'not-enabled')) {
-      const { replayed: _replayed, ...decided }: AutomaticPromotionOutcome = autoPromotion;
-      await repos.pushEvents.recordAutomation(event.eventId, decided);
-    }
+    // Every decision, `not-enabled` included: turning deployOnPush on later does not make an old event's redelivery promote.
+    const { replayed: _replayed, ...decided }: AutomaticPromotionOutcome = autoPromotion;
+    await repos.pushEvents.recordAutomation(event.eventId, decided);
     if (autoPromotion.outcome !== 'skipped' || autoPromotion.reason !== 'not-enabled') {
       actor.log.info({ serviceId: service.id, eventId: event.eventId, ...autoPromotion }, 'automatic promotion');
     }

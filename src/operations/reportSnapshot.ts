@@ -297,6 +297,9 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
         deployments: mergedDeployments(previous?.deployments ?? [], input.deployments, scope),
         ...(nodeSources ? { nodeSources } : {}),
       };
+      // The cluster's node groups together must fit one document (as on a rollout).
+      const limit = repos.reports.oversized(record);
+      if (limit !== undefined) return refusal(errors.payloadTooLarge(limit, 'the deployments this cluster states for the service, on all its nodes together,'));
       if (await repos.reports.writeRecord(record, stored?.version ?? 0)) {
         if (earlier) await repos.reports.removeRecord(earlierId);
         return success({ kind: 'recorded' });

@@ -103,7 +103,7 @@ export class ReleaseStore implements ReleaseRepository {
     for (let attempt = 1; attempt <= 2; attempt++) {
       try {
         const doc = await this.collection.findOneAndUpdate(filter, update, { upsert: true, returnDocument: 'after' });
-        if (doc) return { outcome: 'recorded', release: toRelease(await this.withTagsBounded(doc)) };
+        if (doc) return { outcome: 'recorded', release: toRelease(await this.withTagsBounded(doc, tag)) };
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err;
       }
@@ -112,11 +112,18 @@ export class ReleaseStore implements ReleaseRepository {
   }
 
   /**
-   * A release keeps the newest OBSERVED_TAGS_KEPT distinct tags it was pushed under (the contract's
-   * limit): past it, the oldest go (by `_id`, so the local development database uses its index).
+   * A release keeps the OBSERVED_TAGS_KEPT tags it was pushed under most recently (the contract's
+   * limit), in the order of their latest push: a tag pushed again moves to the end (`$addToSet`
+   * leaves it where it was first added), and past the limit the front goes. By `_id`, so the local
+   * development database uses its index.
    */
-  private async withTagsBounded (doc: ReleaseDocument): Promise<ReleaseDocument> {
+  private async withTagsBounded (doc: ReleaseDocument, pushed: string): Promise<ReleaseDocument> {
     const tags = doc.data.observedTags ?? [];
+    if (tags.at(-1) !== pushed && tags.includes(pushed)) {
+      await this.collection.updateOne({ _id: doc._id }, { $pull: { 'data.observedTags': pushed } });
+      await this.collection.updateOne({ _id: doc._id }, { $push: { 'data.observedTags': { $each: [pushed], $slice: -contractLimits.observedTags } } });
+      return { ...doc, data: { ...doc.data, observedTags: [...tags.filter((t) => t !== pushed), pushed] } };
+    }
     if (tags.length <= contractLimits.observedTags) return doc;
     await this.collection.updateOne({ _id: doc._id }, { $push: { 'data.observedTags': { $each: [], $slice: -contractLimits.observedTags } } });
     return doc;

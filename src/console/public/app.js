@@ -43,6 +43,15 @@ function showIdentity () {
   logout.hidden = false;
 }
 
+/** A %-escaped address part, decoded; a malformed escape (a bookmark cut short) as written: the page then says it finds no such service. */
+function decodedOrAsIs (text) {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
 function route () {
   if (!token.get()) {
     showLogin();
@@ -53,7 +62,7 @@ function route () {
   showIdentity();
   const match = /^#\/services\/([^?/]+)/.exec(window.location.hash);
   document.title = 'Cloudly release console';
-  dispose = match ? servicePage(view, decodeURIComponent(match[1])) : overviewPage(view);
+  dispose = match ? servicePage(view, decodedOrAsIs(match[1])) : overviewPage(view);
   view.querySelector('h1')?.focus();
 }
 

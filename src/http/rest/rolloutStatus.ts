@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { permissions } from '../../domain/principal.js';
+import { actorOf } from '../authorize.js';
 import { RolloutView } from '../../domain/rolloutView.js';
 import { errors } from '../../errors.js';
 import { StoredDeployments, type RolloutReads } from '../../operations/readRollout.js';
@@ -129,7 +130,12 @@ export const rolloutStatusRoutes: FastifyPluginAsyncTypebox<RolloutStatusRoutesO
     const opened = Date.now();
     request.log.info({ serviceId, resumeFrom: resumeFrom === undefined ? null : Number(resumeFrom), revision: snapshot.revision }, 'status stream opened');
     const unsubscribe = hub.subscribe(serviceId, stream);
+    // A stream lives no longer than the token that opened it (EventSource then reconnects, with the token it has).
+    const expiresIn = (actorOf(request).principal.expiresAt ?? Number.POSITIVE_INFINITY) - Date.now();
+    const expiry = Number.isFinite(expiresIn) ? setTimeout(() => { stream.end('token-expired'); }, Math.min(Math.max(0, expiresIn), 2 ** 31 - 1)) : undefined;
+    expiry?.unref();
     const closed = (): void => {
+      clearTimeout(expiry);
       unsubscribe();
       request.log.info({ serviceId, eventsSent: stream.sent, durationMs: Date.now() - opened }, 'status stream closed');
     };

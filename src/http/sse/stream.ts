@@ -112,11 +112,14 @@ export class SseStream implements StatusListener {
     this.write(': keep-alive\n\n');
   }
 
-  end (why: 'shutdown' | 'service-gone'): void {
+  end (why: 'shutdown' | 'service-gone' | 'token-expired'): void {
     if (this.ended) return;
     this.ended = true;
     this.ready = false;
     clearTimeout(this.stall);
-    if (!this.res.destroyed) this.res.end(`: ${why === 'shutdown' ? 'server shutting down, reconnect' : 'service no longer exists'}\n\n`);
+    const comment = {
+      shutdown: 'server shutting down, reconnect', 'service-gone': 'service no longer exists', 'token-expired': 'token expired, reconnect with a new one',
+    }[why];
+    if (!this.res.destroyed) this.res.end(`: ${comment}\n\n`);
   }
 }

@@ -217,6 +217,21 @@ describe('rollout status events in one process', () => {
     expect(await get(url(svc.id, '?access_token='), {})).toMatchObject({ status: 401, body: { code: 'unauthenticated' } });
   });
 
+  it('a stream ends when the token that opened it expires (a reconnect needs a valid token)', async () => {
+    const { svc } = await promoted();
+    const shortLived = await t.token('user', { ttlSeconds: 2 });
+    const client = await openSse(url(svc.id), bearer(shortLived));
+    try {
+      await client.waitFor('the current state', (c) => c.statuses().length === 1);
+      await client.ended;
+      expect(client.comments).toContain('token expired, reconnect with a new one');
+      const again = await fetch(url(svc.id), { headers: bearer(shortLived), signal: AbortSignal.timeout(5_000) });
+      expect(again.status).toBe(401);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('streams the current state, then each change, with keep-alives in between', async () => {
     const { svc, toggle } = await promoted();
     const client = await openSse(url(svc.id), bearer(api));

@@ -28,6 +28,19 @@ describe('input that is accepted but can never work', () => {
    * /v1/clusters/:clusterId", which refuses that id (400) — the service can never be promoted, and
    * its promotion keeps saying to register a cluster that cannot be registered.
    */
+  it('a service name with a control character or a bidirectional override is refused naming the field (it would spoof in the console)', async () => {
+    for (const name of ['shop\u0006', 'pay\u202Eapp', 'tab\tname']) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/services',
+        headers: bearer(admin),
+        payload: serviceData({ name, registryTarget: { protocol: 'oci', registryHost, repository: 'team/x' } }),
+      });
+      expect(res.statusCode, `${JSON.stringify(name)}: ${res.body.slice(0, 200)}`).toBe(400);
+      expect(res.json().problems[0].field).toBe('/body/name');
+    }
+  });
+
   it('a placement naming a cluster id that no registration can take is refused naming the field', async () => {
     const create = await t.app.inject({
       method: 'POST',

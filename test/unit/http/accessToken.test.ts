@@ -27,6 +27,23 @@ describe('the access_token query parameter', () => {
     }
   });
 
+  it('a token under any other name or shape stays out of the URL too (never accepted from there)', () => {
+    const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2lnbmF0dXJlX2hlcmU';
+    for (const url of [
+      `/v1/services/s1/rollout/events?after=3?access_token=${jwt}`,
+      `/v1/services?access_token%3D${jwt}`,
+      `/v1/services?access_token[]=${jwt}`,
+      `/v1/services?x-access-token=${jwt}`,
+      `/v1/services?auth_token=${jwt}&limit=5`,
+    ]) {
+      const req = request(url);
+      const stripped = stripAccessToken(req);
+      expect(stripped, url).not.toContain(jwt.split('.')[2]);
+      expect(queryAccessToken(req), url).toBeUndefined();
+    }
+    expect(stripAccessToken(request(`/v1/services?auth_token=${jwt}&limit=5`))).toBe('/v1/services?auth_token=[redacted]&limit=5');
+  });
+
   it('leaves other URLs as they are', () => {
     for (const url of ['/v1/services', '/v1/services?author=me&authority=x', '/v1/services?name=token-service']) {
       expect(stripAccessToken(request(url))).toBe(url);

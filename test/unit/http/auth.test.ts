@@ -15,7 +15,9 @@ describe('token verification with accepted tokens kept', () => {
     vi.setSystemTime(new Date('2026-12-01T12:00:00Z'));
     const verifier = await createTokenVerifier({ kind: 'secret', secret });
     const token = await mintToken({ kind: 'secret', secret }, { subject: 'coreflow-a', role: 'cluster', clusterId: 'c1', ttlSeconds: 60 });
-    await expect(verifier.verify(token)).resolves.toEqual({ subject: 'coreflow-a', role: 'cluster', type: 'machine', clusterId: 'c1' });
+    await expect(verifier.verify(token)).resolves.toEqual({
+      subject: 'coreflow-a', role: 'cluster', type: 'machine', clusterId: 'c1', expiresAt: Date.parse('2026-12-01T12:01:00Z'),
+    });
     vi.setSystemTime(new Date('2026-12-01T12:00:59.999Z'));
     await expect(verifier.verify(token)).resolves.toMatchObject({ subject: 'coreflow-a' });
     vi.setSystemTime(new Date('2026-12-01T12:01:00Z'));
