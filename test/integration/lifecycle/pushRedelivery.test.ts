@@ -29,7 +29,7 @@ describe('a redelivered push event while an explicit promotion is in progress', 
   const push = async (event: Record<string, unknown>) => {
     const res = await t.app.inject({ method: 'POST', url: '/v1/registry/push-events', headers: bearer(api), payload: event });
     expect([200, 201], res.body).toContain(res.statusCode);
-    return res.json() as { duplicate: boolean, autoPromotion: { outcome: string, reason?: string } };
+    return res.json() as { duplicate: boolean, autoPromotion: { outcome: string, reason?: string, replayed?: boolean } };
   };
   const plan = async (serviceId: string): Promise<IImmutableImageDeploymentPlan> =>
     (await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}`, headers: bearer(admin) })).json().service.data.imageDeployment;
@@ -87,5 +87,33 @@ describe('a redelivered push event while an explicit promotion is in progress', 
     const current = await plan(svc.id);
     expect(current.releaseId, `B was promoted by the redelivery of the discarded event: ${JSON.stringify(again.autoPromotion)}`)
       .toBe(eventA['releaseId']);
+  });
+
+  // Redelivered after deployOnPush was turned on: the decision `skipped: not-enabled` comes back, nothing is promoted.
+  it('redelivered after deployOnPush was turned on: gets the decision made for the event back and promotes nothing', async () => {
+    const svc = await createFixtureService(t.app, admin, { clusterIds: ['c1'], replicasPerNode: 1 });
+    const v1 = pushEvent(svc, { tag: 'v1', observedAt: Date.now() - 60_000 });
+    await push(v1);
+    const first = await promote(t.app, api, svc.id, v1['releaseId'] as string, { generation: 0 });
+    expect(first.statusCode, first.body).toBe(200);
+    await reportVerified(t.app, cluster, first.json().service.data.imageDeployment, svc.id, ['n1']);
+
+    // v2 is pushed while automatic promotion is off: decided "skipped, not-enabled".
+    const v2 = pushEvent(svc, { tag: 'v2' });
+    const decided = await push(v2);
+    expect(decided.autoPromotion).toMatchObject({ outcome: 'skipped', reason: 'not-enabled' });
+
+    // The operator turns automatic promotion on (for pushes from now on).
+    const current = (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}`, headers: bearer(admin) })).json().service;
+    const { imageDeployment: _d, imageRolloutStatus: _s, immutableImageRequired: _i, ...writable } = current.data;
+    const put = await t.app.inject({ method: 'PUT', url: `/v1/services/${svc.id}`, headers: bearer(admin), payload: { ...writable, deployOnPush: true } });
+    expect(put.statusCode, put.body).toBe(200);
+
+    // The registry redelivers the v2 webhook (same eventId, same content).
+    const again = await push(v2);
+    expect(again.duplicate).toBe(true);
+    expect(again.autoPromotion, 'the decision recorded for the event').toMatchObject({ outcome: 'skipped', reason: 'not-enabled' });
+    const history = await rolloutHistory(t.app, admin, svc.id);
+    expect(history.map((r) => r.mode), 'rollouts of the service').toEqual(['promotion']);
   });
 });
