@@ -20,7 +20,7 @@ import { sleep } from '../../support/wait.js';
  * final honest report, and the invariants are checked from every process.
  */
 
-export const STORM_MS = Number(process.env['STORM_MS'] ?? 20_000);
+export const STORM_MS = Number(process.env['STORM_MS'] ?? 12_000);
 const SERVICES = 2;
 const clusters = { c1: ['c1-n1', 'c1-n2', 'c1-n3'], c2: ['c2-n1', 'c2-n2', 'c2-n3'] };
 
