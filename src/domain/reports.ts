@@ -232,6 +232,12 @@ export interface ReportRecord {
    * rest). Absent on rollout records.
    */
   nodeSources?: NodeSource[];
+  /**
+   * A cluster's service record that started from a reporter's record of the earlier per-reporter
+   * kind: that record's id, until it is known removed (a crash between the two writes leaves it
+   * stored; the cluster's next report removes it, and reads ignore it meanwhile).
+   */
+  replaces?: string;
 }
 
 /** Who stated a node's deployments in a service record, and when. */

@@ -279,6 +279,8 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       // The cluster's first record: the reporter's record of the earlier per-reporter kind, if any, is where it starts from.
       const earlier = stored ? null : await repos.reports.findRecord(earlierId);
       const previous = stored ?? earlier;
+      // The earlier record this cluster's record replaced and a crash left stored: removed now.
+      const leftover = stored?.replaces;
       const position = { reportedAt: input.reportedAt, receivedAt: deps.now() };
       // A scoped report leaves the rest of the record as it was: its reporter and position with it.
       const base = scope !== undefined && previous
@@ -296,12 +298,20 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
         replicas: [],
         deployments: mergedDeployments(previous?.deployments ?? [], input.deployments, scope),
         ...(nodeSources ? { nodeSources } : {}),
+        ...(earlier ? { replaces: earlierId } : {}),
       };
       // The cluster's node groups together must fit one document (as on a rollout).
       const limit = repos.reports.oversized(record);
       if (limit !== undefined) return refusal(errors.payloadTooLarge(limit, 'the deployments this cluster states for the service, on all its nodes together,'));
+      if (leftover !== undefined) {
+        // Before the record that no longer names it: a crash in between leaves it named, for the next report.
+        await repos.reports.removeRecord(leftover);
+      }
       if (await repos.reports.writeRecord(record, stored?.version ?? 0)) {
-        if (earlier) await repos.reports.removeRecord(earlierId);
+        if (earlier) {
+          deps.fault('after-cluster-record');
+          await repos.reports.removeRecord(earlierId);
+        }
         return success({ kind: 'recorded' });
       }
     }

@@ -137,6 +137,29 @@ describe('snapshot reports: scopes, fail-closed counting, stability', () => {
     expect(await t.db.collection('reports').countDocuments({ _id: earlierId as never })).toBe(0);
   });
 
+  it('without the immutable policy: a crash between writing the cluster\'s record and removing the reporter\'s earlier ' +
+    'one leaves the earlier one stored; its deployments are not shown twice, and the next report removes it', async () => {
+    const svc = await createFixtureService(t.app, admin, { clusterIds: ['c1'] });
+    const task = (id: string, nodeName: string) => ({ id, serviceId: svc.id, nodeName, status: 'running', deploymentLog: [] });
+    const earlierId = `service:${svc.id}:c1/coreflow-c1`;
+    const earlier = {
+      _id: earlierId as never, serviceId: svc.id, reporterId: 'c1/coreflow-c1', clusterId: 'c1', version: 3,
+      position: { reportedAt: 500, receivedAt: 500 }, retiredSessions: [], nodeNames: [], replicas: [],
+      deploymentsJson: JSON.stringify([task('old-n1', 'n1'), task('old-n2', 'n2')]),
+    };
+    await t.db.collection('reports').insertOne(earlier);
+    const full = await send(c1, { serviceId: svc.id, deployments: [task('now-n1', 'n1')], reportedAt: Date.now() });
+    expect(full.statusCode, full.body).toBe(200);
+    // What a crash right after the cluster's record was written leaves (test/integration/faults/reportCrash.test.ts
+    // makes it with a real crash): the earlier record still stored.
+    await t.db.collection('reports').insertOne(earlier);
+    expect(await storedDeployments(svc.id)).toEqual(['c1/n1/now-n1']);
+    const next = await send(c1, { serviceId: svc.id, deployments: [task('next-n1', 'n1')], reportedAt: Date.now() });
+    expect(next.statusCode, next.body).toBe(200);
+    expect(await storedDeployments(svc.id)).toEqual(['c1/n1/next-n1']);
+    expect(await t.db.collection('reports').countDocuments({ _id: earlierId as never })).toBe(0);
+  });
+
   it('immutable policy: node-scoped reports whose record together would pass the document limit are refused (413), ' +
     'nothing is written or claimed', async () => {
     await registerCluster(t.app, admin, 'c-heavy', ['h1', 'h2', 'h3']);
