@@ -80,7 +80,9 @@ export function rolloutReads ({ repos, now }: { repos: Pick<Repositories, 'servi
       const scope = await repos.services.findDeploymentScope(serviceId);
       if (!scope) return refusal(errors.serviceNotFound(serviceId));
       const { immutableImageRequired, rolloutId, reporterIds } = scope;
-      if (!immutableImageRequired || rolloutId === undefined) return success({ deployments: deploymentsOf(currentServiceRecords(await repos.reports.listServiceRecords(serviceId))) });
+      if (!immutableImageRequired || rolloutId === undefined) {
+        return success({ deployments: deploymentsOf(currentServiceRecords(await repos.reports.listServiceRecords(serviceId))) });
+      }
       return success({ rolloutId, deployments: deploymentsOf(await rolloutReports(rolloutId, reporterIds)) });
     },
 

@@ -84,8 +84,15 @@ describe('snapshot reports survive a crash at every step boundary (real processe
     // A reporter's record of the earlier per-reporter kind (as records were kept before they were kept per cluster).
     const earlierId = `service:${svc.id}:k1/coreflow-k1`;
     await db.collection('reports').insertOne({
-      _id: earlierId as never, serviceId: svc.id, reporterId: 'k1/coreflow-k1', clusterId: 'k1', version: 2,
-      position: { reportedAt: 500, receivedAt: 500 }, retiredSessions: [], nodeNames: [], replicas: [],
+      _id: earlierId as never,
+      serviceId: svc.id,
+      reporterId: 'k1/coreflow-k1',
+      clusterId: 'k1',
+      version: 2,
+      position: { reportedAt: 500, receivedAt: 500 },
+      retiredSessions: [],
+      nodeNames: [],
+      replicas: [],
       deploymentsJson: JSON.stringify([task('old-1', 'k1-n1'), task('old-2', 'k1-n2')]),
     });
     const body = { serviceId: svc.id, deployments: [task('new-1', 'k1-n1')], reportedAt: Date.now() };

@@ -143,8 +143,15 @@ describe('snapshot reports: scopes, fail-closed counting, stability', () => {
     const task = (id: string, nodeName: string) => ({ id, serviceId: svc.id, nodeName, status: 'running', deploymentLog: [] });
     const earlierId = `service:${svc.id}:c1/coreflow-c1`;
     const earlier = {
-      _id: earlierId as never, serviceId: svc.id, reporterId: 'c1/coreflow-c1', clusterId: 'c1', version: 3,
-      position: { reportedAt: 500, receivedAt: 500 }, retiredSessions: [], nodeNames: [], replicas: [],
+      _id: earlierId as never,
+      serviceId: svc.id,
+      reporterId: 'c1/coreflow-c1',
+      clusterId: 'c1',
+      version: 3,
+      position: { reportedAt: 500, receivedAt: 500 },
+      retiredSessions: [],
+      nodeNames: [],
+      replicas: [],
       deploymentsJson: JSON.stringify([task('old-n1', 'n1'), task('old-n2', 'n2')]),
     };
     await t.db.collection('reports').insertOne(earlier);
