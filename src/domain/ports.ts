@@ -297,6 +297,8 @@ export interface IdempotencyRepository {
   claim(input: ClaimInput): Promise<ClaimResult>;
   /** Stores the outcome. Idempotent: completing twice with the same outcome is harmless. */
   complete(recordId: string, outcome: StoredOutcome, now: number): Promise<void>;
+  /** The key's record as it stands (unexpired), or null: in progress or completed, and when this lifetime of the key began. */
+  find(recordId: string, now: number): Promise<{ state: 'in-progress' | 'completed', createdAt: number } | null>;
   /** Gives the key back after a transient failure so that the client's retry need not wait for the lease. */
   release(recordId: string, owner: string): Promise<void>;
   /** Removes records past their retention; resolves to how many. */

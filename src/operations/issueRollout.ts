@@ -332,7 +332,19 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
     return fromStored(outcome, false);
   }
 
-  return { issueRollout, settle };
+  /**
+   * Whether a request under this key has already taken effect: its outcome stored, or its rollout
+   * committed by an attempt a crash interrupted (then `issueRollout` with the key completes it).
+   */
+  async function committedUnder (serviceId: string, idempotencyKey: string): Promise<boolean> {
+    const recordId = idempotencyRecordId(serviceId, idempotencyKey);
+    const held = await repos.idempotency.find(recordId, deps.now());
+    if (!held) return false;
+    if (held.state === 'completed') return true;
+    return (await repos.rollouts.findByIdempotencyRecord(rolloutRefFor(recordId, held.createdAt))) !== null;
+  }
+
+  return { issueRollout, settle, committedUnder };
 }
 
 export type RolloutIssuer = ReturnType<typeof rolloutIssuer>;

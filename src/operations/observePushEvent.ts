@@ -103,27 +103,35 @@ export function observePushEvent (deps: ObservePushEventDeps) {
     return queued === 'newer-waiting' ? { outcome: 'skipped', reason: 'newer-release-waiting' } as const : undefined;
   }
 
+  /** The event's automatic promotion, under its key. */
+  const issueAutomatic = (service: IService, release: IImageRelease, event: IImmutableRegistryPushEvent, actor: Actor) =>
+    deps.telemetry.rollout('automatic', deps.rollouts.issueRollout({
+      serviceId: service.id,
+      releaseId: release.id,
+      idempotencyKey: automaticKeyOf(event),
+      intent: { kind: 'promotion', mode: 'automatic' },
+      issuer: { subject: `registry-push:${event.actorUserId ?? actor.principal.subject}`, role: 'system', type: 'machine' },
+      reason: `automatic promotion: tag '${event.tag}' pushed (event ${event.eventId})`,
+    }));
+
   /**
    * At most once per event (the idempotency key is the event id), never while an operator's
    * rollback holds, only for tags the service's filter lets through, never to an older release;
    * while a rollout is in progress the push waits for it to settle.
    */
-  async function promoteAutomatically (service: IService, release: IImageRelease, event: IImmutableRegistryPushEvent, actor: Actor) {
+  async function promoteAutomatically (service: IService, release: IImageRelease, event: IImmutableRegistryPushEvent, actor: Actor, redelivery: boolean) {
+    // A redelivery after a crash that interrupted the first delivery once its promotion had taken
+    // effect: that promotion, completed or replayed under its key — not queued or decided again.
+    if (redelivery && await deps.rollouts.committedUnder(service.id, automaticKeyOf(event))) {
+      return automaticOutcome(await issueAutomatic(service, release, event, actor));
+    }
     if (automaticPromotionSkip(service, undefined, null) === 'not-enabled') return { outcome: 'skipped', reason: 'not-enabled' } as const;
     const policy = effectiveRolloutPolicy(service.data.rolloutPolicy);
     const filtered = tagFilterRefusal(policy, event.tag);
     if (filtered) return { outcome: 'skipped', reason: `tag-filtered: ${filtered}` } as const;
     const waiting = await queueBehindRollout(service, release, event, actor, policy);
     if (waiting) return waiting;
-    const result = await deps.telemetry.rollout('automatic', deps.rollouts.issueRollout({
-      serviceId: service.id,
-      releaseId: release.id,
-      idempotencyKey: `\u0001automatic:${event.eventId}`,
-      intent: { kind: 'promotion', mode: 'automatic' },
-      issuer: { subject: `registry-push:${event.actorUserId ?? actor.principal.subject}`, role: 'system', type: 'machine' },
-      reason: `automatic promotion: tag '${event.tag}' pushed (event ${event.eventId})`,
-    }));
-    const outcome = automaticOutcome(result);
+    const outcome = automaticOutcome(await issueAutomatic(service, release, event, actor));
     // Lost the generation to another rollout (a waiting push promoted as the rollout settled): that
     // rollout is in progress now, so this push waits for it instead of being dropped.
     if (!(outcome instanceof Error) && outcome.outcome === 'conflict') return (await queueBehindRollout(service, release, event, actor, policy)) ?? outcome;
@@ -160,7 +168,7 @@ export function observePushEvent (deps: ObservePushEventDeps) {
       if (automation.outcome === 'promoted') await deps.telemetry.rollout('automatic', Promise.resolve(success({ issued: true }, true)));
       return success({ release, duplicate, autoPromotion: { ...automation, replayed: true } }, duplicate);
     }
-    const autoPromotion = await promoteAutomatically(service, release, event, actor);
+    const autoPromotion = await promoteAutomatically(service, release, event, actor, duplicate);
     if (autoPromotion instanceof Error) return refusal(autoPromotion, duplicate);
     // Every decision, `not-enabled` included: turning deployOnPush on later does not make an old event's redelivery promote.
     const { replayed: _replayed, ...decided }: AutomaticPromotionOutcome = autoPromotion;
@@ -171,6 +179,9 @@ export function observePushEvent (deps: ObservePushEventDeps) {
     return success({ release, duplicate, autoPromotion }, duplicate);
   };
 }
+
+/** The idempotency key of an event's automatic promotion (no client key can collide: it starts with a control character). */
+const automaticKeyOf = (event: IImmutableRegistryPushEvent): string => `\u0001automatic:${event.eventId}`;
 
 /** How an automatic promotion ended, as the push event's answer says it. */
 function automaticOutcome (result: Awaited<ReturnType<RolloutIssuer['issueRollout']>>): AutomaticPromotionOutcome | AppError {

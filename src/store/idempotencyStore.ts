@@ -71,6 +71,11 @@ export class IdempotencyStore implements IdempotencyRepository {
     return { kind: 'in-progress', retryAfterMs: 500 };
   }
 
+  async find (recordId: string, now: number): Promise<{ state: 'in-progress' | 'completed', createdAt: number } | null> {
+    const found = await this.collection.findOne({ _id: recordId }, { projection: { state: 1, createdAt: 1, expiresAt: 1 } });
+    return found && found.expiresAt.getTime() > now ? { state: found.state, createdAt: found.createdAt } : null;
+  }
+
   /** Stores the outcome. Idempotent: completing twice with the same outcome is harmless. */
   async complete (recordId: string, outcome: StoredOutcome, now: number): Promise<void> {
     await this.collection.updateOne(
