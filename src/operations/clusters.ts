@@ -36,7 +36,12 @@ export function clusterOperations ({ repos, now }: ClusterDeps) {
     const [current, owners] = await Promise.all([repo.findById(clusterId), repo.findNodeOwners(nodeNames)]);
     const taken = foreignOwners(clusterId, nodeNames, owners);
     if (taken.length > 0) return settleForeignClaims(clusterId, taken);
-    if (current && current.name === data.name && sameNames(current.nodeNames, nodeNames)) return toCluster(current);
+    if (current && current.name === data.name && sameNames(current.nodeNames, nodeNames)) {
+      // In effect already — perhaps by this request's first attempt, which a crash stopped before it
+      // released the nodes it removed: release them (claims of a registration in flight are newer).
+      await repo.removeStaleNodes(clusterId, nodeNames, current.revision);
+      return toCluster(current);
+    }
 
     const revision = (current?.revision ?? 0) + 1;
     const claim = await repo.claimNodes(clusterId, nodeNames, revision, now());
@@ -64,7 +69,8 @@ export function clusterOperations ({ repos, now }: ClusterDeps) {
      * PUT semantics: afterwards the cluster has exactly `name` and `nodeNames`. A node held by
      * another cluster refuses the whole request (`node-name-taken`) before anything is written;
      * the unique `_id` of the claims is the final guard against a concurrent claim, whose loser
-     * undoes the claims it inserted. Repeating a request that is already in effect writes nothing.
+     * undoes the claims it inserted. Repeating a request that is already in effect changes nothing
+     * (it releases only the claims of nodes its first attempt removed and a crash left behind).
      *
      * Concurrent registrations of one cluster are ordered by the cluster document's revision
      * (compare-and-swap): each claim carries the revision of the round that made it, and the

@@ -98,12 +98,20 @@ export class ClusterStore implements ClusterRepository {
     if (nodeNames.length === 0) return new Map();
     const claims = await this.#nodeOwners(nodeNames);
     const unsure = [...new Set([...claims.values()].filter((c) => c.revision > (this.#committed.get(c.clusterId) ?? 0)).map((c) => c.clusterId))];
+    // A claim newer than its cluster's committed revision: a registration in flight (or one that
+    // crashed before its commit) moved it on; the node is registered when the committed list names it.
+    const committedLists = new Map<string, ReadonlySet<string>>();
     if (unsure.length > 0) {
-      const docs = await this.clusters.find({ _id: { $in: unsure } }, { projection: { _id: 1, revision: 1 } }).toArray();
-      for (const doc of docs) this.#noteCommitted(doc._id, doc.revision);
+      const docs = await this.clusters.find({ _id: { $in: unsure } }, { projection: { _id: 1, revision: 1, nodeNames: 1 } }).toArray();
+      for (const doc of docs) {
+        this.#noteCommitted(doc._id, doc.revision);
+        if (doc.nodeNames) committedLists.set(doc._id, new Set(doc.nodeNames));
+      }
     }
     const registered = new Map<string, NodeClaim>();
-    for (const [name, claim] of claims) if (claim.revision <= (this.#committed.get(claim.clusterId) ?? 0)) registered.set(name, claim);
+    for (const [name, claim] of claims) {
+      if (claim.revision <= (this.#committed.get(claim.clusterId) ?? 0) || committedLists.get(claim.clusterId)?.has(name) === true) registered.set(name, claim);
+    }
     return registered;
   }
 

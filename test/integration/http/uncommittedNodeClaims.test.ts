@@ -46,4 +46,46 @@ describe('a node claimed by an uncommitted registration is not registered', () =
     });
     expect(res.statusCode, res.body).toBe(403);
   });
+
+  const reportOn = async (clusterToken: string, serviceId: string, nodeName: string) => await t.app.inject({
+    method: 'POST',
+    url: '/v1/deployment-snapshots',
+    headers: bearer(clusterToken),
+    payload: {
+      serviceId,
+      reporterNodeNames: [nodeName],
+      reportedAt: Date.now(),
+      deployments: [{ id: `task-${nodeName}`, serviceId, nodeName, status: 'running', deploymentLog: [] }],
+    },
+  });
+
+  it('a registration of the cluster in flight (or crashed before its commit) leaves its committed nodes registered', async () => {
+    await registerCluster(t.app, admin, 'c2', ['c2-n1']);
+    const token = await t.token('cluster', { clusterId: 'c2', subject: 'coreflow-c2' });
+    const svc = await createFixtureService(t.app, admin, { clusterIds: ['c2'], replicasPerNode: 1 });
+    expect((await reportOn(token, svc.id, 'c2-n1')).statusCode).toBe(200);
+    // PUT /v1/clusters/c2 { nodeNames: [c2-n1, c2-n2] } between its claims (revision 2) and its commit.
+    await t.db.collection('nodes').updateOne({ _id: 'c2-n1' as never }, { $max: { revision: 2 } });
+    await t.db.collection('nodes').insertOne({ _id: 'c2-n2' as never, clusterId: 'c2', revision: 2, createdAt: Date.now() });
+    const during = await reportOn(token, svc.id, 'c2-n1');
+    expect(during.statusCode, during.body).toBe(200);
+    expect((await reportOn(token, svc.id, 'c2-n2')).statusCode).toBe(403);
+  });
+
+  it('a node a committed registration removed is not reported on, once the registration (or its retry after a crash) has completed', async () => {
+    await registerCluster(t.app, admin, 'c3', ['c3-n1', 'c3-n2']);
+    const token = await t.token('cluster', { clusterId: 'c3', subject: 'coreflow-c3' });
+    const svc = await createFixtureService(t.app, admin, { clusterIds: ['c3'], replicasPerNode: 1 });
+    expect((await reportOn(token, svc.id, 'c3-n2')).statusCode).toBe(200);
+    // PUT /v1/clusters/c3 { nodeNames: [c3-n1] } that died after its commit, before removing c3-n2's claim.
+    const put = async () => await t.app.inject({ method: 'PUT', url: '/v1/clusters/c3', headers: bearer(admin), payload: { nodeNames: ['c3-n1'] } });
+    expect((await put()).statusCode).toBe(200);
+    await t.db.collection('nodes').insertOne({ _id: 'c3-n2' as never, clusterId: 'c3', revision: 1, createdAt: Date.now() });
+    // The client's retry of the PUT (it got no answer) completes it.
+    const retried = await put();
+    expect(retried.statusCode, retried.body).toBe(200);
+    expect(retried.json().cluster.nodeNames).toEqual(['c3-n1']);
+    expect(await t.db.collection('nodes').countDocuments({ _id: 'c3-n2' as never })).toBe(0);
+    expect((await reportOn(token, svc.id, 'c3-n2')).statusCode).toBe(403);
+  });
 });
