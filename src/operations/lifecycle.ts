@@ -1,3 +1,4 @@
+import type { FaultHook } from '../faults.js';
 import type { IImmutableImageDeploymentPlan } from '../contracts/index.js';
 import { restoreTimes } from '../domain/deliveryMetrics.js';
 import {
@@ -42,6 +43,8 @@ export interface LifecycleDeps {
   telemetry: Telemetry;
   now: Clock;
   log: LifecycleLog;
+  /** Crash injection (tests only): `after-deadline-decision`. */
+  fault?: FaultHook;
 }
 
 /** Open lifecycles read per page of a sweep, and looked at per sweep at most (the rest at the next, from where it stopped). */
@@ -130,6 +133,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
       const decision = { at: now, reason, lastProgressAt: lifecycle.progress.at, deadlineSeconds: policy.progressDeadlineSeconds };
       const failure: FailureMilestone | undefined = lifecycle.failure ? undefined : { status: 'failed', reason, at: now, by: 'deadline' };
       if (await repos.services.decideDeadline(target, summary.seq, decision, failure, now)) {
+        deps.fault?.('after-deadline-decision');
         telemetry.milestone(plan.mode, 'deadline-exceeded');
         if (failure && plan.mode !== 'rollback') telemetry.changeFailure(view.serviceId);
         log.warn({ serviceId: view.serviceId, rolloutId: plan.rolloutId, ...decision }, 'rollout failed: progress deadline exceeded');
@@ -213,6 +217,9 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
       if (again) await reconcile(again, pass + 1);
       return;
     }
+    // A state left unpublished — by a pass killed right after its deadline decision, say — is the
+    // stream's next event now; nothing is written when it was published already.
+    await publish(view.serviceId, plan, state);
     const lifecycle = decided.lifecycle;
     const { succeededAt, failure, deadline } = lifecycle;
     if (succeededAt !== undefined || failure !== undefined || deadline !== undefined) {

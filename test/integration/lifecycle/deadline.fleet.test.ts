@@ -182,4 +182,29 @@ describe('progress deadline across 3 server processes', () => {
     expect(entry).toMatchObject({ outcome: 'succeeded' });
     expect(entry?.failedAt).toBeUndefined();
   }, 120_000);
+
+  it('the process that decides the deadline is killed right after writing the decision: the failure still reaches the stream, once', async () => {
+    // Every process dies at the deadline decision; whichever decides is killed before it published anything.
+    await Promise.all(fleet.servers.map(async (s) => { await s.restart({ FAULT_INJECTION: 'after-deadline-decision' }); }));
+    refreshCallers();
+    const { serviceId, plan } = await promotedOn(['c1', 'c2'], 2);
+    const nodes = ['n1', 'n2'];
+    const sent = await caller(0).inject({
+      method: 'POST',
+      url: '/v1/deployment-snapshots',
+      headers: bearer(c1),
+      payload: reportBody(plan, serviceId, { sequence: 1, nodeNames: nodes, deployments: nodes.map((n) => verifiedReplica(plan, serviceId, n, 0)) }),
+    });
+    expect(sent.json().status).toMatchObject({ status: 'deploying' });
+    const victim = await Promise.race(fleet.servers.map(async (s) => { await s.exited; return s; }));
+    expect(victim.logs.join('\n')).toContain('FAULT_INJECTION: crashing at after-deadline-decision');
+
+    await Promise.all(fleet.servers.map(async (s) => { await s.restart(); }));
+    refreshCallers();
+    await everyProcessSwept(2);
+    expect((await view(serviceId, 1)).status).toMatchObject({ status: 'failed', mismatchReason: 'required-replica-missing' });
+    const events = await storedEvents(serviceId, 2);
+    expect(events.at(-1)).toMatchObject({ status: 'failed', mismatchReason: 'required-replica-missing' });
+    expect(events.filter((e) => e.status === 'failed')).toHaveLength(1);
+  }, 180_000);
 });
