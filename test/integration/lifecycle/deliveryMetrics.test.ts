@@ -329,6 +329,9 @@ describe('delivery metrics of a scripted history', () => {
       ['to=0', '/querystring/to'],
       ['to=-5', '/querystring/to'],
       ['to=yesterday', '/querystring/to'],
+      // Past the last instant a Date can hold (and past 2^53: no longer an exact integer).
+      ['to=8640000000000001', '/querystring/to'],
+      ['to=99999999999999999999', '/querystring/to'],
       ['since=1', '/querystring/since'],
     ];
     for (const [query, field] of bad) {
