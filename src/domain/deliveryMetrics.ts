@@ -25,7 +25,11 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 
 export const DeliveryMetricsQuery = Type.Object({
   windowDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 366, description: 'window length in days (default 30)' })),
-  to: Type.Optional(Type.Integer({ minimum: 1, maximum: 8_640_000_000_000_000, description: 'window end, ms since the epoch (default: now; at most the last instant a date can hold)' })),
+  to: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: 8_640_000_000_000_000,
+    description: 'window end, ms since the epoch (default: now; at most the last instant a date can hold)',
+  })),
 }, { additionalProperties: false });
 export type DeliveryMetricsQuery = Static<typeof DeliveryMetricsQuery>;
 
