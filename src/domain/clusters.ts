@@ -116,27 +116,40 @@ export function computeTargetScope (
 }
 
 /**
- * Why a service's placement gives no target scope, said so that the operator knows what to do:
- * no placement at all, placed clusters that are not registered (named), or registered ones
- * without nodes (named). `problems` stay the upstream validator's messages.
+ * Why a service's placement gives no target scope — or, for a promotion, not the whole one — said
+ * so that the operator knows what to do: no placement at all, placed clusters that are not
+ * registered (named), or registered ones without nodes (named). A promotion is refused while any
+ * placed cluster is not registered (its `succeeded` would not cover a cluster the placement names);
+ * a rollback (an abort, an automatic rollback) goes to the registered ones: an emergency is not held
+ * up by a placement to fix. `problems` stay the upstream validator's messages.
  */
-export function emptyScopeRefusal (
+export function placementRefusal (
   serviceId: string,
   placement: IServicePlacement | undefined,
-  clusters: ReadonlyArray<{ id: string, nodeNames: readonly string[] }>
+  clusters: ReadonlyArray<{ id: string, nodeNames: readonly string[] }>,
+  kind: 'promotion' | 'rollback'
 ): AppError | undefined {
-  if (computeTargetScope(placement, clusters).targetClusterIds.length > 0) return undefined;
   const upstream = ['immutable rollout target scope must contain clusters and nodes'];
+  const registered = new Set(clusters.map((c) => c.id));
+  const listed = (ids: readonly string[]): string =>
+    ids.slice(0, 10).map((id) => `'${id}'`).join(', ') + (ids.length > 10 ? ` (+${ids.length - 10} more)` : '');
+  const unregistered = [...new Set(placement?.clusterIds ?? [])].filter((id) => !registered.has(id));
+  if (computeTargetScope(placement, clusters).targetClusterIds.length > 0) {
+    if (kind === 'rollback' || unregistered.length === 0) return undefined;
+    const which = unregistered.length === 1 ? 'a cluster that is' : 'clusters that are';
+    return errors.invalidDeploymentPlan([`placement names ${which} not registered`], {
+      kind: 'unregistered-clusters',
+      detail: `the placement of service '${serviceId}' names ${which} not registered: ${listed(unregistered)}` +
+        ' (register each with PUT /v1/clusters/:clusterId and its node names, or remove it from the placement)',
+      clusterIds: unregistered,
+    });
+  }
   if (!placement) {
     return errors.invalidDeploymentPlan(upstream, {
       kind: 'no-placement',
       detail: `service '${serviceId}' has no placement: set data.placement.clusterIds (PUT /v1/services/${serviceId}) to the clusters to deploy to`,
     });
   }
-  const registered = new Set(clusters.map((c) => c.id));
-  const unregistered = placement.clusterIds.filter((id) => !registered.has(id));
-  const listed = (ids: readonly string[]): string =>
-    ids.slice(0, 10).map((id) => `'${id}'`).join(', ') + (ids.length > 10 ? ` (+${ids.length - 10} more)` : '');
   if (unregistered.length > 0) {
     const which = unregistered.length === 1 ? 'a cluster that is' : 'clusters that are';
     return errors.invalidDeploymentPlan(upstream, {

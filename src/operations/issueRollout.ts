@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IImageRelease, IService } from '../contracts/index.js';
-import { computeTargetScope, emptyScopeRefusal } from '../domain/clusters.js';
+import { computeTargetScope, placementRefusal } from '../domain/clusters.js';
 import type { Clock, Repositories, ServiceWithHold, StoredOutcome } from '../domain/ports.js';
 import {
   automaticPromotionSkip, automaticPromotionSkipDetail, buildPlan, casRefusal, currentGeneration, currentRolloutOf, idempotencyRecordId, operationOf,
@@ -261,7 +261,7 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
     if ('refusal' in checked) return checked.refusal;
     const placement = found.service.data.placement;
     const clusters = await repos.clusters.findClustersWithNodes(placement?.clusterIds ?? []);
-    const unplaced = emptyScopeRefusal(req.serviceId, placement, clusters);
+    const unplaced = placementRefusal(req.serviceId, placement, clusters, req.intent.kind);
     if (unplaced) return unplaced;
     const built = recordOf({ req, rolloutRef, found, release: checked.release, targetScope: computeTargetScope(placement, clusters) });
     if ('refusal' in built) return built.refusal;

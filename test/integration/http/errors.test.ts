@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, identity, serviceData, typedRequest, type TestApp } from '../../support/app.js';
-import { bearer, createFixtureService, promote, pushEvent, pushRelease, registerCluster } from '../../support/fixtures.js';
+import { bearer, createFixtureService, promote, pushEvent, pushRelease, registerCluster, rollback, rolloutHistory } from '../../support/fixtures.js';
 
 // Errors a person can act on: each refusal says what to change, names what it refers to, and
 // never echoes unbounded input.
@@ -92,6 +92,40 @@ describe('errors a person can act on', () => {
       clusterIds: ['nowhere-1'],
       detail: expect.stringContaining("not registered: 'nowhere-1'"),
     });
+
+    // One placed cluster registered, one not (docs/errors.md: "register each … or a promotion is refused"):
+    // the promotion would call `succeeded` a rollout that never reached a cluster the placement names.
+    await registerCluster(t.app, admin, 'partly-1', ['partly-node-1']);
+    const partly = await createFixtureService(t.app, admin, { clusterIds: ['nowhere-2', 'partly-1'] });
+    const r4 = await pushRelease(t.app, api, partly);
+    const partial = await promote(t.app, api, partly.id, r4.releaseId, { generation: 0 });
+    expect(partial.statusCode, partial.body).toBe(422);
+    expect(partial.json()).toMatchObject({
+      code: 'invalid-deployment-plan', placementProblem: 'unregistered-clusters', clusterIds: ['nowhere-2'],
+    });
+    expect((await rolloutHistory(t.app, admin, partly.id))).toEqual([]);
+    // A rollback is not held up by it (an emergency): v1 promoted while only partly-1 was placed, v2 on top; then the
+    // placement gains the unregistered cluster, and the rollback to v1 goes to the registered one.
+    const rolled = await createFixtureService(t.app, admin, { clusterIds: ['partly-1'] });
+    const v1 = await pushRelease(t.app, api, rolled, { tag: 'v1' });
+    const v2 = await pushRelease(t.app, api, rolled, { tag: 'v2' });
+    expect((await promote(t.app, api, rolled.id, v1.releaseId, { generation: 0 })).statusCode).toBe(200);
+    const second = await promote(t.app, api, rolled.id, v2.releaseId, { generation: 1 });
+    expect(second.statusCode).toBe(200);
+    const current = (await t.app.inject({ method: 'GET', url: `/v1/services/${rolled.id}`, headers: bearer(admin) })).json().service.data;
+    const widened = await t.app.inject({
+      method: 'PUT',
+      url: `/v1/services/${rolled.id}`,
+      headers: bearer(admin),
+      payload: {
+        ...serviceData({ name: current.name, registryTarget: current.registryTarget }),
+        placement: { clusterIds: ['partly-1', 'nowhere-3'], replicasPerNode: 1 },
+      },
+    });
+    expect(widened.statusCode, widened.body).toBe(200);
+    const back = await rollback(t.app, api, rolled.id, v1.releaseId, { generation: 2, currentRolloutId: second.json().service.data.imageDeployment.rolloutId });
+    expect(back.statusCode, back.body).toBe(200);
+    expect(back.json().service.data.imageDeployment.targetScope.targetClusterIds).toEqual(['partly-1']);
 
     await registerCluster(t.app, admin, 'empty-1', []);
     const empty = await createFixtureService(t.app, admin, { clusterIds: ['empty-1'] });
