@@ -132,8 +132,8 @@ export const errors = {
     const listed = problems.slice(0, MAX_PROBLEMS).map((p) => ({ field: excerpt(p.field, 256), message: excerpt(p.message, 512) }));
     return new AppError('validation-failed', { detail: describeProblems(listed), details: { problems: listed } });
   },
-  idempotencyKeyMissing: (): AppError => new AppError('idempotency-key-missing', {
-    detail: 'promotion, rollback and abort need an Idempotency-Key header (e.g. a UUID, reused on every retry)',
+  idempotencyKeyMissing: (where = 'an Idempotency-Key header'): AppError => new AppError('idempotency-key-missing', {
+    detail: `promotion, rollback and abort need ${where} (e.g. a UUID, reused on every retry)`,
   }),
   serverManagedField: (fields: readonly string[]): AppError => new AppError('server-managed-field', {
     detail: `${fields.join(', ')} ${fields.length === 1 ? 'is' : 'are'} managed by the server; use the promotion and rollback APIs`,

@@ -6,7 +6,7 @@ import { ReportDeploymentSnapshotsInput } from '../../contracts/reports.js';
 import { duplicateNodeNamesRefusal } from '../../domain/clusters.js';
 import { permissions, type Permission } from '../../domain/principal.js';
 import { serverManagedFieldRefusal } from '../../domain/services.js';
-import type { AppError } from '../../errors.js';
+import { errors, type AppError } from '../../errors.js';
 import type { Operations } from '../../operations/index.js';
 import { success, type Actor, type Result } from '../../operations/result.js';
 
@@ -34,6 +34,13 @@ const project = <T, U>(result: Result<T>, to: (value: T) => U): Result<U> => (re
 
 const serviceDataOf = (payload: unknown): unknown =>
   payload !== null && typeof payload === 'object' ? (payload as Record<string, unknown>)['serviceData'] : undefined;
+
+/** As over REST: a rollout request without its idempotency key is `idempotency-key-missing`, whatever else it holds. */
+const requireIdempotencyKey = (payload: unknown): AppError | undefined => {
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return undefined;
+  const key = (payload as Record<string, unknown>)['idempotencyKey'];
+  return key === undefined || key === '' ? errors.idempotencyKeyMissing('request.idempotencyKey') : undefined;
+};
 
 export function typedRequestMethods (operations: Operations): TypedRequestMethod[] {
   const c = typedRequestContracts;
@@ -108,6 +115,7 @@ export function typedRequestMethods (operations: Operations): TypedRequestMethod
       permission: permissions.promote,
       payload: c.promoteServiceImageRelease.payload,
       response: c.promoteServiceImageRelease.response,
+      precheck: requireIdempotencyKey,
       run: async (input, actor) => project(await operations.promote(input, actor), ({ service }) => ({ service })),
     }),
     define({
@@ -115,6 +123,7 @@ export function typedRequestMethods (operations: Operations): TypedRequestMethod
       permission: permissions.rollBack,
       payload: c.rollbackServiceImageRelease.payload,
       response: c.rollbackServiceImageRelease.response,
+      precheck: requireIdempotencyKey,
       run: async (input, actor) => project(await operations.rollBack(input, actor), ({ service }) => ({ service })),
     }),
     define({
@@ -122,6 +131,7 @@ export function typedRequestMethods (operations: Operations): TypedRequestMethod
       permission: permissions.rollBack,
       payload: serviceTypedRequestContracts.abortServiceRollout.payload,
       response: serviceTypedRequestContracts.abortServiceRollout.response,
+      precheck: requireIdempotencyKey,
       run: async (input, actor) => project(await operations.abort(input, actor), ({ service }) => ({ service })),
     }),
     define({

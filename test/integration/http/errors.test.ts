@@ -156,6 +156,35 @@ describe('errors a person can act on', () => {
     expect(clean.json().warnings).toBeUndefined();
   });
 
+  it('a rollout request without its idempotency key is idempotency-key-missing in both dialects (DESIGN §3: the same code)', async () => {
+    const svc = await createFixtureService(t.app, admin);
+    const release = await pushRelease(t.app, api, svc);
+    const rest = await t.app.inject({
+      method: 'POST',
+      url: `/v1/services/${svc.id}/image-releases/${release.releaseId}/promote`,
+      headers: bearer(api),
+      payload: { expectedRolloutGeneration: 0, enableImmutableImage: true },
+    });
+    expect(rest.statusCode).toBe(400);
+    expect(rest.json().code).toBe('idempotency-key-missing');
+    const requests: Array<[string, Record<string, unknown>]> = [
+      ['promoteServiceImageRelease', { serviceId: svc.id, releaseId: release.releaseId, expectedRolloutGeneration: 0, enableImmutableImage: true }],
+      ['rollbackServiceImageRelease', {
+        serviceId: svc.id, releaseId: release.releaseId, expectedCurrentRolloutId: 'ro_x', expectedRolloutGeneration: 1,
+      }],
+      ['abortServiceRollout', { serviceId: svc.id, expectedCurrentRolloutId: 'ro_x', expectedRolloutGeneration: 1 }],
+    ];
+    for (const [method, request] of requests) {
+      for (const key of [{}, { idempotencyKey: '' }]) {
+        const payload = typedRequest(method, { identity: identity(api), ...request, ...key });
+        const res = await t.app.inject({ method: 'POST', url: '/typedrequest', payload });
+        expect(res.json().error?.data?.code, `${method} ${JSON.stringify(key)}: ${res.body.slice(0, 300)}`).toBe('idempotency-key-missing');
+        expect(res.json().error.text).toContain('request.idempotencyKey');
+      }
+    }
+    expect(await rolloutHistory(t.app, admin, svc.id)).toEqual([]);
+  });
+
   it('409 push-event-conflict names the field that differs and both values', async () => {
     const svc = await createFixtureService(t.app, admin);
     const event = pushEvent(svc, { tag: '1.4.2' });
