@@ -133,12 +133,16 @@ async function main (): Promise<void> {
 
   try {
     // Bound: the held lines first (the database's), then the listening line.
+    let listening = '';
     const listeningLine = (address: string): string => {
       releaseStartupLines('open');
-      return `listening on ${address} (database: ${database.kind})`;
+      listening = `listening on ${address} (database: ${database.kind})`;
+      return listening;
     };
     await app.listen({ host: keyed.HOST, port: keyed.PORT, listenTextResolver: listeningLine });
     releaseStartupLines('open');
+    // Where it listens is said at every log level but `silent` (with PORT=0 nothing else tells the port).
+    if (!['trace', 'debug', 'info', 'silent'].includes(app.log.level)) app.log.child({}, { level: 'info' }).info(listening);
   } catch (err) {
     releaseStartupLines('muted');
     await database.stop();

@@ -79,7 +79,10 @@ describe('the server process (npm start)', () => {
     const { service } = await created.json() as { service: { id: string } };
     expect(await first.stop('SIGTERM')).toBe(0);
 
-    const second = await startServer(dataDir);
+    // At LOG_LEVEL=warn too the start-up line names where it listens (README: "PORT=0: any free port,
+    // named on the start-up line"): startServer finds the port from it. Nothing else below warn is written.
+    const second = await startServer(dataDir, { LOG_LEVEL: 'warn' });
+    expect(second.logs.filter((l) => l.includes('"level":30'))).toEqual([expect.stringContaining('listening on http://127.0.0.1:')]);
     try {
       const read = await fetch(`${second.url}/v1/services/${service.id}`, { headers: { authorization: `Bearer ${admin}` } });
       expect(read.status).toBe(200);
