@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
+/** One label of a host name (RFC 1123). */
+const HOST_LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+
 /**
  * The environment the service reads, validated once at start-up: one schema, and the
  * configuration type is `Static<>` of it (as fastify/demo does with @fastify/env), so the
@@ -9,7 +12,14 @@ import { Value } from '@sinclair/typebox/value';
  * developer machine; production sets the database and the JWT key explicitly.
  */
 export const EnvSchema = Type.Object({
-  HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'address to listen on' }),
+  HOST: Type.String({
+    minLength: 1,
+    maxLength: 253,
+    // A host name or an IPv4 address, or an IPv6 address (with an optional zone): never a URL.
+    pattern: `^(?:${HOST_LABEL}(?:\\.${HOST_LABEL})*|(?=[0-9A-Fa-f.]*:)[0-9A-Fa-f:.]+(?:%[A-Za-z0-9_.-]+)?)$`,
+    default: '127.0.0.1',
+    description: 'address to listen on: a host name, an IPv4 or an IPv6 address (not a URL)',
+  }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'TCP port (0 = any free port)' }),
   MONGODB_URI: Type.Optional(Type.String({
     pattern: '^mongodb(\\+srv)?://',

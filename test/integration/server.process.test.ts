@@ -138,7 +138,8 @@ describe('the server process (npm start)', () => {
   }, 120_000);
 
   it('stops at start-up with one line naming a bad variable', async () => {
-    for (const [variable, value] of [['PORT', 'eighty'], ['LOCAL_DATABASE_PORT', '70000'], ['PORT', '3000.5']] as const) {
+    const bad = [['PORT', 'eighty'], ['LOCAL_DATABASE_PORT', '70000'], ['PORT', '3000.5'], ['HOST', 'not a host'], ['HOST', 'http://localhost']] as const;
+    for (const [variable, value] of bad) {
       const result = await runToExit({ PATH: process.env['PATH'] ?? '', DATA_DIR: dataDir, [variable]: value });
       expect(result.code).toBe(2);
       expectOneLine(result, new RegExp(`^configuration error: ${variable}: `));
