@@ -90,7 +90,8 @@ function serverOptions (config: AppConfig, onFrameworkError: (code: ErrorCode) =
       headersTimeout: Math.min(60_000, config.REQUEST_TIMEOUT_MS),
       connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(config.REQUEST_TIMEOUT_MS / 10))),
     },
-    keepAliveTimeout: 5_000,
+    // An idle keep-alive connection is an idle connection: never kept past CONNECTION_TIMEOUT_MS either.
+    keepAliveTimeout: Math.min(5_000, config.CONNECTION_TIMEOUT_MS),
     forceCloseConnections: 'idle',
     // `?access_token=` (SSE only) leaves the URL before routing and logging: never logged.
     rewriteUrl: stripAccessToken,
