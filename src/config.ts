@@ -170,7 +170,10 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): AppConfig {
     const variable = first.path.replace(/^\//, '') || '(environment)';
     const shown = variable in raw && !isSecret(variable) ? ` (got ${JSON.stringify(raw[variable])})` : '';
     const description = first.schema.description === undefined ? '' : `${first.schema.description} — `;
-    throw new ConfigError(`${variable}: ${description}${first.message}${shown}`);
+    // A choice of words: name them, not "Expected union value".
+    const choices = (first.schema['anyOf'] as Array<{ const?: unknown }> | undefined)?.map((option) => option.const);
+    const message = choices?.every((c) => typeof c === 'string') === true ? `expected one of ${choices.join(', ')}` : first.message;
+    throw new ConfigError(`${variable}: ${description}${message}${shown}`);
   }
   const config = converted as AppConfig;
   if (config.AUTH_JWT_SECRET && config.AUTH_JWT_PUBLIC_KEY) {
