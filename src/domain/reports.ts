@@ -317,6 +317,13 @@ export function positionVerdict (
 /** What a claim refused: a node or session of the rollout another reporter holds. */
 export interface ClaimRefusal { kind: 'node' | 'session', name: string, owner: string }
 
+/**
+ * A node or session claim its owner's record does not back (no accepted report of the owner named
+ * it) counts as abandoned once this old: the report that made it was refused or superseded after
+ * claiming, or killed before its record. A report takes far less from claim to record.
+ */
+export const UNBACKED_CLAIM_AFTER_MS = 60_000;
+
 /** The refusal for a node or session another reporter of the rollout already holds. */
 export function claimRefusal (plan: IImmutableImageDeploymentPlan, refused: ClaimRefusal): AppError {
   if (refused.kind === 'session') {

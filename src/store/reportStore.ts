@@ -1,7 +1,7 @@
 import { BSON, type AnyBulkWriteOperation, type Collection } from 'mongodb';
 import type { ReportRepository } from '../domain/ports.js';
 import type { ReportedDeployment } from '../contracts/reports.js';
-import type { ClaimRefusal, ReportHead, ReportRecord } from '../domain/reports.js';
+import { rolloutRecordId, UNBACKED_CLAIM_AFTER_MS, type ClaimRefusal, type ReportHead, type ReportRecord } from '../domain/reports.js';
 import { coalesced } from './coalesce.js';
 import { duplicateKeyRefusals, isRefusedBeforeSending, refusedWrites } from './driverErrors.js';
 import { collections } from './indexPlan.js';
@@ -56,6 +56,9 @@ interface RecordWrite { document: ReportDocument, expectedVersion: number }
 
 /** Estimated bytes of records one coalesced bulk write carries at most (a larger single record goes alone). */
 const WRITE_BATCH_BYTES = 8 * 1024 * 1024;
+
+/** A claim held by another reporter, as read. */
+interface HeldClaim extends ClaimRefusal { id: string, createdAt: number }
 
 /** Rounds of "look, claim" a report may take against reporters that win a claim and give it back. */
 const CLAIM_ATTEMPTS = 20;
@@ -247,7 +250,12 @@ export class ReportStore implements ReportRepository {
     const ids = wanted.map((c) => c.id);
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       const { others, mine } = await this.holders(ids, wanted, reporterId);
-      if (others.length > 0) return others;
+      if (others.length > 0) {
+        // Claims their owner's record does not back and that are old: left by a report that was
+        // refused or superseded after claiming, or killed before its record. Released, then looked at again.
+        if (await this.releaseUnbacked(rolloutId, others, now)) continue;
+        return others.map(({ kind, name, owner }) => ({ kind, name, owner }));
+      }
       const missing = ids.filter((id) => !mine.has(id));
       if (missing.length === 0) return [];
       try {
@@ -269,14 +277,47 @@ export class ReportStore implements ReportRepository {
   /** The claims among `ids` that reporters other than `reporterId` hold, and those it holds itself. */
   private async holders (
     ids: string[], claims: ReadonlyArray<{ kind: 'node' | 'session', name: string }>, reporterId: string
-  ): Promise<{ others: ClaimRefusal[], mine: Set<string> }> {
-    const held = await this.claims.find({ _id: { $in: ids } }, { projection: { _id: 1, reporterId: 1 } }).toArray();
-    const ownerOf = new Map(held.map((h) => [h._id, h.reporterId]));
+  ): Promise<{ others: HeldClaim[], mine: Set<string> }> {
+    const held = await this.claims.find({ _id: { $in: ids } }, { projection: { _id: 1, reporterId: 1, createdAt: 1 } }).toArray();
+    const byId = new Map(held.map((h) => [h._id, h]));
     const others = claims.flatMap((c, i) => {
-      const owner = ownerOf.get(ids[i] ?? '');
-      return owner !== undefined && owner !== reporterId ? [{ kind: c.kind, name: c.name, owner }] : [];
+      const claim = byId.get(ids[i] ?? '');
+      return claim !== undefined && claim.reporterId !== reporterId
+        ? [{ kind: c.kind, name: c.name, owner: claim.reporterId, id: claim._id, createdAt: claim.createdAt }]
+        : [];
     });
     return { others, mine: new Set(held.filter((h) => h.reporterId === reporterId).map((h) => h._id)) };
+  }
+
+  /**
+   * Releases the claims among `held` that are older than UNBACKED_CLAIM_AFTER_MS and that their
+   * owner's record of the rollout does not back (its nodes, the nodes it left out since, its
+   * session and the sessions it retired): a claim is written before the record, so a report
+   * refused or superseded after claiming, or killed in between, leaves claims no accepted report
+   * made — without this, the node would be lost to every other reporter for the whole rollout.
+   * A young claim may belong to a report still in flight: it stands. True when any was released.
+   */
+  private async releaseUnbacked (rolloutId: string, held: readonly HeldClaim[], now: number): Promise<boolean> {
+    const old = held.filter((c) => c.createdAt <= now - UNBACKED_CLAIM_AFTER_MS);
+    if (old.length === 0) return false;
+    const owners = [...new Set(old.map((c) => c.owner))];
+    const records = await this.collection.find(
+      { _id: { $in: owners.map((owner) => rolloutRecordId(rolloutId, owner)) } },
+      { projection: { reporterId: 1, nodeNames: 1, earlierNodes: 1, 'position.sessionId': 1, retiredSessions: 1 } }
+    ).toArray();
+    const backing = new Map(records.map((r) => [r.reporterId, r]));
+    const unbacked = old.filter((c) => {
+      const record = backing.get(c.owner);
+      if (!record) return true;
+      return c.kind === 'node'
+        ? !record.nodeNames.includes(c.name) && !(record.earlierNodes ?? []).includes(c.name)
+        : record.position.sessionId !== c.name && !record.retiredSessions.includes(c.name);
+    });
+    // Each only as it was read (its owner and time): a claim taken anew meanwhile stays. (A filter
+    // beyond `_id` scans the claims on the local development database: this path is rare.)
+    const removed = await Promise.all(unbacked.map(async (c) =>
+      (await this.claims.deleteOne({ _id: c.id, reporterId: c.owner, createdAt: c.createdAt })).deletedCount));
+    return removed.some((n) => n > 0);
   }
 
   async removeRollout (rolloutId: string): Promise<void> {

@@ -58,4 +58,38 @@ describe('a 413 node-scoped report leaves nothing behind', () => {
     const other = await group(second, 's-b', 1, 'n3', false);
     expect(other.statusCode, other.body).toBe(200);
   }, 120_000);
+
+  it('node-scoped reports of one reporter racing each other: the claims of the superseded ones are released once old, ' +
+    'so another reporter may report those nodes (they were lost to it for the whole rollout)', async () => {
+    const nodes = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7', 'r8', 'r9', 'r10', 'r11', 'r12'];
+    await registerCluster(http, admin, 'c2', nodes);
+    const racer = await t.token('cluster', { clusterId: 'c2', subject: 'coreflow-racer' });
+    const other = await t.token('cluster', { clusterId: 'c2', subject: 'coreflow-other' });
+    const { svc, plan } = await promotedService(http, { admin, api }, { clusterIds: ['c2'], replicasPerNode: 1 });
+    const scoped = (token: string, session: string, sequence: number, node: string) => http.inject({
+      method: 'POST',
+      url: '/v1/deployment-snapshots',
+      headers: bearer(token),
+      payload: reportBody(plan, svc.id, { session, sequence, nodeNames: [node], deployments: [verifiedReplica(plan, svc.id, node, 0)] }),
+    });
+    // Sequence i names node i only, all at once: a report overtaken by a higher sequence is refused as stale.
+    const answers = await Promise.all(nodes.map(async (node, i) => await scoped(racer, 's-race', i + 1, node)));
+    const record = await t.db.collection('reports').findOne({ _id: `rollout:${plan.rolloutId}:c2/coreflow-racer` as never });
+    const held = new Set(record?.['nodeNames'] as string[]);
+    const lost = nodes.filter((node, i) => answers[i]!.statusCode !== 200 && !held.has(node));
+    // The twelve reports meet in one batch of record writes: one wins, and the others are overtaken.
+    expect(lost.length, 'nodes left claimed by superseded reports').toBeGreaterThan(0);
+    // Claims the superseded reports made: young ones stand (the report may still be in flight); once old, released.
+    const before = await scoped(other, 's-other', 1, lost[0]!);
+    expect(before.statusCode, before.body).toBe(409);
+    await t.db.collection('reportClaims').updateMany({ rolloutId: plan.rolloutId }, { $inc: { createdAt: -120_000 } });
+    for (const [i, node] of lost.entries()) {
+      const res = await scoped(other, 's-other', i + 2, node);
+      expect(res.statusCode, `${node}: ${res.body}`).toBe(200);
+    }
+    // A node the racer's accepted reports named stays the racer's, however old its claim.
+    const kept = [...held][0]!;
+    const refused = await scoped(other, 's-other', lost.length + 2, kept);
+    expect(refused.statusCode, refused.body).toBe(409);
+  }, 120_000);
 });
