@@ -254,6 +254,8 @@ export interface RolloutRepository {
   /** THE commit point: one rollout per (service, generation), one per idempotency record. */
   insert(record: RolloutRecord): Promise<InsertRolloutResult>;
   findByIdempotencyRecord(idempotencyRecordId: string): Promise<RolloutRecord | null>;
+  /** The rollout the given one replaced (its `previous`), or undefined for a service's first; null when the rollout is unknown. */
+  previousRolloutOf(rolloutId: string): Promise<string | undefined | null>;
   /** Rollouts inserted but not yet applied to the service (left by a crash), oldest first. */
   findPending(serviceId: string): Promise<RolloutRecord[]>;
   markApplied(rolloutId: string): Promise<void>;

@@ -314,6 +314,23 @@ export function positionVerdict (
   return { kind: 'apply', retire: current.sessionId };
 }
 
+/**
+ * The first report of a reporter in a rollout, against its record of the rollout before: a session
+ * it retired there stays retired (for good, across rollouts), and a session other than the one it
+ * reported with last retires that one. (Sequences start afresh per rollout: an agent may count them
+ * per plan.)
+ */
+export function inheritedVerdict (
+  plan: IImmutableImageDeploymentPlan, inherited: Pick<ReportHead, 'position' | 'retiredSessions'> | null, sessionId: string
+): PositionVerdict {
+  if (!inherited) return { kind: 'apply' };
+  if (inherited.retiredSessions.includes(sessionId)) {
+    return { kind: 'refuse', error: staleReport(`session '${sessionId}' was replaced in an earlier rollout and reports no more`, plan) };
+  }
+  const last = inherited.position.sessionId;
+  return last !== undefined && last !== sessionId ? { kind: 'apply', retire: last } : { kind: 'apply' };
+}
+
 /** What a claim refused: a node or session of the rollout another reporter holds. */
 export interface ClaimRefusal { kind: 'node' | 'session', name: string, owner: string }
 

@@ -3,8 +3,8 @@ import type { ReportDeploymentSnapshotsInput } from '../contracts/reports.js';
 import type { Clock, Repositories, ReportTarget, StatusState } from '../domain/ports.js';
 import {
   claimRefusal, deploymentProblems, envelopeRefusal, foreignNodeRefusal, mergedDeployments, missingCapabilityRefusal, positionVerdict,
-  accountedVersion, earlierServiceRecordId, keptNodes, nodeSourcesAfter, RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes, reporterEntryOf,
-  reporterIdOf, rolloutRecordId, serviceRecordId, staleReport,
+  accountedVersion, earlierServiceRecordId, inheritedVerdict, keptNodes, nodeSourcesAfter, RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes,
+  reporterEntryOf, reporterIdOf, rolloutRecordId, serviceRecordId, staleReport,
   type ReportHead, type ReportRecord,
 } from '../domain/reports.js';
 import { aggregateOf, contributionOf, entryDelta, reporterKeyOf, sameContribution, type RolloutAggregate, type SummaryEntry } from '../domain/rolloutStatus.js';
@@ -38,13 +38,16 @@ export type ReportOutcome =
   | { kind: 'replayed', status: Omit<IImageRolloutStatus, 'reporters'> };
 
 export interface ReportSnapshotDeps {
-  repos: Pick<Repositories, 'services' | 'clusters' | 'reports'>;
+  repos: Pick<Repositories, 'services' | 'clusters' | 'reports' | 'rollouts'>;
   telemetry: Telemetry;
   now: Clock;
   fault: FaultHook;
   /** Lifecycle control after the status changed (src/operations/lifecycle.ts): progress, milestones, follow-ups. */
   afterStatusChange: (serviceId: string, plan: IImmutableImageDeploymentPlan, state: StatusState) => Promise<void>;
 }
+
+/** Rollouts whose predecessor a process remembers (the reporter's first report of a rollout reads it). */
+const PREVIOUS_KEPT = 4096;
 
 /** Rounds of read → decide → write a report may take against its own reporter's concurrent reports. */
 const MAX_ROUNDS = 16;
@@ -139,6 +142,22 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     return settle(plan, record, held.stored);
   }
 
+  /** Each rollout's predecessor, as read (a rollout's `previous` never changes); at most PREVIOUS_KEPT remembered. */
+  const previousOf = new Map<string, string | undefined>();
+
+  /** The reporter's record (head) of the rollout the given one replaced, if any. */
+  async function inheritedHead (rolloutId: string, reporterId: string): Promise<ReportHead | null> {
+    let previous = previousOf.get(rolloutId);
+    if (!previousOf.has(rolloutId)) {
+      const read = await repos.rollouts.previousRolloutOf(rolloutId);
+      if (read === null) return null;
+      if (previousOf.size >= PREVIOUS_KEPT) previousOf.clear();
+      previousOf.set(rolloutId, read);
+      previous = read;
+    }
+    return previous === undefined ? null : await repos.reports.findHead(rolloutRecordId(previous, reporterId));
+  }
+
   /** The nodes and the session this report names that the reporter does not hold yet (from its record). */
   async function claimNew ({ plan, reporter, input }: RolloutReport, record: ReportHead | null): Promise<AppError | undefined> {
     const held = new Set(record?.nodeNames ?? []);
@@ -179,7 +198,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
    */
   function nextRecord (
     { plan, policy, input, reporter }: RolloutReport, previous: ReportHead | null, retire: string | undefined,
-    kept: Kept
+    kept: Kept, inherited: ReportHead | null
   ): ReportRecord {
     const envelope = input.immutableReport;
     const receivedAt = deps.now();
@@ -189,7 +208,8 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     const { entry, replicas } = reporterEntryOf(plan, input, reporter, stability, kept.nodeNames);
     const current = new Set(entry.reporterNodeNames);
     const earlierNodes = seen.filter((n) => !current.has(n)).sort();
-    const retired = retire === undefined ? previous?.retiredSessions ?? [] : [...(previous?.retiredSessions ?? []), retire].slice(-RETIRED_SESSIONS_KEPT);
+    const before = previous?.retiredSessions ?? inherited?.retiredSessions ?? [];
+    const retired = retire === undefined ? before : [...before, retire].slice(-RETIRED_SESSIONS_KEPT);
     return {
       id: rolloutRecordId(plan.rolloutId, reporter.reporterId),
       serviceId: input.serviceId,
@@ -234,7 +254,11 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       const record = guess ?? await repos.reports.findHead(recordId);
       guess = undefined;
       const position = { sessionId: envelope.reporterSessionId, sequence: envelope.reportSequence, reportedAt: input.reportedAt, receivedAt: deps.now() };
-      const verdict = positionVerdict(plan, record, position, report.policy.clockToleranceSeconds * 1000);
+      // The reporter's first report of the rollout: its sessions retired in the rollout before stay retired.
+      const inherited = record ? null : await inheritedHead(plan.rolloutId, reporter.reporterId);
+      const verdict = record
+        ? positionVerdict(plan, record, position, report.policy.clockToleranceSeconds * 1000)
+        : inheritedVerdict(plan, inherited, envelope.reporterSessionId);
       if (guessed && verdict.kind !== 'apply') continue;
       if (verdict.kind === 'refuse') return refusal(verdict.error);
       if (verdict.kind === 'replay' && record) {
@@ -243,7 +267,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       }
       const kept = await keptOf(input, record);
       if (!kept) continue;
-      const built = nextRecord(report, record, verdict.kind === 'apply' ? verdict.retire : undefined, kept);
+      const built = nextRecord(report, record, verdict.kind === 'apply' ? verdict.retire : undefined, kept, inherited);
       // Before anything is claimed or written: a refused report changes nothing.
       const limit = repos.reports.oversized(built);
       if (limit !== undefined) {

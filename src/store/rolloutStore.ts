@@ -38,6 +38,11 @@ export class RolloutStore implements RolloutRepository {
     return doc ? toRecord(doc) : null;
   }
 
+  async previousRolloutOf (rolloutId: string): Promise<string | undefined | null> {
+    const doc = await this.collection.findOne({ _id: rolloutId }, { projection: { 'previous.rolloutId': 1 } });
+    return doc ? doc.previous?.rolloutId : null;
+  }
+
   /** Rollouts inserted but not yet applied to the service (left by a crash), oldest first. */
   async findPending (serviceId: string): Promise<RolloutRecord[]> {
     const docs = await this.collection.find({ serviceId, state: 'pending' }).sort({ generation: 1 }).limit(10).toArray();

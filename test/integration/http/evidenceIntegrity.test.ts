@@ -261,6 +261,36 @@ describe('report evidence and stored deployments keep their promises', () => {
     expect(after).toBe(before);
   });
 
+  it('a session retired in one rollout stays retired in the next (docs/api.md: "retires the one it replaces for good"), ' +
+    'through either process', async () => {
+    const { svc, plan } = await promoted(['cM'], 1);
+    const T = Date.now();
+    const report = (p: IImmutableImageDeploymentPlan, session: string, sequence: number, at: number, via = 0) =>
+      send(callers[via]!, 'M', reportBody(p, svc.id, { session, sequence, nodeNames: ['m1'], reportedAt: at, deployments: fullReplicas(p, svc.id, ['m1']) }));
+    expect((await report(plan, 'S-old', 100, T - 3_000)).statusCode).toBe(200);
+    expect((await report(plan, 'S-new', 1, T - 2_000)).statusCode).toBe(200);
+    expect((await report(plan, 'S-old', 101, T - 1_500)).statusCode).toBe(409);
+
+    // The next rollout: the live session reports first, then the retired one tries again.
+    const next = await pushRelease(api, release, svc);
+    const promoted2 = await promote(api, release, svc.id, next.releaseId, { generation: 1 });
+    expect(promoted2.statusCode, promoted2.body).toBe(200);
+    const plan2 = promoted2.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
+    expect((await report(plan2, 'S-new', 5, T - 1_000, 1)).statusCode).toBe(200);
+    const zombie = await report(plan2, 'S-old', 1, T, 0);
+    expect({ status: zombie.statusCode, code: zombie.json().code }, zombie.body).toEqual({ status: 409, code: 'stale-rollout-report' });
+    expect((await rolloutView(svc.id)).reporters.map((r: { reporterSessionId: string }) => r.reporterSessionId)).toEqual(['S-new']);
+
+    // And in the rollout after that, with the retired session reporting first.
+    const third = await pushRelease(api, release, svc);
+    const promoted3 = await promote(api, release, svc.id, third.releaseId, { generation: 2 });
+    expect(promoted3.statusCode, promoted3.body).toBe(200);
+    const plan3 = promoted3.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
+    const first = await report(plan3, 'S-old', 2, T + 1_000, 1);
+    expect({ status: first.statusCode, code: first.json().code }, first.body).toEqual({ status: 409, code: 'stale-rollout-report' });
+    expect((await report(plan3, 'S-new', 6, T + 2_000, 0)).statusCode).toBe(200);
+  });
+
   it('a process that wrote the reporter\'s record decides nothing from it once another process wrote a later one: ' +
     'an older report is refused, a repeat of the later one is a replay, the next one applies', async () => {
     const { svc, plan } = await promoted(['cM'], 2);
