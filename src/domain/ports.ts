@@ -3,6 +3,7 @@ import type {
   ServiceSummary, TServiceWritableData,
 } from '../contracts/index.js';
 import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from './clusters.js';
+import type { MetricsRollout } from './deliveryMetrics.js';
 import type { KeysetPosition, ReleaseIdentity } from './releases.js';
 import type { DeadlineDecision, FailureMilestone, FollowUp, QueuedPromotion, RolloutLifecycle, VerifiedRelease } from './lifecycle.js';
 import type { ClaimRefusal, ReportHead, ReportRecord } from './reports.js';
@@ -263,6 +264,10 @@ export interface RolloutRepository {
   countPromotions(releaseId: string): Promise<number>;
   /** History page, newest generation first; `beforeGeneration` is the keyset cursor. */
   list(serviceId: string, limit: number, beforeGeneration?: number): Promise<RolloutRecord[]>;
+  /** The newest `limit` rollouts' outcomes and times only (no plan: what delivery metrics read), newest generation first. */
+  listOutcomes(serviceId: string, limit: number): Promise<MetricsRollout[]>;
+  /** The service's rollout of exactly this generation (the unique (serviceId, generation) index finds it). */
+  findByGeneration(serviceId: string, generation: number): Promise<RolloutRecord | null>;
   /** Copies a rollout's milestones into its history record (idempotent: each is set once in the status summary first). */
   recordMilestones(rolloutId: string, milestones: Pick<RolloutRecord, 'succeededAt' | 'failure' | 'deadline'>): Promise<void>;
   /** How the rollout ended (once: the first writer's end stays); true for that first writer. */

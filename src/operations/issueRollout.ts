@@ -109,7 +109,8 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
     if (view?.plan?.rolloutId === record.rolloutId) {
       // This rollout's plan is written already (a retry after a crash): the previous rollout's
       // milestones were copied into its history record before that write.
-      const [before] = await repos.rollouts.list(record.serviceId, 1, record.generation);
+      // Generations are contiguous (each rollout claims the next): the one before is generation − 1.
+      const before = await repos.rollouts.findByGeneration(record.serviceId, record.generation - 1);
       return before?.rolloutId === record.previous.rolloutId
         ? { mode: before.mode, milestones: { succeededAt: before.succeededAt, failure: before.failure } }
         : undefined;
@@ -168,7 +169,7 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
    */
   async function forgetReportsBefore (record: RolloutRecord): Promise<void> {
     if (record.generation < 3) return;
-    const [old] = await repos.rollouts.list(record.serviceId, 1, record.generation - 1);
+    const old = await repos.rollouts.findByGeneration(record.serviceId, record.generation - 2);
     if (old) await repos.reports.removeRollout(old.rolloutId);
   }
 

@@ -87,7 +87,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
       const first = release?.data.firstObservedAt;
       telemetry.deployment(serviceId, first === undefined ? undefined : Math.max(0, succeededAt - first) / 1000);
     }
-    const history = await repos.rollouts.list(serviceId, 20);
+    const history = await repos.rollouts.listOutcomes(serviceId, 20);
     for (const ms of restoreTimes(history, plan.rolloutId, plan.rolloutGeneration, succeededAt)) telemetry.restored(serviceId, ms / 1000);
   }
 

@@ -96,7 +96,7 @@ export function rolloutReads ({ repos, now }: { repos: Pick<Repositories, 'servi
     async readDeliveryMetrics (serviceId: string, query: DeliveryMetricsQuery): Promise<Result<DeliveryMetrics>> {
       if (!(await repos.services.exists(serviceId))) return refusal(errors.serviceNotFound(serviceId));
       const { from, to } = metricsWindow(query, now());
-      const rollouts = await repos.rollouts.list(serviceId, METRICS_HISTORY_LIMIT);
+      const rollouts = await repos.rollouts.listOutcomes(serviceId, METRICS_HISTORY_LIMIT);
       const firstObservedAt = await repos.releases.firstObservedAt(rollouts.map((r) => r.releaseId));
       return success(deliveryMetrics({ serviceId, rollouts, firstObservedAt, from, to }));
     },

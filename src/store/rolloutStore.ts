@@ -1,5 +1,6 @@
 import { type Collection } from 'mongodb';
 import type { InsertRolloutResult, RolloutRepository } from '../domain/ports.js';
+import type { MetricsRollout } from '../domain/deliveryMetrics.js';
 import type { RolloutEnd, RolloutRecord } from '../domain/rollouts.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
@@ -50,7 +51,9 @@ export class RolloutStore implements RolloutRepository {
   }
 
   async markApplied (rolloutId: string): Promise<void> {
-    await this.collection.updateOne({ _id: rolloutId, state: 'pending' }, { $set: { state: 'applied' } });
+    // By `_id` alone (applied is final, setting it twice is harmless): `{ _id, state }` would scan every
+    // rollout on the local development database.
+    await this.collection.updateOne({ _id: rolloutId }, { $set: { state: 'applied' } });
   }
 
   /** Promotions (manual or automatic) of a release: the release's promotionCount. */
@@ -63,6 +66,19 @@ export class RolloutStore implements RolloutRepository {
     const filter = beforeGeneration === undefined ? { serviceId } : { serviceId, generation: { $lt: beforeGeneration } };
     const docs = await this.collection.find(filter, { projection: { serviceAfter: 0 } }).sort({ generation: -1 }).limit(limit).toArray();
     return docs.map((doc) => toRecord({ ...doc, serviceAfter: undefined as never }));
+  }
+
+  async listOutcomes (serviceId: string, limit: number): Promise<MetricsRollout[]> {
+    // Outcomes and times only: a rollout's plan and the service after it (~40 bytes per target node each) are most of it.
+    const projection = { generation: 1, mode: 1, releaseId: 1, createdAt: 1, succeededAt: 1, failure: 1, ended: 1 } as const;
+    const docs = await this.collection.find({ serviceId }, { projection }).sort({ generation: -1 }).limit(limit).toArray();
+    return docs.map(({ _id, ...rest }) => ({ rolloutId: _id, ...rest }) as MetricsRollout);
+  }
+
+  async findByGeneration (serviceId: string, generation: number): Promise<RolloutRecord | null> {
+    // Equality on exactly the fields of the unique (serviceId, generation) index: served by it on every server.
+    const doc = await this.collection.findOne({ serviceId, generation }, { projection: { serviceAfter: 0 } });
+    return doc ? toRecord({ ...doc, serviceAfter: undefined as never }) : null;
   }
 
   async recordMilestones (rolloutId: string, milestones: Pick<RolloutRecord, 'succeededAt' | 'failure' | 'deadline'>): Promise<void> {
