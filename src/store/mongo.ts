@@ -53,7 +53,10 @@ export class Database implements DatabaseHealth {
       appName: opts.appName ?? 'cloudly-release-control-plane',
       serverSelectionTimeoutMS: opts.timeoutMs,
       connectTimeoutMS: opts.timeoutMs,
-      socketTimeoutMS: Math.max(10_000, opts.timeoutMs * 5),
+      // A command that hears nothing back for this long fails (503, retryable): a connection the database
+      // dropped without a reset, or a write waiting for a 'drain' that never comes (driver 6.22), ends
+      // within a client's patience instead of holding its request for the 10 s and more clients wait.
+      socketTimeoutMS: Math.max(5_000, Math.round(opts.timeoutMs * 2.5)),
       heartbeatFrequencyMS: 2_000,
       maxPoolSize: 50,
       // Writes are compare-and-swap or idempotent upserts: a driver retry of a
