@@ -55,15 +55,15 @@ async function createTwin (ctx: BenchContext, s: PromotionSetup): Promise<Promot
  * the stores it calls, in the same order and with documents of the same size (the rollout
  * record and the stored outcome are built from a real one of the server's), on a twin of the
  * service in the same database — no HTTP, token, schemas, fingerprints or plan validation.
- *   success: insert idempotency → (findOne rollout by record ‖ find pending rollouts ‖ findOne
- *     service ‖ findOne release) → (find clusters ‖ find nodes) → insert rollout → findOne service
+ *   success: insert idempotency → (findOne rollout by record ‖ findOne service ‖ findOne release)
+ *     → (findOne rollout at the service's generation ‖ at the next: pending ones) → (find clusters ‖ find nodes) → insert rollout → findOne service
  *     (lifecycle of the previous rollout) → findOne service (revision) → updateOne service (CAS) →
  *     count promotions → updateOne release → updateOne previous rollout (ended) → updateOne rollout
  *     applied → [generation ≥ 3: find the rollout two back → deleteMany its reports ‖ its claims] →
  *     updateOne idempotency (outcome)
  *   stale generation: … (… ‖ findOne release) → updateOne idempotency (the stored 409)
- *   lost the insert race: … insert rollout (E11000) → findOne rollout by record → find pending →
- *     finish each (as below) → findOne service → updateOne idempotency (the stored 409)
+ *   lost the insert race: … insert rollout (E11000) → findOne rollout by record → findOne service →
+ *     pending ones (as above) → finish each (as below) [→ findOne service] → updateOne idempotency (the stored 409)
  *   pending rollouts found by the first reads (another writer's, not yet finished): finish each
  *     (findOne service, updateOne service, count promotions, updateOne release, updateOne rollout),
  *     then findOne service ‖ findOne release again, as the server does
@@ -103,7 +103,9 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
   };
   const headOf = (doc: Document | null): number =>
     ((doc?.['data'] as Document | undefined)?.['imageDeployment'] as Document | undefined)?.['rolloutGeneration'] as number | undefined ?? 0;
-  const pendingRollouts = () => rollouts.find({ serviceId: s.serviceId, state: 'pending' }).sort({ generation: 1 }).limit(10).toArray();
+  // As RolloutStore.findPending: the rollouts at the service's generation and the next, by the unique (serviceId, generation) index.
+  const pendingRollouts = async (generation: number) => (await Promise.all([generation, generation + 1].map(async (g) =>
+    await rollouts.findOne({ serviceId: s.serviceId, generation: g })))).flatMap((doc) => (doc && doc['state'] === 'pending' ? [doc] : []));
   const readService = () => services.findOne({ _id: s.serviceId as never }, { projection: { data: 1, automationHold: 1, verifiedReleases: 1 } });
   const reports = db.collection('reports') as Collection<Document>;
   const claims = db.collection('reportClaims') as Collection<Document>;
@@ -158,10 +160,9 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
       const ended = { at, by: 'superseded', rolloutId: rollout['_id'] };
       await rollouts.updateOne({ _id: previous['rolloutId'], ended: { $exists: false } }, { $set: { ended } });
     }
-    await rollouts.updateOne({ _id: rollout['_id'], state: 'pending' }, { $set: { state: 'applied' } });
+    await rollouts.updateOne({ _id: rollout['_id'] }, { $set: { state: 'applied' } });
     if (generation >= 3) {
-      const [old] = await rollouts.find({ serviceId: s.serviceId, generation: { $lt: generation - 1 } }, { projection: { serviceAfter: 0 } })
-        .sort({ generation: -1 }).limit(1).toArray();
+      const old = await rollouts.findOne({ serviceId: s.serviceId, generation: generation - 2 }, { projection: { serviceAfter: 0 } });
       if (old) await Promise.all([reports.deleteMany({ rolloutId: old['_id'] }), claims.deleteMany({ rolloutId: old['_id'] })]);
     }
   };
@@ -181,12 +182,12 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
       createdAt: now,
       expiresAt: new Date(now + 48 * 3600_000),
     });
-    let [, pending, service] = await Promise.all([
+    let [, service] = await Promise.all([
       rollouts.findOne({ idempotencyRecordId: recordId }),
-      pendingRollouts(),
       readService(),
       releases.findOne({ _id: releaseId as never }),
     ]);
+    const pending = await pendingRollouts(headOf(service));
     // As the server: finish what another writer left pending, then read service and release again.
     if (pending.length > 0) {
       for (const rollout of pending) await finish(rollout);
@@ -222,10 +223,11 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
       await rollouts.insertOne(rollout);
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
-      // As the server: its own record? no; settle (finish the winner's pending rollout), read the winner.
+      // As the server: its own record? no; read the winner, finish its pending rollout, read the winner again.
       await rollouts.findOne({ idempotencyRecordId: recordId });
-      for (const winner of await pendingRollouts()) await finish(winner);
-      return conflict(recordId, headOf(await readService()));
+      const pending = await pendingRollouts(headOf(await readService()));
+      for (const winner of pending) await finish(winner);
+      return conflict(recordId, headOf(pending.length > 0 ? await readService() : service));
     }
     await finish(rollout);
     await idempotency.updateOne(

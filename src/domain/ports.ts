@@ -257,8 +257,12 @@ export interface RolloutRepository {
   findByIdempotencyRecord(idempotencyRecordId: string): Promise<RolloutRecord | null>;
   /** The rollout the given one replaced (its `previous`), or undefined for a service's first; null when the rollout is unknown. */
   previousRolloutOf(rolloutId: string): Promise<string | undefined | null>;
-  /** Rollouts inserted but not yet applied to the service (left by a crash), oldest first. */
-  findPending(serviceId: string): Promise<RolloutRecord[]>;
+  /**
+   * The service's rollouts at `currentGeneration` and the one after that are not applied yet (what a
+   * crash leaves: the next one committed before its plan was written, the current one before it was
+   * finished), oldest first. Two lookups on the unique (serviceId, generation) index.
+   */
+  findPending(serviceId: string, currentGeneration: number): Promise<RolloutRecord[]>;
   markApplied(rolloutId: string): Promise<void>;
   /** Promotions (manual or automatic) of a release: the release's promotionCount. */
   countPromotions(releaseId: string): Promise<number>;

@@ -178,11 +178,6 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
     for (const record of records) await finish(record);
   }
 
-  /** Finishes rollouts a crashed process left pending, so that the service shows every committed plan. */
-  async function settle (serviceId: string): Promise<void> {
-    await finishAll(await repos.rollouts.findPending(serviceId));
-  }
-
   const readPlanInputs = async (req: RolloutRequest): Promise<PlanInputs> => {
     const [found, release] = await Promise.all([repos.services.findWithHold(req.serviceId), repos.releases.findById(req.releaseId)]);
     return { found, release };
@@ -226,8 +221,13 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
 
   /** Lost the compare-and-swap: the winner's values (after finishing its rollout if needed). */
   async function generationTaken (req: RolloutRequest, generation: number, service: IService): Promise<AppError> {
-    await settle(req.serviceId);
-    const winner = (await repos.services.findWithHold(req.serviceId))?.service ?? service;
+    const read = async (): Promise<IService | undefined> => (await repos.services.findWithHold(req.serviceId))?.service;
+    let winner = (await read()) ?? service;
+    const pending = await repos.rollouts.findPending(req.serviceId, currentGeneration(winner));
+    if (pending.length > 0) {
+      await finishAll(pending);
+      winner = (await read()) ?? winner;
+    }
     return errors.rolloutGenerationConflict(`generation ${generation} was taken by a concurrent rollout`, currentRolloutOf(winner));
   }
 
@@ -275,14 +275,12 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
 
   /**
    * One round trip's worth of independent reads (the rollout an earlier attempt with this key
-   * recorded, the service's pending rollouts, the service, the release), then plan or finish.
+   * recorded, the service, the release), then the service's pending rollouts (by its generation),
+   * then plan or finish.
    */
   async function execute (req: RolloutRequest, rolloutRef: string): Promise<StoredOutcome> {
-    const [earlier, pending, inputs] = await Promise.all([
-      repos.rollouts.findByIdempotencyRecord(rolloutRef),
-      repos.rollouts.findPending(req.serviceId),
-      readPlanInputs(req),
-    ]);
+    const [earlier, inputs] = await Promise.all([repos.rollouts.findByIdempotencyRecord(rolloutRef), readPlanInputs(req)]);
+    const pending = earlier || !inputs.found ? [] : await repos.rollouts.findPending(req.serviceId, currentGeneration(inputs.found.service));
     const decided = earlier ?? await plan(req, rolloutRef, inputs, pending);
     if (decided instanceof Error) {
       if (deterministic.has(decided.code)) return outcomeOfRefusal(decided);
@@ -345,7 +343,7 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
     return (await repos.rollouts.findByIdempotencyRecord(rolloutRefFor(recordId, held.createdAt))) !== null;
   }
 
-  return { issueRollout, settle, committedUnder };
+  return { issueRollout, committedUnder };
 }
 
 export type RolloutIssuer = ReturnType<typeof rolloutIssuer>;

@@ -44,10 +44,12 @@ export class RolloutStore implements RolloutRepository {
     return doc ? doc.previous?.rolloutId : null;
   }
 
-  /** Rollouts inserted but not yet applied to the service (left by a crash), oldest first. */
-  async findPending (serviceId: string): Promise<RolloutRecord[]> {
-    const docs = await this.collection.find({ serviceId, state: 'pending' }).sort({ generation: 1 }).limit(10).toArray();
-    return docs.map(toRecord);
+  async findPending (serviceId: string, currentGeneration: number): Promise<RolloutRecord[]> {
+    // Equality on exactly the fields of the unique (serviceId, generation) index, twice: `{ serviceId, state }`
+    // would scan every rollout of every service on the local development database, on every promotion.
+    const docs = await Promise.all([currentGeneration, currentGeneration + 1].map(async (generation) =>
+      await this.collection.findOne({ serviceId, generation })));
+    return docs.flatMap((doc) => (doc && doc.state === 'pending' ? [toRecord(doc)] : []));
   }
 
   async markApplied (rolloutId: string): Promise<void> {
