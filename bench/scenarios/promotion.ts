@@ -63,7 +63,8 @@ async function createTwin (ctx: BenchContext, s: PromotionSetup): Promise<Promot
  *     updateOne idempotency (outcome)
  *   stale generation: … (… ‖ findOne release) → updateOne idempotency (the stored 409)
  *   lost the insert race: … insert rollout (E11000) → findOne rollout by record → findOne service →
- *     pending ones (as above) → finish each (as below) [→ findOne service] → updateOne idempotency (the stored 409)
+ *     [its generation still before the winner's: pending ones (as above) → finish each (as below) → findOne
+ *     service] → updateOne idempotency (the stored 409)
  *   pending rollouts found by the first reads (another writer's, not yet finished): finish each
  *     (findOne service, updateOne service, count promotions, updateOne release, updateOne rollout),
  *     then findOne service ‖ findOne release again, as the server does
@@ -225,9 +226,12 @@ function driverPromotion (db: Db, s: PromotionSetup, template: Document) {
       if (!isDuplicateKeyError(err)) throw err;
       // As the server: its own record? no; read the winner, finish its pending rollout, read the winner again.
       await rollouts.findOne({ idempotencyRecordId: recordId });
-      const pending = await pendingRollouts(headOf(await readService()));
-      for (const winner of pending) await finish(winner);
-      return conflict(recordId, headOf(pending.length > 0 ? await readService() : service));
+      let winner = headOf(await readService());
+      if (winner < generation) {
+        for (const rollout of await pendingRollouts(winner)) await finish(rollout);
+        winner = headOf(await readService());
+      }
+      return conflict(recordId, winner);
     }
     await finish(rollout);
     await idempotency.updateOne(

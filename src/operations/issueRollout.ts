@@ -223,9 +223,10 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
   async function generationTaken (req: RolloutRequest, generation: number, service: IService): Promise<AppError> {
     const read = async (): Promise<IService | undefined> => (await repos.services.findWithHold(req.serviceId))?.service;
     let winner = (await read()) ?? service;
-    const pending = await repos.rollouts.findPending(req.serviceId, currentGeneration(winner));
-    if (pending.length > 0) {
-      await finishAll(pending);
+    if (currentGeneration(winner) < generation) {
+      // The winner's rollout is recorded, its plan perhaps not written yet: finish it if it is still
+      // pending (it may have been finished meanwhile), then read the service it made.
+      await finishAll(await repos.rollouts.findPending(req.serviceId, currentGeneration(winner)));
       winner = (await read()) ?? winner;
     }
     return errors.rolloutGenerationConflict(`generation ${generation} was taken by a concurrent rollout`, currentRolloutOf(winner));
