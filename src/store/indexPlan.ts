@@ -74,7 +74,8 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     name: 'rollouts_service_generation_unique',
     key: { serviceId: 1, generation: -1 },
     unique: true,
-    serves: 'THE compare-and-swap: one rollout per (service, generation); rollout history newest first',
+    serves: 'THE compare-and-swap: one rollout per (service, generation); rollout history newest first; a service\'s' +
+      ' rollouts left pending by a crash (at its generation and the next) and the rollout before a given one, by exact generation',
   },
   {
     collection: collections.rollouts,
@@ -82,12 +83,6 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     key: { idempotencyRecordId: 1 },
     unique: true,
     serves: 'at most one rollout per idempotent request; resuming a crashed request',
-  },
-  {
-    collection: collections.rollouts,
-    name: 'rollouts_service_state',
-    key: { serviceId: 1, state: 1, generation: 1 },
-    serves: 'rollouts left pending by a crash, finished by the next writer',
   },
   {
     collection: collections.rollouts,
