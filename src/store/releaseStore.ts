@@ -74,8 +74,14 @@ export class ReleaseStore implements ReleaseRepository {
   }
 
   async findByIdOrTuple (identity: ReleaseIdentity): Promise<IImageRelease[]> {
-    const docs = await this.collection.find({ $or: [{ _id: identity.releaseId }, tupleFilter(identity)] }).limit(2).toArray();
-    return docs.map(toRelease);
+    // Two lookups, each an equality on exactly a unique index's fields (`_id`; the identity tuple): an
+    // `$or` of them would scan every release of every service on the local development database.
+    const [byId, byTuple] = await Promise.all([
+      this.collection.findOne({ _id: identity.releaseId }),
+      this.collection.findOne(tupleFilter(identity)),
+    ]);
+    const docs = byTuple && byTuple._id !== byId?._id ? [byId, byTuple] : [byId];
+    return docs.flatMap((doc) => (doc ? [toRelease(doc)] : []));
   }
 
   /**
