@@ -134,16 +134,8 @@ export function placementRefusal (
   const listed = (ids: readonly string[]): string =>
     ids.slice(0, 10).map((id) => `'${id}'`).join(', ') + (ids.length > 10 ? ` (+${ids.length - 10} more)` : '');
   const unregistered = [...new Set(placement?.clusterIds ?? [])].filter((id) => !registered.has(id));
-  if (computeTargetScope(placement, clusters).targetClusterIds.length > 0) {
-    if (kind === 'rollback' || unregistered.length === 0) return undefined;
-    const which = unregistered.length === 1 ? 'a cluster that is' : 'clusters that are';
-    return errors.invalidDeploymentPlan([`placement names ${which} not registered`], {
-      kind: 'unregistered-clusters',
-      detail: `the placement of service '${serviceId}' names ${which} not registered: ${listed(unregistered)}` +
-        ' (register each with PUT /v1/clusters/:clusterId and its node names, or remove it from the placement)',
-      clusterIds: unregistered,
-    });
-  }
+  const scoped = computeTargetScope(placement, clusters).targetClusterIds.length > 0;
+  if (scoped && (kind === 'rollback' || unregistered.length === 0)) return undefined;
   if (!placement) {
     return errors.invalidDeploymentPlan(upstream, {
       kind: 'no-placement',
@@ -152,10 +144,11 @@ export function placementRefusal (
   }
   if (unregistered.length > 0) {
     const which = unregistered.length === 1 ? 'a cluster that is' : 'clusters that are';
-    return errors.invalidDeploymentPlan(upstream, {
+    // With a scope (a promotion that would leave them out) the upstream validator has nothing to say: say it here.
+    return errors.invalidDeploymentPlan(scoped ? [`placement names ${which} not registered`] : upstream, {
       kind: 'unregistered-clusters',
       detail: `the placement of service '${serviceId}' names ${which} not registered: ${listed(unregistered)}` +
-        ' (register each with PUT /v1/clusters/:clusterId and its node names)',
+        ' (register each with PUT /v1/clusters/:clusterId and its node names, or remove it from the placement)',
       clusterIds: unregistered,
     });
   }

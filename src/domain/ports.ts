@@ -255,8 +255,6 @@ export interface RolloutRepository {
   /** THE commit point: one rollout per (service, generation), one per idempotency record. */
   insert(record: RolloutRecord): Promise<InsertRolloutResult>;
   findByIdempotencyRecord(idempotencyRecordId: string): Promise<RolloutRecord | null>;
-  /** The rollout the given one replaced (its `previous`), or undefined for a service's first; null when the rollout is unknown. */
-  previousRolloutOf(rolloutId: string): Promise<string | undefined | null>;
   /**
    * The service's rollouts at `currentGeneration` and the one after that are not applied yet (what a
    * crash leaves: the next one committed before its plan was written, the current one before it was

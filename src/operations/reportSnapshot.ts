@@ -145,15 +145,13 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
   /** Each rollout's predecessor, as read (a rollout's `previous` never changes); at most PREVIOUS_KEPT remembered. */
   const previousOf = new Map<string, string | undefined>();
 
-  /** The reporter's record (head) of the rollout the given one replaced, if any. */
-  async function inheritedHead (rolloutId: string, reporterId: string): Promise<ReportHead | null> {
-    let previous = previousOf.get(rolloutId);
-    if (!previousOf.has(rolloutId)) {
-      const read = await repos.rollouts.previousRolloutOf(rolloutId);
-      if (read === null) return null;
+  /** The reporter's record (head) of the rollout the plan's replaced (generations are contiguous: the one before), if any. */
+  async function inheritedHead (serviceId: string, plan: IImmutableImageDeploymentPlan, reporterId: string): Promise<ReportHead | null> {
+    let previous = previousOf.get(plan.rolloutId);
+    if (!previousOf.has(plan.rolloutId)) {
+      previous = (await repos.rollouts.findByGeneration(serviceId, plan.rolloutGeneration - 1))?.rolloutId;
       if (previousOf.size >= PREVIOUS_KEPT) previousOf.clear();
-      previousOf.set(rolloutId, read);
-      previous = read;
+      previousOf.set(plan.rolloutId, previous);
     }
     return previous === undefined ? null : await repos.reports.findHead(rolloutRecordId(previous, reporterId));
   }
@@ -255,7 +253,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       guess = undefined;
       const position = { sessionId: envelope.reporterSessionId, sequence: envelope.reportSequence, reportedAt: input.reportedAt, receivedAt: deps.now() };
       // The reporter's first report of the rollout: its sessions retired in the rollout before stay retired.
-      const inherited = record ? null : await inheritedHead(plan.rolloutId, reporter.reporterId);
+      const inherited = record ? null : await inheritedHead(input.serviceId, plan, reporter.reporterId);
       const verdict = record
         ? positionVerdict(plan, record, position, report.policy.clockToleranceSeconds * 1000)
         : inheritedVerdict(plan, inherited, envelope.reporterSessionId);

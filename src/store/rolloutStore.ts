@@ -39,11 +39,6 @@ export class RolloutStore implements RolloutRepository {
     return doc ? toRecord(doc) : null;
   }
 
-  async previousRolloutOf (rolloutId: string): Promise<string | undefined | null> {
-    const doc = await this.collection.findOne({ _id: rolloutId }, { projection: { 'previous.rolloutId': 1 } });
-    return doc ? doc.previous?.rolloutId : null;
-  }
-
   async findPending (serviceId: string, currentGeneration: number): Promise<RolloutRecord[]> {
     // Equality on exactly the fields of the unique (serviceId, generation) index, twice: `{ serviceId, state }`
     // would scan every rollout of every service on the local development database, on every promotion.

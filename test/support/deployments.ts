@@ -84,3 +84,22 @@ export const withoutReporter = (list: StoredDeployment[]): StoredDeployment[] =>
 /** JSON with object keys sorted at every level: equal for equal content whatever the key order (an API answer follows its schema's order). */
 export const canonical = (value: unknown): string => JSON.stringify(value, (_key, v: unknown) =>
   v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v);
+
+/**
+ * A service record of the earlier per-reporter kind (`service:<serviceId>:<reporterId>`), as records
+ * were written before they were kept per cluster: what the migration tests put in `reports` directly.
+ */
+export function earlierServiceRecord (serviceId: string, reporterId: string, deployments: ReadonlyArray<Record<string, unknown>>, version = 3) {
+  return {
+    _id: `service:${serviceId}:${reporterId}` as never,
+    serviceId,
+    reporterId,
+    clusterId: reporterId.split('/')[0]!,
+    version,
+    position: { reportedAt: 500, receivedAt: 500 },
+    retiredSessions: [],
+    nodeNames: [],
+    replicas: [],
+    deploymentsJson: JSON.stringify(deployments),
+  };
+}

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImageRolloutStatus } from '../../../src/contracts/index.js';
 import { validateImageRolloutStatus } from '../../../src/contracts/index.js';
-import { canonical, expectedDeployments, storedDeploymentsOf, withoutReporter } from '../../support/deployments.js';
+import { canonical, earlierServiceRecord, expectedDeployments, storedDeploymentsOf, withoutReporter } from '../../support/deployments.js';
 import { bearer, createFixtureService, httpCaller, promotedService, registerCluster, type Caller } from '../../support/fixtures.js';
 import { startFleet, type Fleet } from '../../support/fleet.js';
 import { fullReplicas, reportBody } from '../../support/reports.js';
@@ -82,19 +82,9 @@ describe('snapshot reports survive a crash at every step boundary (real processe
     const task = (id: string, nodeName: string) => ({ id, serviceId: svc.id, nodeName, status: 'running', deploymentLog: [] });
     const db = await fleet.db();
     // A reporter's record of the earlier per-reporter kind (as records were kept before they were kept per cluster).
-    const earlierId = `service:${svc.id}:k1/coreflow-k1`;
-    await db.collection('reports').insertOne({
-      _id: earlierId as never,
-      serviceId: svc.id,
-      reporterId: 'k1/coreflow-k1',
-      clusterId: 'k1',
-      version: 2,
-      position: { reportedAt: 500, receivedAt: 500 },
-      retiredSessions: [],
-      nodeNames: [],
-      replicas: [],
-      deploymentsJson: JSON.stringify([task('old-1', 'k1-n1'), task('old-2', 'k1-n2')]),
-    });
+    const earlier = earlierServiceRecord(svc.id, 'k1/coreflow-k1', [task('old-1', 'k1-n1'), task('old-2', 'k1-n2')], 2);
+    const earlierId = earlier._id as string;
+    await db.collection('reports').insertOne(earlier);
     const body = { serviceId: svc.id, deployments: [task('new-1', 'k1-n1')], reportedAt: Date.now() };
     const stored = async () => ((await healthy.inject({ method: 'GET', url: `/v1/services/${svc.id}/deployments`, headers: bearer(admin) }))
       .json().deployments as Array<{ deployment: { id: string } }>).map((d) => d.deployment.id);

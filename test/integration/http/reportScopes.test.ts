@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
 import { buildTestApp, serviceData, type TestApp } from '../../support/app.js';
+import { earlierServiceRecord } from '../../support/deployments.js';
 import { bearer, createFixtureService, promote, promotedService, pushRelease, registerCluster, registryHost } from '../../support/fixtures.js';
 import { fullReplicas, reportBody, verifiedReplica } from '../../support/reports.js';
 
@@ -117,19 +118,9 @@ describe('snapshot reports: scopes, fail-closed counting, stability', () => {
     const svc = await createFixtureService(t.app, admin, { clusterIds: ['c1'] });
     const task = (id: string, nodeName: string) => ({ id, serviceId: svc.id, nodeName, status: 'running', deploymentLog: [] });
     // As records were written before they were kept per cluster: one per reporter.
-    const earlierId = `service:${svc.id}:c1/coreflow-c1`;
-    await t.db.collection('reports').insertOne({
-      _id: earlierId as never,
-      serviceId: svc.id,
-      reporterId: 'c1/coreflow-c1',
-      clusterId: 'c1',
-      version: 3,
-      position: { reportedAt: 500, receivedAt: 500 },
-      retiredSessions: [],
-      nodeNames: [],
-      replicas: [],
-      deploymentsJson: JSON.stringify([task('old-n1', 'n1'), task('old-n2', 'n2')]),
-    });
+    const earlier = earlierServiceRecord(svc.id, 'c1/coreflow-c1', [task('old-n1', 'n1'), task('old-n2', 'n2')]);
+    const earlierId = earlier._id as string;
+    await t.db.collection('reports').insertOne(earlier);
     expect(await storedDeployments(svc.id)).toEqual(['c1/n1/old-n1', 'c1/n2/old-n2']);
     const scoped = await send(c1, { serviceId: svc.id, reporterNodeNames: ['n2'], deployments: [task('new-n2', 'n2')], reportedAt: Date.now() });
     expect(scoped.statusCode, scoped.body).toBe(200);
@@ -141,19 +132,8 @@ describe('snapshot reports: scopes, fail-closed counting, stability', () => {
     'one leaves the earlier one stored; its deployments are not shown twice, and the next report removes it', async () => {
     const svc = await createFixtureService(t.app, admin, { clusterIds: ['c1'] });
     const task = (id: string, nodeName: string) => ({ id, serviceId: svc.id, nodeName, status: 'running', deploymentLog: [] });
-    const earlierId = `service:${svc.id}:c1/coreflow-c1`;
-    const earlier = {
-      _id: earlierId as never,
-      serviceId: svc.id,
-      reporterId: 'c1/coreflow-c1',
-      clusterId: 'c1',
-      version: 3,
-      position: { reportedAt: 500, receivedAt: 500 },
-      retiredSessions: [],
-      nodeNames: [],
-      replicas: [],
-      deploymentsJson: JSON.stringify([task('old-n1', 'n1'), task('old-n2', 'n2')]),
-    };
+    const earlier = earlierServiceRecord(svc.id, 'c1/coreflow-c1', [task('old-n1', 'n1'), task('old-n2', 'n2')]);
+    const earlierId = earlier._id as string;
     await t.db.collection('reports').insertOne(earlier);
     const full = await send(c1, { serviceId: svc.id, deployments: [task('now-n1', 'n1')], reportedAt: Date.now() });
     expect(full.statusCode, full.body).toBe(200);

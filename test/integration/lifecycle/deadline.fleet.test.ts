@@ -76,6 +76,15 @@ describe('progress deadline across 3 server processes', () => {
     return { serviceId, plan: res.json().service.data.imageDeployment };
   }
 
+  /** One report by the cluster token: each of `nodes` runs replica 0, verified. */
+  const reportVerifiedOn = (via: Caller, token: string, plan: IImmutableImageDeploymentPlan, serviceId: string, sequence: number, nodes: string[]) =>
+    via.inject({
+      method: 'POST',
+      url: '/v1/deployment-snapshots',
+      headers: bearer(token),
+      payload: reportBody(plan, serviceId, { sequence, nodeNames: nodes, deployments: nodes.map((n) => verifiedReplica(plan, serviceId, n, 0)) }),
+    });
+
   const view = async (serviceId: string, i = 0) =>
     (await caller(i).inject({ method: 'GET', url: `/v1/services/${serviceId}/rollout`, headers: bearer(admin) })).json();
 
@@ -95,12 +104,7 @@ describe('progress deadline across 3 server processes', () => {
     const { serviceId, plan } = await promotedOn(['c1', 'c2'], DEADLINE_S);
     // c1 reports both its nodes; c2's node m1 never does.
     const nodes = ['n1', 'n2'];
-    const sent = await caller(0).inject({
-      method: 'POST',
-      url: '/v1/deployment-snapshots',
-      headers: bearer(c1),
-      payload: reportBody(plan, serviceId, { sequence: 1, nodeNames: nodes, deployments: nodes.map((n) => verifiedReplica(plan, serviceId, n, 0)) }),
-    });
+    const sent = await reportVerifiedOn(caller(0), c1, plan, serviceId, 1, nodes);
     expect(sent.json().status).toMatchObject({ status: 'deploying', observedReplicaCount: 2, requiredReplicaCount: 3 });
 
     await eventually('the rollout failed by its deadline', async () => (await view(serviceId, 1)).status.status === 'failed', 200, 100);
@@ -140,12 +144,7 @@ describe('progress deadline across 3 server processes', () => {
     expect((await rolloutHistory(caller(0), admin, serviceId))[0]).toEqual(entry);
 
     // A report after the decision is recorded, but the verdict stands (sticky).
-    const late = await caller(2).inject({
-      method: 'POST',
-      url: '/v1/deployment-snapshots',
-      headers: bearer(c1),
-      payload: reportBody(plan, serviceId, { sequence: 2, nodeNames: nodes, deployments: nodes.map((n) => verifiedReplica(plan, serviceId, n, 0)) }),
-    });
+    const late = await reportVerifiedOn(caller(2), c1, plan, serviceId, 2, nodes);
     expect(late.statusCode, late.body).toBe(200);
     expect(late.json().status).toMatchObject({ status: 'failed', mismatchReason: 'required-replica-missing' });
   }, 180_000);
@@ -162,12 +161,7 @@ describe('progress deadline across 3 server processes', () => {
       for (let j = 1; j <= nodes.length; j++) {
         if (j > 1) await new Promise((resolve) => setTimeout(resolve, 1_000));
         const scope = nodes.slice(0, j);
-        const res = await caller(j).inject({
-          method: 'POST',
-          url: '/v1/deployment-snapshots',
-          headers: bearer(c3),
-          payload: reportBody(plan, serviceId, { sequence: j, nodeNames: scope, deployments: scope.map((n) => verifiedReplica(plan, serviceId, n, 0)) }),
-        });
+        const res = await reportVerifiedOn(caller(j), c3, plan, serviceId, j, scope);
         expect(res.statusCode, res.body).toBe(200);
         statuses.push(res.json().status.status);
       }
@@ -189,12 +183,7 @@ describe('progress deadline across 3 server processes', () => {
     refreshCallers();
     const { serviceId, plan } = await promotedOn(['c1', 'c2'], 2);
     const nodes = ['n1', 'n2'];
-    const sent = await caller(0).inject({
-      method: 'POST',
-      url: '/v1/deployment-snapshots',
-      headers: bearer(c1),
-      payload: reportBody(plan, serviceId, { sequence: 1, nodeNames: nodes, deployments: nodes.map((n) => verifiedReplica(plan, serviceId, n, 0)) }),
-    });
+    const sent = await reportVerifiedOn(caller(0), c1, plan, serviceId, 1, nodes);
     expect(sent.json().status).toMatchObject({ status: 'deploying' });
     const victim = await Promise.race(fleet.servers.map(async (s) => { await s.exited; return s; }));
     expect(victim.logs.join('\n')).toContain('FAULT_INJECTION: crashing at after-deadline-decision');
