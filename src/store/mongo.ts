@@ -1,5 +1,6 @@
 import { MongoClient, type Db, type IndexDescription, type MongoClientOptions } from 'mongodb';
 import type { DatabaseHealth } from '../domain/ports.js';
+import { endWritesWithTheirConnection } from './driverConnection.js';
 import { indexPlan } from './indexPlan.js';
 
 export interface DatabaseOptions {
@@ -49,6 +50,7 @@ export class Database implements DatabaseHealth {
   readonly #watchdog: NodeJS.Timeout;
 
   constructor (opts: DatabaseOptions) {
+    endWritesWithTheirConnection();
     this.client = clientFor(opts.uri, {
       appName: opts.appName ?? 'cloudly-release-control-plane',
       serverSelectionTimeoutMS: opts.timeoutMs,
