@@ -74,8 +74,10 @@ export class Database implements DatabaseHealth {
     // 'drain' that never comes (`Connection.writeCommand`: a destroyed socket's write() returns
     // false without an 'error'). The monitor then stays "monitoring" forever, the server stays
     // Unknown and every operation fails server selection even after the database is back.
-    // A legitimate heartbeat ends within about 2 × timeoutMs (connect + hello, each bounded);
-    // one still running after hungAfterMs is hung: close the client and connect it again.
+    // ./driverConnection.ts now ends such a write with its connection; the watchdog stays for any
+    // other way a heartbeat never ends. A legitimate heartbeat ends within about 2 × timeoutMs
+    // (connect + hello, each bounded); one still running after hungAfterMs is hung: close the
+    // client and connect it again.
     const hungAfterMs = Math.max(10_000, opts.timeoutMs * 4);
     this.client.on('serverHeartbeatStarted', () => { this.#heartbeatSince ??= Date.now(); });
     this.client.on('serverHeartbeatSucceeded', () => { this.#heartbeatSince = undefined; });
