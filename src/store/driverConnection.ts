@@ -31,20 +31,23 @@ interface DriverConnection {
 
 type WriteCommand = (this: DriverConnection, command: unknown, options: unknown) => Promise<void>;
 
-let installed = false;
+/** Marks the driver's prototype as mended: once per process even when this module is loaded twice (src and dist). */
+const MENDED = Symbol.for('cloudly.endWritesWithTheirConnection');
+
+type ConnectionPrototype = { writeCommand?: WriteCommand, [MENDED]?: true };
 
 export function endWritesWithTheirConnection (): void {
-  if (installed) return;
-  installed = true;
   const require = createRequire(import.meta.url);
-  const { Connection } = require('mongodb/lib/cmap/connection.js') as { Connection?: { prototype: { writeCommand?: WriteCommand } } };
-  const writeCommand = Connection?.prototype.writeCommand;
-  if (typeof writeCommand !== 'function') return;
+  const { Connection } = require('mongodb/lib/cmap/connection.js') as { Connection?: { prototype: ConnectionPrototype } };
+  const prototype = Connection?.prototype;
+  const writeCommand = prototype?.writeCommand;
+  if (prototype === undefined || typeof writeCommand !== 'function' || prototype[MENDED]) return;
+  prototype[MENDED] = true;
 
   const closedError = (connection: DriverConnection): Error =>
     connection.error ?? new MongoNetworkError(`connection ${connection.id} to ${connection.address} closed`);
 
-  Connection!.prototype.writeCommand = function (this: DriverConnection, command: unknown, options: unknown): Promise<void> {
+  prototype.writeCommand = function (this: DriverConnection, command: unknown, options: unknown): Promise<void> {
     if (this.closed) return Promise.reject(closedError(this));
     const written = writeCommand.call(this, command, options);
     return new Promise<void>((resolve, reject) => {

@@ -1,5 +1,6 @@
 import {
-  BSON, MongoBulkWriteError, MongoError, MongoInvalidArgumentError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerError,
+  BSON, MongoBulkWriteError, MongoClientClosedError, MongoError, MongoInvalidArgumentError, MongoNetworkError, MongoNotConnectedError,
+  MongoOperationTimeoutError, MongoServerError,
   MongoServerSelectionError, MongoTopologyClosedError,
 } from 'mongodb';
 import { errors } from '../errors.js';
@@ -86,8 +87,11 @@ export function isDatabaseUnavailableError (err: unknown, depth = 0): boolean {
     err instanceof MongoOperationTimeoutError ||
     err instanceof MongoNotConnectedError ||
     err instanceof MongoTopologyClosedError ||
-    // PoolClosedError (not exported): an operation caught by the watchdog's reconnect.
+    // PoolClosedError (not exported), MongoClientClosedError: an operation caught by the watchdog's reconnect.
     err.name === 'MongoPoolClosedError' ||
+    err instanceof MongoClientClosedError ||
+    // WaitQueueTimeoutError (not exported): no connection of the pool came free within waitQueueTimeoutMS.
+    err.name === 'MongoWaitQueueTimeoutError' ||
     err.hasErrorLabel('RetryableWriteError') ||
     err.hasErrorLabel('TransientTransactionError') ||
     (err instanceof MongoServerError && typeof err.code === 'number' && TRANSIENT_SERVER_CODES.has(err.code))) return true;

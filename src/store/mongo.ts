@@ -9,6 +9,8 @@ export interface DatabaseOptions {
   /** Server selection / connect timeout: how long a request waits for an absent database. */
   timeoutMs: number;
   appName?: string;
+  /** Connections per process; default 50. */
+  maxPoolSize?: number;
   /** Told when the driver's server monitor hung and the client is reconnected (see `Database`). */
   onMonitorHung?: (info: { heartbeatStartedMsAgo: number }) => void;
 }
@@ -51,16 +53,20 @@ export class Database implements DatabaseHealth {
 
   constructor (opts: DatabaseOptions) {
     endWritesWithTheirConnection();
+    // A command that hears nothing back for this long fails (503, retryable): a connection the database
+    // dropped without a reset ends within a client's patience instead of holding its request for the
+    // 10 s and more clients wait. So does a wait for a free connection of the pool (a slow database
+    // under load): the request is answered 503 with Retry-After instead of queueing without bound
+    // behind requests whose clients gave up long ago.
+    const commandBoundMs = Math.max(5_000, Math.round(opts.timeoutMs * 2.5));
     this.client = clientFor(opts.uri, {
       appName: opts.appName ?? 'cloudly-release-control-plane',
       serverSelectionTimeoutMS: opts.timeoutMs,
       connectTimeoutMS: opts.timeoutMs,
-      // A command that hears nothing back for this long fails (503, retryable): a connection the database
-      // dropped without a reset, or a write waiting for a 'drain' that never comes (driver 6.22), ends
-      // within a client's patience instead of holding its request for the 10 s and more clients wait.
-      socketTimeoutMS: Math.max(5_000, Math.round(opts.timeoutMs * 2.5)),
+      socketTimeoutMS: commandBoundMs,
+      waitQueueTimeoutMS: commandBoundMs,
       heartbeatFrequencyMS: 2_000,
-      maxPoolSize: 50,
+      maxPoolSize: opts.maxPoolSize ?? 50,
       // Writes are compare-and-swap or idempotent upserts: a driver retry of a
       // write whose reply was lost is safe (and exactly-once on replica sets).
       retryWrites: true,

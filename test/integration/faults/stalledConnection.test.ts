@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { isDatabaseUnavailableError } from '../../../src/store/driverErrors.js';
 import { Database } from '../../../src/store/mongo.js';
 import { freshDatabaseName } from '../../support/database.js';
-import { eventually } from '../../support/wait.js';
+import { eventually, sleep } from '../../support/wait.js';
 
 /**
  * A command the driver could not write at once (the socket's buffer full: a large write, a
@@ -15,26 +15,41 @@ import { eventually } from '../../support/wait.js';
  * lost connection: `database-unavailable`, retryable.
  */
 
-/** A TCP proxy in front of the test database that can stop reading what its clients send (a stalled database). */
-interface StallingProxy {
+/**
+ * A TCP proxy in front of the test database that can stop reading what its clients send (a stalled
+ * database), or hold each command but the handshake and monitoring ones (`hello`, `ping`) for a
+ * while before passing it on (a slow database whose monitor still answers).
+ */
+interface MisbehavingProxy {
   uri: string;
   stall(): void;
-  /** Closes every connection stalled so far and forwards new ones again. */
+  slow(delayMs: number): void;
+  /** Closes every connection stalled so far and forwards new ones again at once. */
   resume(): void;
   close(): Promise<void>;
 }
 
-async function startStallingProxy (databaseUri: string): Promise<StallingProxy> {
+const OP_MSG = 2013;
+const PASSED_AT_ONCE = new Set(['hello', 'isMaster', 'ismaster', 'ping']);
+
+/** The command name of one OP_MSG (header, flags, a kind-0 section: the BSON document's first key), or '' for anything else. */
+function commandOf (message: Buffer): string {
+  if (message.length < 27 || message.readInt32LE(12) !== OP_MSG || message[20] !== 0) return '';
+  const end = message.indexOf(0, 26);
+  return end < 0 ? '' : message.toString('utf8', 26, end);
+}
+
+async function startMisbehavingProxy (databaseUri: string): Promise<MisbehavingProxy> {
   const match = /^mongodb:\/\/([^/@,?]+):(\d+)/.exec(databaseUri);
-  if (!match) throw new Error(`the stalling proxy needs a single-host mongodb:// URI, got ${databaseUri}`);
+  if (!match) throw new Error(`the proxy needs a single-host mongodb:// URI, got ${databaseUri}`);
   const [, host, port] = match;
-  let stalled = false;
+  let mode: { kind: 'forward' } | { kind: 'stall' } | { kind: 'slow', delayMs: number } = { kind: 'forward' };
   const open = new Set<net.Socket>();
   const server = net.createServer((client) => {
     open.add(client);
     client.on('close', () => open.delete(client));
     client.on('error', () => undefined);
-    if (stalled) {
+    if (mode.kind === 'stall') {
       client.pause();
       return;
     }
@@ -42,11 +57,25 @@ async function startStallingProxy (databaseUri: string): Promise<StallingProxy> 
     upstream.on('error', () => client.destroy());
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
-    client.pipe(upstream);
     upstream.pipe(client);
-    client.on('stall', () => {
-      client.unpipe(upstream);
-      client.pause();
+    // Client → database message by message, in order: a held command holds the ones behind it.
+    let pending = Buffer.alloc(0);
+    let sent = Promise.resolve();
+    client.on('data', (chunk: Buffer) => {
+      if (mode.kind === 'stall') {
+        client.pause();
+        return;
+      }
+      pending = Buffer.concat([pending, chunk]);
+      while (pending.length >= 4 && pending.length >= pending.readInt32LE(0)) {
+        const message = pending.subarray(0, pending.readInt32LE(0));
+        pending = pending.subarray(message.length);
+        const delayMs = mode.kind === 'slow' && !PASSED_AT_ONCE.has(commandOf(message)) ? mode.delayMs : 0;
+        sent = sent.then(async () => {
+          if (delayMs > 0) await sleep(delayMs);
+          upstream.write(message);
+        });
+      }
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -54,11 +83,14 @@ async function startStallingProxy (databaseUri: string): Promise<StallingProxy> 
   return {
     uri: `mongodb://127.0.0.1:${address.port}/?directConnection=true`,
     stall () {
-      stalled = true;
-      for (const socket of open) socket.emit('stall');
+      mode = { kind: 'stall' };
+      for (const socket of open) socket.pause();
+    },
+    slow (delayMs: number) {
+      mode = { kind: 'slow', delayMs };
     },
     resume () {
-      stalled = false;
+      mode = { kind: 'forward' };
       for (const socket of open) socket.destroy();
     },
     async close () {
@@ -85,11 +117,11 @@ async function within<T> (promise: Promise<T>, ms: number): Promise<Settled<T>> 
 }
 
 describe('a command waiting to be written when its connection closes (src/store/mongo.ts)', () => {
-  let proxy: StallingProxy;
+  let proxy: MisbehavingProxy;
   let database: Database;
 
   beforeAll(async () => {
-    proxy = await startStallingProxy(inject('mongoUri'));
+    proxy = await startMisbehavingProxy(inject('mongoUri'));
     // timeoutMs 500: server selection fails after 0.5 s, a command that hears nothing back after 5 s.
     database = new Database({ uri: proxy.uri, dbName: freshDatabaseName('stalled'), timeoutMs: 500 });
   });
@@ -116,5 +148,42 @@ describe('a command waiting to be written when its connection closes (src/store/
     await eventually('operations work again once the database reads again', async () => await database.ping(1_000), 80, 250);
     await probes.insertOne({ _id: 'after' });
     expect(await probes.countDocuments({ _id: { $in: ['warm', 'after'] } })).toBe(2);
+  }, 60_000);
+});
+
+describe('a request waiting for a free connection of the pool (src/store/mongo.ts)', () => {
+  let proxy: MisbehavingProxy;
+  let database: Database;
+
+  beforeAll(async () => {
+    proxy = await startMisbehavingProxy(inject('mongoUri'));
+    // One connection; timeoutMs 500: a command that hears nothing back, or waits for a connection, fails after 5 s.
+    database = new Database({ uri: proxy.uri, dbName: freshDatabaseName('pool-wait'), timeoutMs: 500, maxPoolSize: 1 });
+  });
+
+  afterAll(async () => {
+    proxy?.resume();
+    await database?.db.dropDatabase().catch(() => undefined);
+    await database?.close();
+    await proxy?.close();
+  });
+
+  it('fails as database-unavailable once it has waited as long as a command may take, instead of queueing without bound', async () => {
+    const probes = database.db.collection<{ _id: string }>('probes');
+    await probes.insertOne({ _id: 'warm' });
+
+    // A slow database: each command answered 2 s late (well inside the 5 s a command may take), its monitor on time.
+    proxy.slow(2_000);
+    const reads = [0, 1, 2, 3].map(async () => await probes.findOne({ _id: 'warm' }));
+    const outcomes = await Promise.all(reads.map(async (read) => await within(read, 30_000)));
+    // The first is served in about 2 s; the fourth would get the connection only after about 6 s.
+    expect(outcomes[0]).toMatchObject({ settled: 'resolved', value: { _id: 'warm' } });
+    const last = outcomes[3]!;
+    expect(last.settled, JSON.stringify(last)).toBe('rejected');
+    expect(last.settled === 'rejected' && isDatabaseUnavailableError(last.error), String(last.settled === 'rejected' && last.error)).toBe(true);
+
+    proxy.resume();
+    await eventually('operations work again once the database is quick again', async () => await database.ping(1_000), 80, 250);
+    expect(await probes.findOne({ _id: 'warm' })).toEqual({ _id: 'warm' });
   }, 60_000);
 });

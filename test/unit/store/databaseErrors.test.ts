@@ -1,4 +1,5 @@
-import { MongoNetworkError, MongoServerError } from 'mongodb';
+import { createRequire } from 'node:module';
+import { MongoClientClosedError, MongoNetworkError, MongoServerError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 import { isDatabaseUnavailableError } from '../../../src/store/driverErrors.js';
 
@@ -11,6 +12,16 @@ describe('isDatabaseUnavailableError: what answers 503 database-unavailable (ret
     const labelled = serverError(1);
     labelled.addErrorLabel('TransientTransactionError');
     expect(isDatabaseUnavailableError(labelled)).toBe(true);
+  });
+
+  it('the pool had no connection in time, or the client was closed under the request (the watchdog reconnecting)', () => {
+    // WaitQueueTimeoutError is not exported by the driver: its own class, from where the pool throws it.
+    const { WaitQueueTimeoutError } = createRequire(import.meta.url)('mongodb/lib/cmap/errors.js') as {
+      WaitQueueTimeoutError: new (message: string, address: string) => Error,
+    };
+    const waited = new WaitQueueTimeoutError('Timed out while checking out a connection from connection pool', '127.0.0.1:27017');
+    expect(isDatabaseUnavailableError(waited)).toBe(true);
+    expect(isDatabaseUnavailableError(new MongoClientClosedError())).toBe(true);
   });
 
   it('errors that a retry repeats stay what they are: duplicate keys, bad requests, programming errors', () => {
