@@ -44,8 +44,8 @@ export class Database implements DatabaseHealth {
   readonly client: MongoClient;
   readonly db: Db;
   #indexesReady = false;
-  /** When the driver's current server heartbeat started; undefined when none is in flight. */
-  #heartbeatSince: number | undefined;
+  /** When each server's heartbeat in flight started, by server address (one monitor per member of a replica set). */
+  readonly #heartbeatsSince = new Map<string, number>();
   #reconnectPending = false;
   #recovering = false;
   #closed = false;
@@ -83,11 +83,14 @@ export class Database implements DatabaseHealth {
     // ./driverConnection.ts now ends such a write with its connection; the watchdog stays for any
     // other way a heartbeat never ends. A legitimate heartbeat ends within about 2 × timeoutMs
     // (connect + hello, each bounded); one still running after hungAfterMs is hung: close the
-    // client and connect it again.
+    // client and connect it again. Each server's monitor is watched apart: another member's
+    // heartbeats succeeding say nothing of this one's.
     const hungAfterMs = Math.max(10_000, opts.timeoutMs * 4);
-    this.client.on('serverHeartbeatStarted', () => { this.#heartbeatSince ??= Date.now(); });
-    this.client.on('serverHeartbeatSucceeded', () => { this.#heartbeatSince = undefined; });
-    this.client.on('serverHeartbeatFailed', () => { this.#heartbeatSince = undefined; });
+    this.client.on('serverHeartbeatStarted', ({ connectionId }) => {
+      if (!this.#heartbeatsSince.has(connectionId)) this.#heartbeatsSince.set(connectionId, Date.now());
+    });
+    this.client.on('serverHeartbeatSucceeded', ({ connectionId }) => { this.#heartbeatsSince.delete(connectionId); });
+    this.client.on('serverHeartbeatFailed', ({ connectionId }) => { this.#heartbeatsSince.delete(connectionId); });
     // Driver 6.22 closes its topology when the first connect fails (the database not up yet at start-up)
     // and then keeps handing every operation that closed topology ("Topology is closed") for good: a
     // topology closed by anyone but this class is replaced by a fresh one, retried every second.
@@ -95,10 +98,10 @@ export class Database implements DatabaseHealth {
       if (!this.#closed && !this.#recovering) this.#reconnectPending = true;
     });
     this.#watchdog = setInterval(() => {
-      const since = this.#heartbeatSince;
-      if (since !== undefined && Date.now() - since > hungAfterMs && !this.#reconnectPending) {
+      const since = Math.min(...this.#heartbeatsSince.values());
+      if (Date.now() - since > hungAfterMs && !this.#reconnectPending) {
         opts.onMonitorHung?.({ heartbeatStartedMsAgo: Date.now() - since });
-        this.#heartbeatSince = undefined;
+        this.#heartbeatsSince.clear();
         this.#reconnectPending = true;
       }
       if (this.#reconnectPending) void this.#reconnect();

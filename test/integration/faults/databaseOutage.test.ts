@@ -379,6 +379,29 @@ describe('socket errors the driver lets through unwrapped', () => {
 });
 
 describe('the driver monitor watchdog (src/store/mongo.ts)', () => {
+  it('one server\'s heartbeat that never ends is noticed although another server\'s heartbeats keep succeeding (a replica set)', async () => {
+    const hung: number[] = [];
+    const database = new Database({
+      uri: inject('mongoUri'),
+      dbName: freshDatabaseName('watchdog-members'),
+      timeoutMs: 500,
+      onMonitorHung: ({ heartbeatStartedMsAgo }) => { hung.push(heartbeatStartedMsAgo); },
+    });
+    try {
+      expect(await database.ping(5_000)).toBe(true);
+      // A second member whose monitor starts a heartbeat that never ends, told as the driver tells it
+      // (its events on the client); the real server's heartbeats go on succeeding every 2 s meanwhile.
+      const member = '127.0.0.1:1';
+      database.client.emit('serverHeartbeatStarted', { connectionId: member, awaited: false } as never);
+      await eventually('the watchdog noticed the member\'s hung heartbeat', async () => hung.length > 0, 120, 250);
+      expect(hung[0]).toBeGreaterThanOrEqual(10_000);
+      await eventually('operations work after the reconnect', async () => await database.ping(1_000), 40, 250);
+    } finally {
+      await database.db.dropDatabase().catch(() => undefined);
+      await database.close();
+    }
+  }, 60_000);
+
   it('a heartbeat that never ends is noticed and the client reconnected: operations work again', async () => {
     const hung: number[] = [];
     const database = new Database({
