@@ -110,7 +110,8 @@ export class Metrics implements Telemetry {
   });
 
   readonly lifecycleSweeps = this.counter('cloudly_release_lifecycle_sweeps_total',
-    'Completed lifecycle sweeps of this process (each looks once at every rollout still in progress or waiting for a follow-up)');
+    'Completed lifecycle sweeps of this process (each looks once at every rollout still in progress or waiting for a follow-up;' +
+    ' one the database or a shutdown stopped early counts too, and the next goes on from where it stopped)');
 
   readonly lifecycleLookedAt = this.counter('cloudly_release_lifecycle_rollouts_looked_at_total',
     'Rollouts the lifecycle sweeps of this process looked at (open: in progress, or waiting for milestones or follow-ups)');

@@ -7,6 +7,7 @@ import {
 } from '../domain/lifecycle.js';
 import type { Clock, LifecycleTarget, LifecycleView, Repositories, StatusState } from '../domain/ports.js';
 import { aggregateOf, type RolloutAggregate } from '../domain/rolloutStatus.js';
+import { isAppError } from '../errors.js';
 import type { RolloutIssuer } from './issueRollout.js';
 import { statusPublisher } from './statusEvents.js';
 import type { Telemetry } from './telemetry.js';
@@ -272,20 +273,40 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
   /**
    * One sweep over the open lifecycles, in service id order, a page at a time: all of them, up to
    * SWEEP_MAX; a sweep that stops there goes on from that point at the next, so every open lifecycle
-   * is looked at however many there are. Returns how many were looked at.
+   * is looked at however many there are. It also stops — and the next goes on from the lifecycle it
+   * stopped at — when the database is unavailable (every other pass would wait for it in vain, a
+   * server selection timeout each) and when `stopping()` says the process is shutting down (between
+   * two passes: the one in progress finishes). Returns how many were looked at.
    */
-  async function sweep (): Promise<number> {
+  async function sweep (stopping: () => boolean = () => false): Promise<number> {
     let looked = 0;
     for (;;) {
-      const views = await repos.services.openLifecycles(SWEEP_BATCH, sweepCursor);
+      const after = sweepCursor;
+      const views = await repos.services.openLifecycles(SWEEP_BATCH, after);
+      let done = 0;
+      let interrupted = false;
       for (const view of views) {
+        if (stopping()) {
+          interrupted = true;
+          break;
+        }
         try {
           await reconcile(view);
         } catch (err) {
+          if (isAppError(err) && err.code === 'database-unavailable') {
+            log.warn({ serviceId: view.serviceId, err }, 'rollout lifecycle sweep stopped: the database is unavailable; the next sweep goes on from here');
+            interrupted = true;
+            break;
+          }
           log.warn({ serviceId: view.serviceId, err }, 'rollout lifecycle pass failed; the next sweep takes it up');
         }
+        done++;
       }
-      looked += views.length;
+      looked += done;
+      if (interrupted) {
+        sweepCursor = done > 0 ? views[done - 1]?.serviceId : after;
+        break;
+      }
       sweepCursor = views.length < SWEEP_BATCH ? undefined : views.at(-1)?.serviceId;
       if (sweepCursor === undefined || looked >= SWEEP_MAX) break;
     }
@@ -299,7 +320,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
     let stopped = false;
     const tick = (): void => {
       if (stopped || running) return;
-      running = sweep()
+      running = sweep(() => stopped)
         .catch((err: unknown) => { log.warn({ err }, 'rollout lifecycle sweep failed'); })
         .finally(() => { running = undefined; });
     };

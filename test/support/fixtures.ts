@@ -50,7 +50,7 @@ export async function registerCluster (app: Caller, admin: string, clusterId: st
 
 /** A service placed on the given clusters, pulling from registry.example.com/<repository>. */
 export async function createFixtureService (app: Caller, admin: string, opts: {
-  clusterIds?: string[], replicasPerNode?: number, deployOnPush?: boolean, withPlacement?: boolean
+  clusterIds?: string[], replicasPerNode?: number, deployOnPush?: boolean, withPlacement?: boolean, rolloutPolicy?: Record<string, unknown>
 } = {}): Promise<FixtureService> {
   const repository = `team/app-${randomBytes(4).toString('hex')}`;
   const res = await app.inject({
@@ -60,6 +60,7 @@ export async function createFixtureService (app: Caller, admin: string, opts: {
     payload: serviceData({
       registryTarget: { protocol: 'oci', registryHost, repository },
       ...(opts.deployOnPush ? { deployOnPush: true } : {}),
+      ...(opts.rolloutPolicy ? { rolloutPolicy: opts.rolloutPolicy } : {}),
       ...(opts.withPlacement === false ? {} : { placement: { clusterIds: opts.clusterIds ?? ['c1'], replicasPerNode: opts.replicasPerNode ?? 2 } }),
     }),
   });
@@ -135,9 +136,13 @@ export interface PromotedService {
 
 /** A service placed on `clusterIds` (default c1 and c2, 2 replicas per node) with releases a and b pushed and a promoted. */
 export async function promotedService (app: Caller, tokens: { admin: string, api: string }, opts: {
-  clusterIds?: string[], replicasPerNode?: number
+  clusterIds?: string[], replicasPerNode?: number, rolloutPolicy?: Record<string, unknown>
 } = {}): Promise<PromotedService> {
-  const svc = await createFixtureService(app, tokens.admin, { clusterIds: opts.clusterIds ?? ['c1', 'c2'], replicasPerNode: opts.replicasPerNode ?? 2 });
+  const svc = await createFixtureService(app, tokens.admin, {
+    clusterIds: opts.clusterIds ?? ['c1', 'c2'],
+    replicasPerNode: opts.replicasPerNode ?? 2,
+    ...(opts.rolloutPolicy ? { rolloutPolicy: opts.rolloutPolicy } : {}),
+  });
   const a = await pushRelease(app, tokens.api, svc, { tag: 'a' });
   const b = await pushRelease(app, tokens.api, svc, { tag: 'b' });
   const res = await promote(app, tokens.api, svc.id, a.releaseId, { generation: 0 });

@@ -1,9 +1,9 @@
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { isDatabaseUnavailableError } from '../../../src/store/driverErrors.js';
 import { Database } from '../../../src/store/mongo.js';
 import { freshDatabaseName } from '../../support/database.js';
-import { eventually, sleep } from '../../support/wait.js';
+import { startMisbehavingProxy, type MisbehavingProxy } from '../../support/misbehavingProxy.js';
+import { eventually } from '../../support/wait.js';
 
 /**
  * A command the driver could not write at once (the socket's buffer full: a large write, a
@@ -14,91 +14,6 @@ import { eventually, sleep } from '../../support/wait.js';
  * report sent as the database stopped never answered). The operation must fail like any other
  * lost connection: `database-unavailable`, retryable.
  */
-
-/**
- * A TCP proxy in front of the test database that can stop reading what its clients send (a stalled
- * database), or hold each command but the handshake and monitoring ones (`hello`, `ping`) for a
- * while before passing it on (a slow database whose monitor still answers).
- */
-interface MisbehavingProxy {
-  uri: string;
-  stall(): void;
-  slow(delayMs: number): void;
-  /** Closes every connection stalled so far and forwards new ones again at once. */
-  resume(): void;
-  close(): Promise<void>;
-}
-
-const OP_MSG = 2013;
-const PASSED_AT_ONCE = new Set(['hello', 'isMaster', 'ismaster', 'ping']);
-
-/** The command name of one OP_MSG (header, flags, a kind-0 section: the BSON document's first key), or '' for anything else. */
-function commandOf (message: Buffer): string {
-  if (message.length < 27 || message.readInt32LE(12) !== OP_MSG || message[20] !== 0) return '';
-  const end = message.indexOf(0, 26);
-  return end < 0 ? '' : message.toString('utf8', 26, end);
-}
-
-async function startMisbehavingProxy (databaseUri: string): Promise<MisbehavingProxy> {
-  const match = /^mongodb:\/\/([^/@,?]+):(\d+)/.exec(databaseUri);
-  if (!match) throw new Error(`the proxy needs a single-host mongodb:// URI, got ${databaseUri}`);
-  const [, host, port] = match;
-  let mode: { kind: 'forward' } | { kind: 'stall' } | { kind: 'slow', delayMs: number } = { kind: 'forward' };
-  const open = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    open.add(client);
-    client.on('close', () => open.delete(client));
-    client.on('error', () => undefined);
-    if (mode.kind === 'stall') {
-      client.pause();
-      return;
-    }
-    const upstream = net.connect(Number(port), host);
-    upstream.on('error', () => client.destroy());
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-    upstream.pipe(client);
-    // Client → database message by message, in order: a held command holds the ones behind it.
-    let pending = Buffer.alloc(0);
-    let sent = Promise.resolve();
-    client.on('data', (chunk: Buffer) => {
-      if (mode.kind === 'stall') {
-        client.pause();
-        return;
-      }
-      pending = Buffer.concat([pending, chunk]);
-      while (pending.length >= 4 && pending.length >= pending.readInt32LE(0)) {
-        const message = pending.subarray(0, pending.readInt32LE(0));
-        pending = pending.subarray(message.length);
-        const delayMs = mode.kind === 'slow' && !PASSED_AT_ONCE.has(commandOf(message)) ? mode.delayMs : 0;
-        sent = sent.then(async () => {
-          if (delayMs > 0) await sleep(delayMs);
-          upstream.write(message);
-        });
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address() as net.AddressInfo;
-  return {
-    uri: `mongodb://127.0.0.1:${address.port}/?directConnection=true`,
-    stall () {
-      mode = { kind: 'stall' };
-      for (const socket of open) socket.pause();
-    },
-    slow (delayMs: number) {
-      mode = { kind: 'slow', delayMs };
-    },
-    resume () {
-      mode = { kind: 'forward' };
-      for (const socket of open) socket.destroy();
-    },
-    async close () {
-      for (const socket of open) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 /** How a promise ended within `ms`: its value, its error, or still pending. */
 type Settled<T> = { settled: 'resolved', value: T } | { settled: 'rejected', error: unknown } | { settled: 'pending' };
