@@ -379,39 +379,38 @@ describe('socket errors the driver lets through unwrapped', () => {
 });
 
 describe('the driver monitor watchdog (src/store/mongo.ts)', () => {
-  it('one server\'s heartbeat that never ends is noticed although another server\'s heartbeats keep succeeding (a replica set)', async () => {
+  /** Runs `body` with a Database (timeoutMs 500) whose watchdog tells `hung` how long each hung heartbeat had run; closes it after. */
+  async function withWatchedDatabase (name: string, body: (database: Database, hung: number[]) => Promise<void>): Promise<void> {
     const hung: number[] = [];
     const database = new Database({
       uri: inject('mongoUri'),
-      dbName: freshDatabaseName('watchdog-members'),
+      dbName: freshDatabaseName(name),
       timeoutMs: 500,
       onMonitorHung: ({ heartbeatStartedMsAgo }) => { hung.push(heartbeatStartedMsAgo); },
     });
     try {
       expect(await database.ping(5_000)).toBe(true);
+      await body(database, hung);
+      await eventually('operations work after the reconnect', async () => await database.ping(1_000), 40, 250);
+    } finally {
+      await database.db.dropDatabase().catch(() => undefined);
+      await database.close();
+    }
+  }
+
+  it('one server\'s heartbeat that never ends is noticed although another server\'s heartbeats keep succeeding (a replica set)', async () => {
+    await withWatchedDatabase('watchdog-members', async (database, hung) => {
       // A second member whose monitor starts a heartbeat that never ends, told as the driver tells it
       // (its events on the client); the real server's heartbeats go on succeeding every 2 s meanwhile.
       const member = '127.0.0.1:1';
       database.client.emit('serverHeartbeatStarted', { connectionId: member, awaited: false } as never);
       await eventually('the watchdog noticed the member\'s hung heartbeat', async () => hung.length > 0, 120, 250);
       expect(hung[0]).toBeGreaterThanOrEqual(10_000);
-      await eventually('operations work after the reconnect', async () => await database.ping(1_000), 40, 250);
-    } finally {
-      await database.db.dropDatabase().catch(() => undefined);
-      await database.close();
-    }
+    });
   }, 60_000);
 
   it('a heartbeat that never ends is noticed and the client reconnected: operations work again', async () => {
-    const hung: number[] = [];
-    const database = new Database({
-      uri: inject('mongoUri'),
-      dbName: freshDatabaseName('watchdog'),
-      timeoutMs: 500,
-      onMonitorHung: ({ heartbeatStartedMsAgo }) => { hung.push(heartbeatStartedMsAgo); },
-    });
-    try {
-      expect(await database.ping(5_000)).toBe(true);
+    await withWatchedDatabase('watchdog', async (database, hung) => {
       // Reproduce what driver 6.22 does when the database closes the monitoring connection at the wrong
       // moment (seen in the suite above): the monitor's next heartbeat command never settles.
       // Driver internals, on purpose; if their shape changes this fails loudly here.
@@ -425,9 +424,6 @@ describe('the driver monitor watchdog (src/store/mongo.ts)', () => {
       await eventually('operations work after the reconnect', async () => await database.ping(1_000), 40, 250);
       await database.db.collection('probe').insertOne({ ok: true });
       expect(await database.db.collection('probe').countDocuments()).toBe(1);
-    } finally {
-      await database.db.dropDatabase().catch(() => undefined);
-      await database.close();
-    }
+    });
   }, 60_000);
 });
