@@ -27,10 +27,27 @@ export interface IdempotencyDocument {
  * concurrent duplicates); a finished request stores its outcome; an abandoned
  * one is taken over by compare-and-swap on its lease.
  */
+/** Fresh claims one call makes (see `claim`). */
+const FRESH_CLAIMS = 3;
+
 export class IdempotencyStore implements IdempotencyRepository {
   constructor (database: Database, readonly collection: Collection<IdempotencyDocument> = database.db.collection(collections.idempotency)) {}
 
+  /**
+   * A fresh claim inserts the key's record; a key someone holds is looked at. A record that vanished
+   * between the two (removed, or a read from a member that has not caught up yet), or an expired one
+   * removed, starts a fresh claim — at most FRESH_CLAIMS of them: a database that keeps saying both
+   * "taken" and "absent" gets `in-progress` (the client retries), not a request that spins against it.
+   */
   async claim (input: ClaimInput): Promise<ClaimResult> {
+    for (let attempt = 0; attempt < FRESH_CLAIMS; attempt++) {
+      const result = await this.claimOnce(input);
+      if (result !== 'again') return result;
+    }
+    return { kind: 'in-progress', retryAfterMs: 500 };
+  }
+
+  private async claimOnce (input: ClaimInput): Promise<ClaimResult | 'again'> {
     const { recordId, owner, now, leaseMs } = input;
     try {
       await this.collection.insertOne({
@@ -52,12 +69,12 @@ export class IdempotencyStore implements IdempotencyRepository {
     // Someone holds the key. A few rounds settle races between takers-over.
     for (let round = 0; round < 3; round++) {
       const existing = await this.collection.findOne({ _id: recordId });
-      if (!existing) return this.claim(input);
+      if (!existing) return 'again';
       // Expired (48 h) but not swept yet (TTL runs every minute, the local development database has
       // none): a new request. Removed only as it is (its creation time), then claimed afresh.
       if (existing.expiresAt.getTime() <= now) {
         await this.collection.deleteOne({ _id: recordId, createdAt: existing.createdAt });
-        return this.claim(input);
+        return 'again';
       }
       if (existing.fingerprint !== input.fingerprint) return { kind: 'reused', operation: existing.operation };
       if (existing.state === 'completed' && existing.outcome) return { kind: 'replay', outcome: existing.outcome };

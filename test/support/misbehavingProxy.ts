@@ -8,7 +8,9 @@ import { sleep } from './wait.js';
  * - `slow(ms)`: holds each command but the handshake and monitoring ones (`hello`, `ping`) that
  *   long before passing it on (a slow database whose monitor still answers);
  * - `refuseWrites()`: answers every write command itself with a WriteConflict (112) — reads and
- *   the monitor go on as usual (a database that refuses writes for now).
+ *   the monitor go on as usual (a database that refuses writes for now);
+ * - `hideReads(collection)`: answers every `find` of that collection itself with no document, while
+ *   writes reach the database (a read from a member that has not caught up yet).
  * It counts the commands its clients sent (by name, handshake and monitoring ones left out).
  */
 export interface MisbehavingProxy {
@@ -16,6 +18,7 @@ export interface MisbehavingProxy {
   stall(): void;
   slow(delayMs: number): void;
   refuseWrites(): void;
+  hideReads(collection: string): void;
   /** Closes every connection stalled so far and forwards everything again at once. */
   resume(): void;
   /** Commands sent since the proxy started, by name (`find`, `update`, …), and how many writes it refused. */
@@ -49,7 +52,15 @@ function replyTo (request: Buffer, body: Record<string, unknown>): Buffer {
   return reply;
 }
 
-type Mode = { kind: 'forward' } | { kind: 'stall' } | { kind: 'slow', delayMs: number } | { kind: 'refuse-writes' };
+type Mode =
+  | { kind: 'forward' } | { kind: 'stall' } | { kind: 'slow', delayMs: number } | { kind: 'refuse-writes' } | { kind: 'hide-reads', collection: string };
+
+/** The collection and database a `find` names, or undefined for any other message. */
+function findOf (message: Buffer): { collection: string, db: string } | undefined {
+  if (commandOf(message) !== 'find') return undefined;
+  const body = BSON.deserialize(message.subarray(21, 21 + message.readInt32LE(21)));
+  return typeof body['find'] === 'string' && typeof body['$db'] === 'string' ? { collection: body['find'], db: body['$db'] } : undefined;
+}
 
 export async function startMisbehavingProxy (databaseUri: string): Promise<MisbehavingProxy> {
   const match = /^mongodb:\/\/([^/@,?]+):(\d+)/.exec(databaseUri);
@@ -90,9 +101,12 @@ export async function startMisbehavingProxy (databaseUri: string): Promise<Misbe
         const at = mode;
         queue = queue.then(async () => {
           if (at.kind === 'slow' && !monitoring) await sleep(at.delayMs);
+          const find = at.kind === 'hide-reads' ? findOf(message) : undefined;
           if (at.kind === 'refuse-writes' && WRITES.has(command)) {
             refused++;
             client.write(replyTo(message, { ok: 0, code: 112, codeName: 'WriteConflict', errmsg: 'write conflict (refused by the test proxy)' }));
+          } else if (at.kind === 'hide-reads' && find?.collection === at.collection) {
+            client.write(replyTo(message, { ok: 1, cursor: { firstBatch: [], id: BSON.Long.fromNumber(0), ns: `${find.db}.${find.collection}` } }));
           } else {
             upstream.write(message);
           }
@@ -115,6 +129,9 @@ export async function startMisbehavingProxy (databaseUri: string): Promise<Misbe
     },
     refuseWrites () {
       mode = { kind: 'refuse-writes' };
+    },
+    hideReads (collection: string) {
+      mode = { kind: 'hide-reads', collection };
     },
     resume () {
       const wasStalled = mode.kind === 'stall';

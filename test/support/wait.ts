@@ -38,3 +38,22 @@ export async function eventually (what: string, check: () => Promise<boolean | v
 export async function clockPast (ms: number): Promise<void> {
   while (Date.now() <= ms) await sleep(1);
 }
+
+/**
+ * How a promise ended within `ms`: its value, its error, or still pending — for a promise that must
+ * settle (a request must be answered); it returns as soon as the promise settles.
+ */
+export type Settled<T> = { settled: 'resolved', value: T } | { settled: 'rejected', error: unknown } | { settled: 'pending' };
+
+export async function within<T> (promise: Promise<T>, ms: number): Promise<Settled<T>> {
+  let timer: NodeJS.Timeout | undefined;
+  const pending = new Promise<{ settled: 'pending' }>((resolve) => { timer = setTimeout(() => resolve({ settled: 'pending' }), ms); });
+  try {
+    return await Promise.race([
+      promise.then((value) => ({ settled: 'resolved' as const, value }), (error: unknown) => ({ settled: 'rejected' as const, error })),
+      pending,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -3,7 +3,7 @@ import { isDatabaseUnavailableError } from '../../../src/store/driverErrors.js';
 import { Database } from '../../../src/store/mongo.js';
 import { freshDatabaseName } from '../../support/database.js';
 import { startMisbehavingProxy, type MisbehavingProxy } from '../../support/misbehavingProxy.js';
-import { eventually } from '../../support/wait.js';
+import { eventually, within } from '../../support/wait.js';
 
 /**
  * A command the driver could not write at once (the socket's buffer full: a large write, a
@@ -14,22 +14,6 @@ import { eventually } from '../../support/wait.js';
  * report sent as the database stopped never answered). The operation must fail like any other
  * lost connection: `database-unavailable`, retryable.
  */
-
-/** How a promise ended within `ms`: its value, its error, or still pending. */
-type Settled<T> = { settled: 'resolved', value: T } | { settled: 'rejected', error: unknown } | { settled: 'pending' };
-
-async function within<T> (promise: Promise<T>, ms: number): Promise<Settled<T>> {
-  let timer: NodeJS.Timeout | undefined;
-  const pending = new Promise<{ settled: 'pending' }>((resolve) => { timer = setTimeout(() => resolve({ settled: 'pending' }), ms); });
-  try {
-    return await Promise.race([
-      promise.then((value) => ({ settled: 'resolved' as const, value }), (error: unknown) => ({ settled: 'rejected' as const, error })),
-      pending,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 describe('a command waiting to be written when its connection closes (src/store/mongo.ts)', () => {
   let proxy: MisbehavingProxy;
