@@ -14,6 +14,7 @@ const forbidden = {
   http: { group: ['**/http/*', '**/http/**'], message: 'the inner layers never import the adapters' },
   operations: { group: ['**/operations/*', '**/operations/**'], message: 'the domain never imports the use cases' },
   tools: { group: ['**/tools/**', '**/dev-database/**'], message: 'development tooling stays out of the runtime tree' },
+  outbound: { group: ['**/outbound/*', '**/outbound/**'], message: 'use the ports in src/domain/ports/; src/app.ts composes the outbound adapters' },
 };
 
 export default [
@@ -33,9 +34,19 @@ export default [
       '@stylistic/max-len': ['error', { code: 160, ignoreUrls: true }],
     },
   },
-  { files: ['src/domain/**'], rules: restrict([forbidden.fastify, forbidden.mongodb, forbidden.store, forbidden.http, forbidden.operations, forbidden.tools]) },
-  { files: ['src/operations/**'], rules: restrict([forbidden.fastify, forbidden.mongodb, forbidden.store, forbidden.http, forbidden.tools]) },
-  { files: ['src/http/**'], rules: restrict([forbidden.mongodb, forbidden.store, forbidden.tools]) },
+  {
+    files: ['src/domain/**'],
+    rules: restrict([forbidden.fastify, forbidden.mongodb, forbidden.store, forbidden.http, forbidden.operations, forbidden.outbound, forbidden.tools]),
+  },
+  {
+    files: ['src/operations/**'],
+    rules: restrict([forbidden.fastify, forbidden.mongodb, forbidden.store, forbidden.http, forbidden.outbound, forbidden.tools]),
+  },
+  { files: ['src/http/**'], rules: restrict([forbidden.mongodb, forbidden.store, forbidden.outbound, forbidden.tools]) },
+  {
+    files: ['src/outbound/**'],
+    rules: restrict([forbidden.fastify, forbidden.mongodb, forbidden.store, forbidden.http, forbidden.operations, forbidden.tools]),
+  },
   { files: ['src/contracts/**', 'src/cli/**', 'src/*.ts'], ignores: ['src/app.ts'], rules: restrict([forbidden.mongodb, forbidden.store, forbidden.tools]) },
   { files: ['src/app.ts'], rules: restrict([forbidden.mongodb, forbidden.tools]) },
 ];

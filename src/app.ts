@@ -5,7 +5,7 @@ import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyRep
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { authKeyOf, ConfigError, faultPointsOf, type AppConfig } from './config.js';
 import { consolePlugin } from './console/plugin.js';
-import type { Repositories } from './domain/ports.js';
+import type { Repositories } from './domain/ports/index.js';
 import { errors, type ErrorCode } from './errors.js';
 import { faultHookFromConfig, type FaultHook } from './faults.js';
 import { stripAccessToken } from './http/accessToken.js';
@@ -26,7 +26,7 @@ import { StatusHub } from './http/sse/hub.js';
 import { typedRequestMethods } from './http/typedRequest/methods.js';
 import { typedRequestRoute } from './http/typedRequest/route.js';
 import { validatorCompiler } from './http/validator.js';
-import { Metrics } from './metrics.js';
+import { Metrics } from './outbound/metrics.js';
 import { abort } from './operations/abort.js';
 import { clusterOperations } from './operations/clusters.js';
 import type { Operations } from './operations/index.js';
@@ -39,7 +39,7 @@ import { releaseReads } from './operations/releases.js';
 import { reportSnapshot } from './operations/reportSnapshot.js';
 import { rollBack } from './operations/rollBack.js';
 import { serviceOperations } from './operations/services.js';
-import type { Telemetry } from './operations/telemetry.js';
+import type { Telemetry } from './domain/ports/telemetry.js';
 import { InvalidConnectionString, openStore } from './store/index.js';
 
 export interface BuildAppOptions {

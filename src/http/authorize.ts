@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Permission, Principal } from '../domain/principal.js';
-import type { Actor } from '../operations/result.js';
+import type { Actor } from '../domain/result.js';
 import { assertPermitted, bearerToken, type TokenVerifier } from './auth.js';
 
 declare module 'fastify' {

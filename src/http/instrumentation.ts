@@ -1,7 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onResponseHookHandler } from 'fastify';
-import { UNMATCHED_ROUTE, type Metrics } from '../metrics.js';
-
-type RequestLabels = { readonly method: string, readonly route: string, readonly status_code: string };
+import { UNMATCHED_ROUTE, type HttpTelemetry, type RequestLabels } from '../domain/ports/telemetry.js';
 
 /**
  * Times every request into `http_request_duration_seconds`, labelled with the
@@ -13,8 +11,7 @@ type RequestLabels = { readonly method: string, readonly route: string, readonly
  *
  * Call before any route is registered (onRoute hooks only see later routes).
  */
-export function instrumentRequests (app: FastifyInstance, metrics: Metrics): void {
-  const histogram = metrics.httpRequestDuration;
+export function instrumentRequests (app: FastifyInstance, metrics: HttpTelemetry): void {
   const timer = (route: string): onResponseHookHandler => {
     const labels = new Map<string, Map<number, RequestLabels>>();
     const labelsFor = (method: string, statusCode: number): RequestLabels => {
@@ -25,7 +22,7 @@ export function instrumentRequests (app: FastifyInstance, metrics: Metrics): voi
       return found;
     };
     return function observeRequestDuration (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-      histogram.observe(labelsFor(request.method, reply.statusCode), reply.elapsedTime / 1000);
+      metrics.observeRequest(labelsFor(request.method, reply.statusCode), reply.elapsedTime / 1000);
       done();
     };
   };

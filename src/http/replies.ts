@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { errors, type AppError, type Problem } from '../errors.js';
-import type { Result } from '../operations/result.js';
+import type { Result } from '../domain/result.js';
 
 /**
  * Use cases name offending fields relative to their own input (`/cursor`, `/registryHost`);

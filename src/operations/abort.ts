@@ -1,5 +1,5 @@
 import { issueManualRollout, type ManualRolloutDeps, type RolloutAnswer } from './manualRollout.js';
-import type { Actor, Result } from './result.js';
+import type { Actor, Result } from '../domain/result.js';
 
 export interface AbortInput {
   serviceId: string;

@@ -1,9 +1,9 @@
 import type { ICluster, TClusterWritableData } from '../contracts/index.js';
 import { foreignOwners, isAbandoned, sameNames, toCluster, type ForeignClaim } from '../domain/clusters.js';
 import { compareNames } from '../domain/names.js';
-import type { Clock, Repositories } from '../domain/ports.js';
+import type { Clock, Repositories } from '../domain/ports/index.js';
 import { errors, type AppError } from '../errors.js';
-import { refusal, success, type Result } from './result.js';
+import { refusal, success, type Result } from '../domain/result.js';
 
 /** Rounds of read → claim → compare-and-swap one registration may take; each round has a winner. */
 const MAX_REGISTRATION_ROUNDS = 32;

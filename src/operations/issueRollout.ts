@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IImageRelease, IService } from '../contracts/index.js';
 import { computeTargetScope, placementRefusal } from '../domain/clusters.js';
-import type { Clock, Repositories, ServiceWithHold, StoredOutcome } from '../domain/ports.js';
+import type { Clock, Repositories, ServiceWithHold, StoredOutcome } from '../domain/ports/index.js';
 import {
   automaticPromotionSkip, automaticPromotionSkipDetail, buildPlan, casRefusal, currentGeneration, currentRolloutOf, idempotencyRecordId, operationOf,
   preconditionRefusal, requestFingerprint, rolloutRefFor, serviceAfterRollout,
@@ -10,8 +10,8 @@ import {
 import { lastVerifiedRelease, type RolloutLifecycle } from '../domain/lifecycle.js';
 import { errors, type AppError, type ErrorCode } from '../errors.js';
 import type { FaultHook } from '../faults.js';
-import { refusal, success, type Result } from './result.js';
-import type { Telemetry } from './telemetry.js';
+import { refusal, success, type Result } from '../domain/result.js';
+import type { Telemetry } from '../domain/ports/telemetry.js';
 
 /**
  * Promotion and rollback (manual or automatic) as a sequence of single-document writes that

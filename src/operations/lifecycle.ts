@@ -5,12 +5,12 @@ import {
   autoRollbackCause, deadlineAt, deadlineReason, effectiveRolloutPolicy, firedTriggers, hasProgressed, isInProgress, isSettled, verifiedReleaseOf,
   type EffectivePolicy, type FailureMilestone, type FiredTrigger, type RolloutLifecycle,
 } from '../domain/lifecycle.js';
-import type { Clock, LifecycleTarget, LifecycleView, Repositories, StatusState } from '../domain/ports.js';
+import type { Clock, LifecycleTarget, LifecycleView, Repositories, StatusState } from '../domain/ports/index.js';
 import { aggregateOf, type RolloutAggregate } from '../domain/rolloutStatus.js';
 import { isAppError } from '../errors.js';
 import type { RolloutIssuer } from './issueRollout.js';
 import { statusPublisher } from './statusEvents.js';
-import type { Telemetry } from './telemetry.js';
+import type { Telemetry } from '../domain/ports/telemetry.js';
 
 /**
  * Rollout lifecycle control (DESIGN §5 "Lifecycle control"): after every status change, and

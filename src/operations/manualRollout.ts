@@ -1,8 +1,8 @@
 import type { IService } from '../contracts/index.js';
 import { issuerOf, type RolloutIntent, type RolloutTrigger } from '../domain/rollouts.js';
 import type { RolloutIssuer } from './issueRollout.js';
-import { success, type Actor, type Result } from './result.js';
-import type { Telemetry } from './telemetry.js';
+import { success, type Actor, type Result } from '../domain/result.js';
+import type { Telemetry } from '../domain/ports/telemetry.js';
 
 export interface ManualRolloutDeps {
   rollouts: RolloutIssuer;

@@ -1,7 +1,7 @@
 import type {
   AutomaticPromotionOutcome, IImageRelease, IImmutableRegistryPushEvent, IService, ReportImmutableRegistryPushEventResponse,
 } from '../contracts/index.js';
-import type { Clock, Repositories, StoredPushEvent } from '../domain/ports.js';
+import type { Clock, Repositories, StoredPushEvent } from '../domain/ports/index.js';
 import {
   identityConflict, isSameRelease, pushEventFingerprint, pushEventProblems, registryTargetRefusal, releaseIdentityOf,
 } from '../domain/releases.js';
@@ -10,8 +10,8 @@ import { aggregateOf } from '../domain/rolloutStatus.js';
 import { automaticPromotionSkip } from '../domain/rollouts.js';
 import { errors, type AppError } from '../errors.js';
 import type { RolloutIssuer } from './issueRollout.js';
-import { invalid, refusal, success, type Actor, type Result } from './result.js';
-import type { Telemetry } from './telemetry.js';
+import { invalid, refusal, success, type Actor, type Result } from '../domain/result.js';
+import type { Telemetry } from '../domain/ports/telemetry.js';
 
 /**
  * Observe an immutable registry push event (DESIGN §5 "Releases", "Automatic promotion"):

@@ -1,5 +1,5 @@
 import { issueManualRollout, type ManualRolloutDeps, type ManualRolloutInput, type RolloutAnswer } from './manualRollout.js';
-import type { Actor, Result } from './result.js';
+import type { Actor, Result } from '../domain/result.js';
 
 export interface PromoteInput extends ManualRolloutInput {
   /** When given, the promotion only applies if this is still the current rollout. */

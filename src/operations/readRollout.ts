@@ -3,11 +3,11 @@ import { ReportedDeployment } from '../contracts/reports.js';
 import { deliveryMetrics, metricsWindow, type DeliveryMetrics, type DeliveryMetricsQuery } from '../domain/deliveryMetrics.js';
 import { effectiveRolloutPolicy } from '../domain/lifecycle.js';
 import { historyItemOf, type RolloutHistoryPage, type RolloutHistoryQuery } from '../domain/history.js';
-import type { Clock, Repositories, StatusSnapshot } from '../domain/ports.js';
+import type { Clock, Repositories, StatusSnapshot } from '../domain/ports/index.js';
 import { rolloutRecordId, type ReportRecord } from '../domain/reports.js';
 import { rolloutView, type RolloutView } from '../domain/rolloutView.js';
 import { errors } from '../errors.js';
-import { refusal, success, type Result } from './result.js';
+import { refusal, success, type Result } from '../domain/result.js';
 
 /** A service's stored deployments: what each reporter's latest accepted report stated. */
 export const StoredDeployments = Type.Object({

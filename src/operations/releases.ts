@@ -1,8 +1,8 @@
 import { releasePageLimits, type IImageRelease, type ImageReleasePage, type ImageTagHistory } from '../contracts/index.js';
-import type { Repositories } from '../domain/ports.js';
+import type { Repositories } from '../domain/ports/index.js';
 import { cursorProblem, decodeCursor, encodeCursor, tagHistoryQueryProblems } from '../domain/releases.js';
 import { errors } from '../errors.js';
-import { invalid, refusal, success, type Result } from './result.js';
+import { invalid, refusal, success, type Result } from '../domain/result.js';
 
 /** Read a service's image releases (newest observation first) and its tag ledger (DESIGN §5 "History"). */
 export function releaseReads ({ repos }: { repos: Pick<Repositories, 'services' | 'releases' | 'pushEvents'> }) {

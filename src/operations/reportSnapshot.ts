@@ -1,6 +1,6 @@
 import type { IImageRolloutStatus, IImmutableImageDeploymentPlan } from '../contracts/index.js';
 import type { ReportDeploymentSnapshotsInput } from '../contracts/reports.js';
-import type { Clock, Repositories, ReportTarget, StatusState } from '../domain/ports.js';
+import type { Clock, Repositories, ReportTarget, StatusState } from '../domain/ports/index.js';
 import {
   claimRefusal, deploymentProblems, envelopeRefusal, foreignNodeRefusal, mergedDeployments, missingCapabilityRefusal, positionVerdict,
   accountedVersion, earlierServiceRecordId, inheritedVerdict, keptNodes, nodeSourcesAfter, RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes,
@@ -11,9 +11,9 @@ import { aggregateOf, contributionOf, entryDelta, reporterKeyOf, sameContributio
 import { effectiveRolloutPolicy, type EffectivePolicy } from '../domain/lifecycle.js';
 import { errors, type AppError } from '../errors.js';
 import type { FaultHook } from '../faults.js';
-import { invalid, refusal, success, type Actor, type Result } from './result.js';
+import { invalid, refusal, success, type Actor, type Result } from '../domain/result.js';
 import { statusPublisher } from './statusEvents.js';
-import type { Telemetry } from './telemetry.js';
+import type { Telemetry } from '../domain/ports/telemetry.js';
 
 /**
  * Report a Coreflow deployment snapshot (DESIGN §5 "Snapshot reports", "How reports are stored"):

@@ -1,5 +1,5 @@
 import { issueManualRollout, type ManualRolloutDeps, type ManualRolloutInput, type RolloutAnswer } from './manualRollout.js';
-import type { Actor, Result } from './result.js';
+import type { Actor, Result } from '../domain/result.js';
 
 export interface RollBackInput extends ManualRolloutInput {
   /** The rollout being rolled back: the rollback only applies if it is still current. */

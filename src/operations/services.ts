@@ -1,9 +1,9 @@
 import type { IService, IServiceData, ServiceListQuery, ServicePage, TServiceWritableData } from '../contracts/index.js';
-import type { Clock, Repositories, ServiceWithHold } from '../domain/ports.js';
+import type { Clock, Repositories, ServiceWithHold } from '../domain/ports/index.js';
 import { rolloutPolicyProblems } from '../domain/lifecycle.js';
 import { decodeNameCursor, encodeNameCursor, newServiceId } from '../domain/services.js';
 import { errors } from '../errors.js';
-import { invalid, refusal, success, type Result } from './result.js';
+import { invalid, refusal, success, type Result } from '../domain/result.js';
 
 /**
  * Create, read, update and find services (DESIGN §3). Updates replace the caller-writable

@@ -1,5 +1,5 @@
 import type { IImmutableImageDeploymentPlan } from '../contracts/index.js';
-import type { Clock, Repositories, StatusState } from '../domain/ports.js';
+import type { Clock, Repositories, StatusState } from '../domain/ports/index.js';
 import { aggregateKey, aggregateOf, statusEventOf } from '../domain/rolloutStatus.js';
 
 /** Rounds of read → compare → append a publication may take against concurrent publications. */

@@ -1,6 +1,6 @@
 import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from '../domain/clusters.js';
-import type { ClusterRepository } from '../domain/ports.js';
+import type { ClusterRepository } from '../domain/ports/index.js';
 import { coalesced } from './coalesce.js';
 import { duplicateKeyRefusals, isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';

@@ -1,5 +1,5 @@
 import { type Collection } from 'mongodb';
-import type { ClaimInput, ClaimResult, IdempotencyRepository, StoredOutcome } from '../domain/ports.js';
+import type { ClaimInput, ClaimResult, IdempotencyRepository, StoredOutcome } from '../domain/ports/index.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';

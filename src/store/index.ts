@@ -1,4 +1,4 @@
-import type { DatabaseHealth, Repositories } from '../domain/ports.js';
+import type { DatabaseHealth, Repositories } from '../domain/ports/index.js';
 import { ClusterStore } from './clusterStore.js';
 import { withDomainErrors } from './driverErrors.js';
 import { IdempotencyStore } from './idempotencyStore.js';

@@ -1,5 +1,5 @@
 import { MongoClient, type Db, type IndexDescription, type MongoClientOptions } from 'mongodb';
-import type { DatabaseHealth } from '../domain/ports.js';
+import type { DatabaseHealth } from '../domain/ports/index.js';
 import { endWritesWithTheirConnection } from './driverConnection.js';
 import { indexPlan } from './indexPlan.js';
 

@@ -1,6 +1,6 @@
 import { type Collection, type Filter } from 'mongodb';
 import type { AutomaticPromotionOutcome, IImmutableRegistryPushEvent, ImageTagHistoryEntry } from '../contracts/index.js';
-import type { PushEventRepository, StoredPushEvent } from '../domain/ports.js';
+import type { PushEventRepository, StoredPushEvent } from '../domain/ports/index.js';
 import { pick } from '../domain/objects.js';
 import type { KeysetPosition, ReleaseIdentity } from '../domain/releases.js';
 import { keysetBefore } from './keyset.js';

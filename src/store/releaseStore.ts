@@ -1,6 +1,6 @@
 import { type Collection, type Filter } from 'mongodb';
 import { contractLimits, type IImageRelease } from '../contracts/index.js';
-import type { RecordObservationResult, ReleaseObservation, ReleaseRepository } from '../domain/ports.js';
+import type { RecordObservationResult, ReleaseObservation, ReleaseRepository } from '../domain/ports/index.js';
 import type { KeysetPosition, ReleaseIdentity } from '../domain/releases.js';
 import { keysetBefore } from './keyset.js';
 import { isDuplicateKeyError } from './driverErrors.js';

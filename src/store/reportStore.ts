@@ -1,5 +1,5 @@
 import { BSON, type AnyBulkWriteOperation, type Collection } from 'mongodb';
-import type { ReportRepository } from '../domain/ports.js';
+import type { ReportRepository } from '../domain/ports/index.js';
 import type { ReportedDeployment } from '../contracts/reports.js';
 import { rolloutRecordId, UNBACKED_CLAIM_AFTER_MS, type ClaimRefusal, type ReportHead, type ReportRecord } from '../domain/reports.js';
 import { coalesced } from './coalesce.js';

@@ -1,5 +1,5 @@
 import { type Collection } from 'mongodb';
-import type { InsertRolloutResult, RolloutRepository } from '../domain/ports.js';
+import type { InsertRolloutResult, RolloutRepository } from '../domain/ports/index.js';
 import type { MetricsRollout } from '../domain/deliveryMetrics.js';
 import type { RolloutEnd, RolloutRecord } from '../domain/rollouts.js';
 import { isDuplicateKeyError } from './driverErrors.js';

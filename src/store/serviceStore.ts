@@ -9,7 +9,7 @@ import {
 import type {
   ApplyRolloutResult, DeploymentScope, EntryWrite, EntryWriteResult, InsertServiceResult, LifecycleTarget, LifecycleView, QueueResult, ReplaceServiceResult,
   ReportTarget, ServiceRepository, ServiceRolloutState, ServiceWithHold, StatusPublication, StatusSnapshot, StatusState,
-} from '../domain/ports.js';
+} from '../domain/ports/index.js';
 import type { AutomationHold, RolloutRecord } from '../domain/rollouts.js';
 import type { ReporterEvidence } from '../domain/rolloutView.js';
 import { pick } from '../domain/objects.js';

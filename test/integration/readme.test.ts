@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EnvSchema } from '../../src/config.js';
 import { errorCatalogue } from '../../src/errors.js';
 import { typedRequestMethods } from '../../src/http/typedRequest/methods.js';
-import { Metrics } from '../../src/metrics.js';
+import { Metrics } from '../../src/outbound/metrics.js';
 import type { Operations } from '../../src/operations/index.js';
 import { indexPlan } from '../../src/store/indexPlan.js';
 import { buildTestApp } from '../support/app.js';

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { DatabaseHealth } from '../../domain/ports.js';
+import type { DatabaseHealth } from '../../domain/ports/index.js';
 import { errors } from '../../errors.js';
 import { anyRoute, problemResponses, stored } from '../schemas.js';
 

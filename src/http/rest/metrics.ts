@@ -3,12 +3,12 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { errors } from '../../errors.js';
-import type { Metrics } from '../../metrics.js';
+import type { HttpTelemetry } from '../../domain/ports/telemetry.js';
 import { bearerToken } from '../auth.js';
 import { anyRoute, problemResponses } from '../schemas.js';
 
 export interface MetricsRoutesOptions {
-  metrics: Metrics;
+  metrics: HttpTelemetry;
   /** When set, GET /metrics needs `Authorization: Bearer <token>` (METRICS_TOKEN). */
   token?: string;
 }

@@ -1,4 +1,4 @@
-import type { StatusSnapshot } from '../../domain/ports.js';
+import type { StatusSnapshot } from '../../domain/ports/index.js';
 import { STATUS_EVENTS_KEPT, type StatusEvent } from '../../domain/rolloutStatus.js';
 
 /**

@@ -8,7 +8,7 @@ import { permissions, type Permission } from '../../domain/principal.js';
 import { serverManagedFieldRefusal } from '../../domain/services.js';
 import { errors, type AppError } from '../../errors.js';
 import type { Operations } from '../../operations/index.js';
-import { success, type Actor, type Result } from '../../operations/result.js';
+import { success, type Actor, type Result } from '../../domain/result.js';
 
 /**
  * The TypedRequest methods (what Cloudly UI and Coreflow speak): each names its permission,

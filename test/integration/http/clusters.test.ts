@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ABANDONED_CLAIM_AFTER_MS } from '../../../src/domain/clusters.js';
-import type { ClusterRepository } from '../../../src/domain/ports.js';
+import type { ClusterRepository } from '../../../src/domain/ports/index.js';
 import type { Role } from '../../../src/domain/principal.js';
 import { clusterOperations } from '../../../src/operations/clusters.js';
 import { ClusterStore } from '../../../src/store/clusterStore.js';

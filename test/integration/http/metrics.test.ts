@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getMetricsFromIterator, type PromHistogramData, type PromLabels, type PromMetric, type PromMetrics } from 'prom2javascript';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
-import { REQUEST_DURATION_BUCKETS } from '../../../src/metrics.js';
+import { REQUEST_DURATION_BUCKETS } from '../../../src/outbound/metrics.js';
 import { buildTestApp, callTypedRequest, type TestApp } from '../../support/app.js';
 import { bearer, createFixtureService, pushEvent, pushRelease, promote, registerCluster, rollback } from '../../support/fixtures.js';
 import { fullReplicas, reportBody, reportVerified, verifiedReplica } from '../../support/reports.js';

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
 import { STATUS_EVENTS_KEPT, type StatusEvent } from '../../../src/domain/rolloutStatus.js';
-import type { StatusSnapshot } from '../../../src/domain/ports.js';
+import type { StatusSnapshot } from '../../../src/domain/ports/index.js';
 import { stripAccessToken } from '../../../src/http/accessToken.js';
 import { planDelivery, planOpening, serveOpening, StatusHub, type ResetReason, type StatusListener } from '../../../src/http/sse/hub.js';
 import { buildTestApp, logCapture, type TestApp } from '../../support/app.js';

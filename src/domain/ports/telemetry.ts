@@ -1,9 +1,9 @@
-import type { TImmutableImageRolloutMode } from '../contracts/index.js';
-import type { AppError } from '../errors.js';
-import type { Result } from './result.js';
+import type { TImmutableImageRolloutMode } from '../../contracts/index.js';
+import type { AppError, ErrorCode } from '../../errors.js';
+import type { Result } from '../result.js';
 
 /**
- * What the use cases tell the metrics (implemented by src/metrics.ts). Each wrapper passes the
+ * What the use cases tell the metrics (implemented by src/outbound/metrics.ts). Each wrapper passes the
  * attempt's result (or error) through unchanged and counts it once it settles.
  */
 export interface Telemetry {
@@ -27,4 +27,21 @@ export interface Telemetry {
   restored(serviceId: string, seconds: number): void;
   /** One lifecycle sweep completed (every open rollout looked at once). */
   lifecycleSwept(looked: number): void;
+}
+
+/** The label values of one timed HTTP request: the route PATTERN (never the raw URL), method and status code. */
+export interface RequestLabels { readonly method: string, readonly route: string, readonly status_code: string }
+
+/** The route label of requests that matched no route (bounded, unlike the raw URL). */
+export const UNMATCHED_ROUTE = '(unmatched)';
+
+/** What the HTTP adapters tell the metrics and read of them (implemented by src/outbound/metrics.ts). */
+export interface HttpTelemetry {
+  /** One request's duration under its labels (the caller keeps the label objects: the hot path allocates nothing). */
+  observeRequest(labels: RequestLabels, seconds: number): void;
+  /** One coded error answered to a client (REST problem or TypedRequest error envelope). */
+  errorAnswered(code: ErrorCode): void;
+  /** The exposition (GET /metrics) and its content type. */
+  readonly contentType: string;
+  exposition(): Promise<string>;
 }

@@ -1,19 +1,19 @@
 import type {
   AutomaticPromotionOutcome, IImageRelease, IImmutableImageDeploymentPlan, IRolloutPolicy, IImmutableRegistryPushEvent, IService, ImageTagHistoryEntry,
   ServiceSummary, TServiceWritableData,
-} from '../contracts/index.js';
-import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from './clusters.js';
-import type { MetricsRollout } from './deliveryMetrics.js';
-import type { KeysetPosition, ReleaseIdentity } from './releases.js';
-import type { DeadlineDecision, FailureMilestone, FollowUp, QueuedPromotion, RolloutLifecycle, VerifiedRelease } from './lifecycle.js';
-import type { ClaimRefusal, ReportHead, ReportRecord } from './reports.js';
-import type { AutomationHold, RolloutEnd, RolloutRecord } from './rollouts.js';
-import type { MismatchCounts, StatusEvent, StatusSummary, StatusTotals, SummaryEntry } from './rolloutStatus.js';
-import type { ReporterEvidence } from './rolloutView.js';
+} from '../../contracts/index.js';
+import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from '../clusters.js';
+import type { MetricsRollout } from '../deliveryMetrics.js';
+import type { KeysetPosition, ReleaseIdentity } from '../releases.js';
+import type { DeadlineDecision, FailureMilestone, FollowUp, QueuedPromotion, RolloutLifecycle, VerifiedRelease } from '../lifecycle.js';
+import type { ClaimRefusal, ReportHead, ReportRecord } from '../reports.js';
+import type { AutomationHold, RolloutEnd, RolloutRecord } from '../rollouts.js';
+import type { MismatchCounts, StatusEvent, StatusSummary, StatusTotals, SummaryEntry } from '../rolloutStatus.js';
+import type { ReporterEvidence } from '../rolloutView.js';
 
 /**
  * The ports: what the use cases need from persistence and the outside world, declared here,
- * once, and implemented by src/store (and src/metrics.ts). Every method resolves to a typed
+ * once, and implemented by src/store (and src/outbound/). Every method resolves to a typed
  * result for the expected cases (not found, lost compare-and-swap, duplicate); the store
  * throws only the unexpected, and turns an unreachable database into `database-unavailable`.
  */

@@ -1,7 +1,7 @@
 import type { AppError, Problem } from '../errors.js';
 import { errors } from '../errors.js';
-import type { Principal } from '../domain/principal.js';
-import type { Log } from '../domain/ports.js';
+import type { Principal } from './principal.js';
+import type { Log } from './ports/index.js';
 
 /**
  * What every use case answers: the data, or the refusal (a coded error from the catalogue),

@@ -1,8 +1,8 @@
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
-import type { TImmutableImageRolloutMode } from './contracts/index.js';
-import { errorCatalogue, errors, isAppError, type AppError, type ErrorCode } from './errors.js';
-import type { Result } from './operations/result.js';
-import type { Telemetry } from './operations/telemetry.js';
+import type { TImmutableImageRolloutMode } from '../contracts/index.js';
+import { errorCatalogue, errors, isAppError, type AppError, type ErrorCode } from '../errors.js';
+import type { Result } from '../domain/result.js';
+import { UNMATCHED_ROUTE, type HttpTelemetry, type RequestLabels, type Telemetry } from '../domain/ports/telemetry.js';
 
 /**
  * The Prometheus series of one app (GET /metrics). Every app gets its own
@@ -24,8 +24,7 @@ export type CasConflictKind = typeof CAS_CONFLICT_KINDS[number];
 /** Seconds; sub-millisecond at the bottom (a cached read), 10 s at the top (a request times out at 30 s). */
 export const REQUEST_DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/** The label value for requests that matched no route (bounded, unlike the raw URL). */
-export const UNMATCHED_ROUTE = '(unmatched)';
+export { UNMATCHED_ROUTE };
 
 /** A label value for "no error code" / "no mismatch reason". */
 const NONE = 'none';
@@ -44,7 +43,7 @@ const thrownError = (err: unknown): AppError => (isAppError(err) ? err : errors.
 
 type HttpLabels = 'method' | 'route' | 'status_code';
 
-export class Metrics implements Telemetry {
+export class Metrics implements Telemetry, HttpTelemetry {
   readonly registry = new Registry();
 
   readonly httpRequestDuration = new Histogram<HttpLabels>({
@@ -134,6 +133,10 @@ export class Metrics implements Telemetry {
 
   exposition (): Promise<string> {
     return this.registry.metrics();
+  }
+
+  observeRequest (labels: RequestLabels, seconds: number): void {
+    this.httpRequestDuration.observe(labels, seconds);
   }
 
   /** One coded error answered to a client (REST problem or TypedRequest error envelope). */
