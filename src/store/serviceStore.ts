@@ -369,7 +369,8 @@ export class ServiceStore implements ServiceRepository {
       : { $or: [{ [`${path}.v`]: write.expectedVersion }, { [`${path}.version`]: write.expectedVersion }] };
     const doc = await this.collection.findOneAndUpdate(
       { _id: write.serviceId, 'rolloutStatus.rolloutId': write.rolloutId, ...expected },
-      { $set: { [path]: write.entry, 'rolloutStatus.updatedAt': write.now }, $inc: inc },
+      // `$max`: reports of different reporters never conflict, and the one whose clock read came first may land last.
+      { $set: { [path]: write.entry }, $max: { 'rolloutStatus.updatedAt': write.now }, $inc: inc },
       { returnDocument: 'after', projection: statusHead }
     );
     const state = doc ? stateOf(doc) : null;
@@ -516,7 +517,7 @@ export class ServiceStore implements ServiceRepository {
   async decideDeadline (
     target: LifecycleTarget, seenSeq: number, decision: DeadlineDecision, failure: FailureMilestone | undefined, at: number
   ): Promise<boolean> {
-    const set: Record<string, unknown> = { [`${LIFECYCLE}.deadline`]: decision, [`${LIFECYCLE}.open`]: true, 'rolloutStatus.updatedAt': at };
+    const set: Record<string, unknown> = { [`${LIFECYCLE}.deadline`]: decision, [`${LIFECYCLE}.open`]: true };
     if (failure) set[`${LIFECYCLE}.failure`] = failure;
     const result = await this.collection.updateOne(
       {
@@ -527,7 +528,7 @@ export class ServiceStore implements ServiceRepository {
         // The failure milestone is written only where none is (the caller read it absent).
         ...(failure ? { [`${LIFECYCLE}.failure`]: { $exists: false } } : {}),
       },
-      { $set: set, $inc: { 'rolloutStatus.seq': 1, [`${LIFECYCLE}.changes`]: 1 } }
+      { $set: set, $max: { 'rolloutStatus.updatedAt': at }, $inc: { 'rolloutStatus.seq': 1, [`${LIFECYCLE}.changes`]: 1 } }
     );
     return result.modifiedCount === 1;
   }
