@@ -161,7 +161,7 @@ interface Composition {
 }
 
 function composeOperations ({ repos, telemetry, config, fault, log, now }: Composition): Operations {
-  const rollouts = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry });
+  const rollouts = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log });
   const lifecycle = rolloutLifecycle({ repos, rollouts, telemetry, now, log, fault });
   return {
     lifecycle,

@@ -14,7 +14,32 @@
 interface ErrorSpec {
   status: number;
   title: string;
+  /** What this refusal means when it refuses a rollout (absent: `rolloutRefusalDefault`). */
+  rollout?: RolloutRefusal;
 }
+
+/**
+ * What a refusal means for each kind of rollout (src/domain/admission.ts): the data the use cases derive
+ * their handling from, instead of lists of codes kept by hand in each of them.
+ */
+export interface RolloutRefusal {
+  /** Deterministic for the request and the state it met: stored with the Idempotency-Key and replayed to its retries. */
+  replay: boolean;
+  /** An automatic promotion refused so: lost to another rollout (`conflict`), will not apply (`skipped`), or the push event's answer (`error`). */
+  automatic: 'conflict' | 'skipped' | 'error';
+  /** A push that waited for the current rollout to settle, refused so when its turn came: it keeps waiting for the next, or is forgotten. */
+  waiting: 'keep-waiting' | 'forget';
+  /** A lost compare-and-swap (counted in cloudly_release_cas_conflicts_total). */
+  casConflict?: true;
+}
+
+/** Transient or unexpected: not stored (the retry runs again), the push event's answer, a waiting push forgotten. */
+export const rolloutRefusalDefault: RolloutRefusal = { replay: false, automatic: 'error', waiting: 'forget' };
+
+/** A refusal that follows from the request and the state it met. */
+const deterministic: RolloutRefusal = { replay: true, automatic: 'error', waiting: 'forget' };
+/** Lost to a concurrent rollout. */
+const lostRace: RolloutRefusal = { replay: true, automatic: 'conflict', waiting: 'keep-waiting', casConflict: true };
 
 export const errorCatalogue = {
   'validation-failed': { status: 400, title: 'The request is not valid' },
@@ -23,17 +48,17 @@ export const errorCatalogue = {
   unauthenticated: { status: 401, title: 'Authentication required' },
   forbidden: { status: 403, title: 'Not allowed' },
   'not-found': { status: 404, title: 'Not found' },
-  'service-not-found': { status: 404, title: 'Service not found' },
-  'release-not-found': { status: 404, title: 'Image release not found' },
+  'service-not-found': { status: 404, title: 'Service not found', rollout: deterministic },
+  'release-not-found': { status: 404, title: 'Image release not found', rollout: deterministic },
   'cluster-not-found': { status: 404, title: 'Cluster not found' },
   'method-not-found': { status: 404, title: 'Unknown TypedRequest method' },
-  'rollout-generation-conflict': { status: 409, title: 'The rollout generation changed' },
-  'current-rollout-mismatch': { status: 409, title: 'The current rollout is not the expected one' },
+  'rollout-generation-conflict': { status: 409, title: 'The rollout generation changed', rollout: lostRace },
+  'current-rollout-mismatch': { status: 409, title: 'The current rollout is not the expected one', rollout: lostRace },
   'idempotency-request-in-progress': { status: 409, title: 'A request with this Idempotency-Key is still in progress' },
-  'rollback-target-not-accepted': { status: 409, title: 'The rollback target was never accepted' },
-  'rollback-target-is-current': { status: 409, title: 'The rollback target is the digest deployed now' },
-  'no-current-rollout': { status: 409, title: 'The service has no rollout to roll back' },
-  'no-verified-release': { status: 409, title: 'There is no verified release to return to' },
+  'rollback-target-not-accepted': { status: 409, title: 'The rollback target was never accepted', rollout: deterministic },
+  'rollback-target-is-current': { status: 409, title: 'The rollback target is the digest deployed now', rollout: deterministic },
+  'no-current-rollout': { status: 409, title: 'The service has no rollout to roll back', rollout: deterministic },
+  'no-verified-release': { status: 409, title: 'There is no verified release to return to', rollout: deterministic },
   'service-already-exists': { status: 409, title: 'A service with this name already exists' },
   'node-name-taken': { status: 409, title: 'The node name is registered to another cluster' },
   'release-identity-conflict': { status: 409, title: 'The release id and the release identity disagree' },
@@ -43,8 +68,10 @@ export const errorCatalogue = {
   'request-timeout': { status: 408, title: 'The request did not arrive in time' },
   'payload-too-large': { status: 413, title: 'The request body is too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
-  'idempotency-key-reused': { status: 422, title: 'The Idempotency-Key was used for a different request' },
-  'invalid-deployment-plan': { status: 422, title: 'The deployment plan is not valid' },
+  'idempotency-key-reused': {
+    status: 422, title: 'The Idempotency-Key was used for a different request', rollout: { replay: false, automatic: 'error', waiting: 'keep-waiting' },
+  },
+  'invalid-deployment-plan': { status: 422, title: 'The deployment plan is not valid', rollout: { replay: true, automatic: 'skipped', waiting: 'forget' } },
   'registry-target-mismatch': { status: 422, title: "The event's registry host or repository is not the service's registry target" },
   'runtime-capability-missing': { status: 422, title: 'The reporter lacks the immutable image capability' },
   'runtime-attestation-missing': { status: 422, title: 'The immutable rollout report envelope is missing' },
@@ -54,6 +81,9 @@ export const errorCatalogue = {
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof errorCatalogue;
+
+/** What a refusal with this code means for a rollout. */
+export const rolloutRefusalOf = (code: ErrorCode): RolloutRefusal => (errorCatalogue[code] as ErrorSpec).rollout ?? rolloutRefusalDefault;
 
 const isErrorCode = (value: unknown): value is ErrorCode => typeof value === 'string' && Object.hasOwn(errorCatalogue, value);
 

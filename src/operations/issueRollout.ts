@@ -1,17 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import type { IImageRelease, IService } from '../contracts/index.js';
 import { computeTargetScope, placementRefusal } from '../domain/clusters.js';
-import type { Clock, Repositories, ServiceWithHold, StoredOutcome } from '../domain/ports/index.js';
+import type { Clock, Log, Repositories, ServiceWithHold, StoredOutcome } from '../domain/ports/index.js';
+import type { EndedRollout } from '../domain/rolloutApplication.js';
 import {
   automaticPromotionSkip, automaticPromotionSkipDetail, buildPlan, casRefusal, currentGeneration, currentRolloutOf, idempotencyRecordId, operationOf,
   preconditionRefusal, requestFingerprint, rolloutRefFor, serviceAfterRollout,
   type AutomaticPromotionSkip, type Issuer, type RolloutEnd, type RolloutIntent, type RolloutRecord, type RolloutTrigger,
 } from '../domain/rollouts.js';
-import { lastVerifiedRelease, type RolloutLifecycle } from '../domain/lifecycle.js';
+import { lastVerifiedRelease } from '../domain/lifecycle.js';
 import { errors, type AppError, type ErrorCode } from '../errors.js';
 import type { FaultHook } from '../faults.js';
 import { refusal, success, type Result } from '../domain/result.js';
 import type { Telemetry } from '../domain/ports/telemetry.js';
+import { countDecided } from './milestoneCounts.js';
+import { relayQuietly } from './statusEvents.js';
 
 /**
  * Promotion and rollback (manual or automatic) as a sequence of single-document writes that
@@ -31,19 +34,13 @@ import type { Telemetry } from '../domain/ports/telemetry.js';
  */
 
 export interface IssueRolloutDeps {
-  repos: Pick<Repositories, 'services' | 'releases' | 'rollouts' | 'idempotency' | 'clusters' | 'reports'>;
+  repos: Pick<Repositories, 'services' | 'releases' | 'rollouts' | 'idempotency' | 'clusters' | 'reports' | 'events'>;
   now: Clock;
   leaseMs: number;
   fault: FaultHook;
-  /** Delivery metrics: a promotion rolled back or aborted is a failed change. */
-  telemetry?: Pick<Telemetry, 'changeFailure'>;
-}
-
-/** The rollout a new one replaces, as its finishing reads it. */
-interface PreviousRollout {
-  mode: RolloutRecord['mode'];
-  /** Its first success and first failure, as its lifecycle (or, once replaced, its history record) holds them. */
-  milestones?: Pick<RolloutLifecycle, 'succeededAt' | 'failure'>;
+  /** Milestones decided here and delivery metrics: a promotion rolled back or aborted is a failed change. */
+  telemetry: Telemetry;
+  log: Pick<Log, 'info' | 'warn'>;
 }
 
 export interface RolloutRequest {
@@ -100,40 +97,15 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
   const { repos, fault } = deps;
 
   /**
-   * Before the plan replaces the previous rollout's status summary: that rollout's milestones go
-   * into its history record (normally there already; a crash may have kept them from it).
-   */
-  async function keepMilestonesOfPrevious (record: RolloutRecord): Promise<PreviousRollout | undefined> {
-    if (!record.previous) return undefined;
-    const view = await repos.services.findLifecycle(record.serviceId);
-    if (view?.plan?.rolloutId === record.rolloutId) {
-      // This rollout's plan is written already (a retry after a crash): the previous rollout's
-      // milestones were copied into its history record before that write.
-      // Generations are contiguous (each rollout claims the next): the one before is generation − 1.
-      const before = await repos.rollouts.findByGeneration(record.serviceId, record.generation - 1);
-      return before?.rolloutId === record.previous.rolloutId
-        ? { mode: before.mode, milestones: { succeededAt: before.succeededAt, failure: before.failure } }
-        : undefined;
-    }
-    if (view?.plan?.rolloutId !== record.previous.rolloutId) return undefined;
-    const lifecycle = view.state?.summary.lifecycle;
-    if (lifecycle) {
-      const { succeededAt, failure, deadline } = lifecycle;
-      await repos.rollouts.recordMilestones(record.previous.rolloutId, { succeededAt, failure, deadline });
-    }
-    return { mode: view.plan.mode, milestones: lifecycle };
-  }
-
-  /**
    * A promotion rolled back or aborted is a failed change (src/domain/deliveryMetrics.ts) — counted
    * here, once (by the writer of its end), unless its failure before success was counted already.
    */
-  function countEndedChange (record: RolloutRecord, end: RolloutEnd, previous: PreviousRollout | undefined): void {
+  function countEndedChange (record: RolloutRecord, end: RolloutEnd, previous: EndedRollout | undefined): void {
     if (!previous || previous.mode === 'rollback' || end.by === 'superseded') return;
-    const failure = previous.milestones?.failure;
-    const succeededAt = previous.milestones?.succeededAt;
+    const failure = previous.milestones.failure;
+    const succeededAt = previous.milestones.succeededAt;
     const countedAlready = failure !== undefined && (succeededAt === undefined || failure.at < succeededAt);
-    if (!countedAlready) deps.telemetry?.changeFailure(record.serviceId);
+    if (!countedAlready) deps.telemetry.changeFailure(record.serviceId);
   }
 
   /** How the previous rollout ended: this rollout replaced it. */
@@ -145,10 +117,16 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
 
   /** Steps 3–5 for one recorded rollout. Safe to run twice and in several processes at once. */
   async function finish (record: RolloutRecord): Promise<void> {
-    const previous = await keepMilestonesOfPrevious(record);
     const applied = await repos.services.applyRollout(record, deps.now());
-    if (applied === 'service-missing') throw new Error(`service '${record.serviceId}' of rollout '${record.rolloutId}' is gone`);
+    if (applied.kind === 'service-missing') throw new Error(`service '${record.serviceId}' of rollout '${record.rolloutId}' is gone`);
+    const written = applied.kind === 'applied' ? applied.application.ended : applied.ended;
+    const previous = written?.rolloutId === record.previous?.rolloutId ? written : undefined;
+    const { endedPlan, decided } = applied.kind === 'applied' ? applied.application : { endedPlan: undefined, decided: {} };
+    if (endedPlan) await countDecided(deps, endedPlan, record.serviceId, decided);
     fault('after-plan-write');
+    // The history copies the milestones of the rollout this one ended (decided by its lifecycle, or by this write).
+    if (previous) await repos.rollouts.recordMilestones(previous.rolloutId, previous.milestones);
+    await relayQuietly(repos, record.serviceId);
     if (record.mode !== 'rollback') {
       const count = await repos.rollouts.countPromotions(record.releaseId);
       await repos.releases.recordPromotion(record.releaseId, record.createdAt, count);

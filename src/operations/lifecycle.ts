@@ -1,15 +1,16 @@
 import type { FaultHook } from '../faults.js';
 import type { IImmutableImageDeploymentPlan } from '../contracts/index.js';
-import { restoreTimes } from '../domain/deliveryMetrics.js';
 import {
   autoRollbackCause, deadlineAt, deadlineReason, effectiveRolloutPolicy, firedTriggers, hasProgressed, isInProgress, isSettled, verifiedReleaseOf,
   type EffectivePolicy, type FailureMilestone, type FiredTrigger, type RolloutLifecycle,
 } from '../domain/lifecycle.js';
+import { deadlineEvent, failedEvent, succeededEvent } from '../domain/events.js';
 import type { Clock, LifecycleTarget, LifecycleView, Repositories, StatusState } from '../domain/ports/index.js';
 import { aggregateOf, type RolloutAggregate } from '../domain/rolloutStatus.js';
 import { isAppError } from '../errors.js';
 import type { RolloutIssuer } from './issueRollout.js';
-import { statusPublisher } from './statusEvents.js';
+import { countFailure, countSucceeded } from './milestoneCounts.js';
+import { relayQuietly, statusPublisher } from './statusEvents.js';
 import type { Telemetry } from '../domain/ports/telemetry.js';
 
 /**
@@ -39,7 +40,7 @@ export interface LifecycleLog {
 }
 
 export interface LifecycleDeps {
-  repos: Pick<Repositories, 'services' | 'rollouts' | 'releases'>;
+  repos: Pick<Repositories, 'services' | 'rollouts' | 'releases' | 'events'>;
   rollouts: RolloutIssuer;
   telemetry: Telemetry;
   now: Clock;
@@ -81,18 +82,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
     return isFailure(status) && (lifecycle.failure === undefined || (lifecycle.autoRollback === undefined && lifecycle.failure.status !== status));
   }
 
-  /** Lead time and time to restore, told to the metrics when a promotion (or any rollout, for the restore) first succeeds. */
-  async function deliveryEvents (plan: IImmutableImageDeploymentPlan, serviceId: string, succeededAt: number): Promise<void> {
-    if (plan.mode !== 'rollback') {
-      const release = await repos.releases.findById(plan.releaseId);
-      const first = release?.data.firstObservedAt;
-      telemetry.deployment(serviceId, first === undefined ? undefined : Math.max(0, succeededAt - first) / 1000);
-    }
-    const history = await repos.rollouts.listOutcomes(serviceId, 20);
-    for (const ms of restoreTimes(history, plan.rolloutId, plan.rolloutGeneration, succeededAt)) telemetry.restored(serviceId, ms / 1000);
-  }
-
-  /** Steps 1–3. Returns the lifecycle as this pass left it, and whether the deadline was decided here. */
+  /** Steps 1–3. Returns the lifecycle as this pass left it, whether to look again, and whether the rollout was replaced meanwhile. */
   async function decide (view: LifecycleView, plan: IImmutableImageDeploymentPlan, state: StatusState, policy: EffectivePolicy) {
     const target: LifecycleTarget = { serviceId: view.serviceId, rolloutId: plan.rolloutId };
     const summary = state.summary;
@@ -108,23 +98,27 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
       lifecycle = { ...lifecycle, progress };
     }
 
+    // Each milestone is decided once, with its event, by the write that wins (it counts it). A rollout
+    // replaced meanwhile ('not-current') has its milestones decided by its replacement, from its last state.
     if (isSuccess(aggregate.status) && lifecycle.succeededAt === undefined && lifecycle.deadline === undefined) {
       const at = summary.updatedAt;
-      if (await repos.services.markSucceeded(target, at, verifiedReleaseOf(plan, at))) {
-        telemetry.milestone(plan.mode, 'succeeded');
-        log.info({ serviceId: view.serviceId, rolloutId: plan.rolloutId, status: aggregate.status }, 'rollout succeeded');
-        await deliveryEvents(plan, view.serviceId, at);
+      const written = await repos.services.markSucceeded(target, at, verifiedReleaseOf(plan, at), succeededEvent(plan, at));
+      if (written === 'decided') {
+        await relayQuietly(repos, view.serviceId);
+        await countSucceeded(deps, plan, view.serviceId, at);
       }
+      if (written !== 'decided') return { lifecycle, again: written === 'decided-before', replaced: written === 'not-current' };
       lifecycle = { ...lifecycle, succeededAt: at };
     }
 
     if (isFailure(aggregate.status) && lifecycle.failure === undefined && lifecycle.succeededAt === undefined) {
       const failure: FailureMilestone = { status: aggregate.status, reason: aggregate.mismatchReason ?? 'replica-failed', at: summary.updatedAt, by: 'report' };
-      if (await repos.services.markFailure(target, failure)) {
-        telemetry.milestone(plan.mode, failure.status);
-        if (plan.mode !== 'rollback') telemetry.changeFailure(view.serviceId);
-        log.warn({ serviceId: view.serviceId, rolloutId: plan.rolloutId, ...failure }, 'rollout failed');
+      const written = await repos.services.markFailure(target, failure, failedEvent(plan, failure));
+      if (written === 'decided') {
+        await relayQuietly(repos, view.serviceId);
+        countFailure(deps, plan, view.serviceId, failure);
       }
+      if (written !== 'decided') return { lifecycle, again: written === 'decided-before', replaced: written === 'not-current' };
       lifecycle = { ...lifecycle, failure };
     }
 
@@ -133,18 +127,20 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
       const reason = deadlineReason(plan.targetScope.requiredReplicaCount, summary.totals);
       const decision = { at: now, reason, lastProgressAt: lifecycle.progress.at, deadlineSeconds: policy.progressDeadlineSeconds };
       const failure: FailureMilestone | undefined = lifecycle.failure ? undefined : { status: 'failed', reason, at: now, by: 'deadline' };
-      if (await repos.services.decideDeadline(target, summary.seq, decision, failure, now)) {
+      const events = [deadlineEvent(plan, decision), ...(failure ? [failedEvent(plan, failure)] : [])];
+      if (await repos.services.decideDeadline(target, summary.seq, decision, failure, events)) {
         deps.fault?.('after-deadline-decision');
         telemetry.milestone(plan.mode, 'deadline-exceeded');
         if (failure && plan.mode !== 'rollback') telemetry.changeFailure(view.serviceId);
         log.warn({ serviceId: view.serviceId, rolloutId: plan.rolloutId, ...decision }, 'rollout failed: progress deadline exceeded');
+        await relayQuietly(repos, view.serviceId);
         const after = await repos.services.readStatusState(view.serviceId, plan.rolloutId);
         if (after) await publish(view.serviceId, plan, after);
-        return { lifecycle, again: true };
+        return { lifecycle, again: true, replaced: false };
       }
-      return { lifecycle, again: true };
+      return { lifecycle, again: true, replaced: false };
     }
-    return { lifecycle, again: false };
+    return { lifecycle, again: false, replaced: false };
   }
 
   /** The automatic rollback of a failed rollout: once (its Idempotency-Key is the rollout's); undefined: try again later. */
@@ -213,6 +209,8 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
     }
     const policy = effectiveRolloutPolicy(view.policy);
     const decided = await decide(view, plan, state, policy);
+    // Replaced meanwhile: its replacement decided its milestones and wrote them to its history.
+    if (decided.replaced) return;
     if (decided.again && pass < MAX_PASSES) {
       const again = await repos.services.findLifecycle(view.serviceId);
       if (again) await reconcile(again, pass + 1);

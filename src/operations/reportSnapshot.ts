@@ -38,7 +38,7 @@ export type ReportOutcome =
   | { kind: 'replayed', status: Omit<IImageRolloutStatus, 'reporters'> };
 
 export interface ReportSnapshotDeps {
-  repos: Pick<Repositories, 'services' | 'clusters' | 'reports' | 'rollouts'>;
+  repos: Pick<Repositories, 'services' | 'clusters' | 'reports' | 'rollouts' | 'events'>;
   telemetry: Telemetry;
   now: Clock;
   fault: FaultHook;

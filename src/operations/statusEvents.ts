@@ -1,6 +1,7 @@
 import type { IImmutableImageDeploymentPlan } from '../contracts/index.js';
 import type { Clock, Repositories, StatusState } from '../domain/ports/index.js';
-import { aggregateKey, aggregateOf, statusEventOf } from '../domain/rolloutStatus.js';
+import { statusChangedEvent } from '../domain/events.js';
+import { aggregateKey, aggregateOf, statusEventOf, type RolloutAggregate } from '../domain/rolloutStatus.js';
 
 /** Rounds of read → compare → append a publication may take against concurrent publications. */
 const MAX_ROUNDS = 16;
@@ -15,7 +16,18 @@ const MAX_ROUNDS = 16;
  * a report. `state` was read atomically with its own summary write, so its `published` is what
  * was published up to that seq; any later append is of a later state. Any process may publish.
  */
-export function statusPublisher ({ repos, now }: { repos: Pick<Repositories, 'services'>, now: Clock }) {
+/**
+ * Moves the service's recorded events into the log (src/domain/ports/eventLog.ts). Never fails the
+ * change that recorded them: they are in its write already, and the sweeper relays what is left.
+ */
+export async function relayQuietly ({ events }: Pick<Repositories, 'events'>, serviceId: string): Promise<void> {
+  await events.relay(serviceId).catch(() => undefined);
+}
+
+/** The status a published aggregate key names (src/domain/rolloutStatus.ts `aggregateKey`: the status first). */
+const statusOfKey = (key: string): RolloutAggregate['status'] | null => (JSON.parse(key) as [RolloutAggregate['status']])[0] ?? null;
+
+export function statusPublisher ({ repos, now }: { repos: Pick<Repositories, 'services' | 'events'>, now: Clock }) {
   return async function publish (serviceId: string, plan: IImmutableImageDeploymentPlan, state: StatusState): Promise<void> {
     let head: StatusState | null = state;
     for (let round = 0; head && head.summary.rolloutId === plan.rolloutId && round < MAX_ROUNDS; round++) {
@@ -26,8 +38,13 @@ export function statusPublisher ({ repos, now }: { repos: Pick<Repositories, 'se
       const key = aggregateKey(aggregate);
       if (published?.key === key) return;
       const revision = head.statusRevision;
-      const event = statusEventOf(aggregate, revision + 1, now());
-      if (await repos.services.publishStatus({ serviceId, rolloutId: plan.rolloutId, seq, key, revision, event })) return;
+      const at = now();
+      const event = statusEventOf(aggregate, revision + 1, at);
+      const domainEvent = statusChangedEvent(plan, published ? statusOfKey(published.key) : null, aggregate, revision + 1, at);
+      if (await repos.services.publishStatus({ serviceId, rolloutId: plan.rolloutId, seq, key, revision, event, domainEvent })) {
+        await relayQuietly(repos, serviceId);
+        return;
+      }
       head = await repos.services.readStatusState(serviceId, plan.rolloutId);
     }
   };

@@ -1,5 +1,6 @@
 import type { DatabaseHealth, Repositories } from '../domain/ports/index.js';
 import { ClusterStore } from './clusterStore.js';
+import { EventLogStore } from './eventLogStore.js';
 import { withDomainErrors } from './driverErrors.js';
 import { IdempotencyStore } from './idempotencyStore.js';
 import { Database, type DatabaseOptions } from './mongo.js';
@@ -34,6 +35,7 @@ export function openStore (options: DatabaseOptions): Store {
     rollouts: withDomainErrors(new RolloutStore(database)),
     idempotency: withDomainErrors(new IdempotencyStore(database)),
     reports: withDomainErrors(new ReportStore(database)),
+    events: withDomainErrors(new EventLogStore(database)),
   };
   return {
     repositories,

@@ -27,6 +27,7 @@ export const collections = {
   idempotency: 'idempotency',
   reports: 'reports',
   reportClaims: 'reportClaims',
+  events: 'events',
 } as const;
 
 export const indexPlan: readonly IndexPlanEntry[] = [
@@ -123,5 +124,11 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     name: 'reportClaims_rollout',
     key: { rolloutId: 1 },
     serves: 'removing the claims of a rollout long superseded; claims themselves are by _id',
+  },
+  {
+    collection: collections.events,
+    name: 'events_time',
+    key: { time: 1 },
+    serves: 'removing events past the retention (EVENTS_RETENTION_DAYS); a service\'s events are read by _id (`<serviceId>:<seq>`, `$in`)',
   },
 ];

@@ -78,9 +78,13 @@ export class RolloutStore implements RolloutRepository {
     return doc ? toRecord({ ...doc, serviceAfter: undefined as never }) : null;
   }
 
+  /** Copies the milestones the record does not hold yet (each is decided once, in the service document: every copy is the same). */
   async recordMilestones (rolloutId: string, milestones: Pick<RolloutRecord, 'succeededAt' | 'failure' | 'deadline'>): Promise<void> {
-    const set: Record<string, unknown> = {};
-    for (const [field, value] of Object.entries(milestones)) if (value !== undefined) set[field] = value;
+    const given = Object.entries(milestones).filter(([, value]) => value !== undefined);
+    if (given.length === 0) return;
+    const held = await this.collection.findOne({ _id: rolloutId }, { projection: { succeededAt: 1, failure: 1, deadline: 1 } });
+    if (!held) return;
+    const set = Object.fromEntries(given.filter(([field]) => (held as Record<string, unknown>)[field] === undefined));
     if (Object.keys(set).length > 0) await this.collection.updateOne({ _id: rolloutId }, { $set: set });
   }
 

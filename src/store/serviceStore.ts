@@ -6,16 +6,18 @@ import {
   initialLifecycle, VERIFIED_RELEASES_KEPT,
   type DeadlineDecision, type FailureMilestone, type FollowUp, type QueuedPromotion, type VerifiedRelease,
 } from '../domain/lifecycle.js';
+import type { DomainEvent } from '../domain/events.js';
 import type {
-  ApplyRolloutResult, DeploymentScope, EntryWrite, EntryWriteResult, InsertServiceResult, LifecycleTarget, LifecycleView, QueueResult, ReplaceServiceResult,
-  ReportTarget, ServiceRepository, ServiceRolloutState, ServiceWithHold, StatusPublication, StatusSnapshot, StatusState,
+  ApplyRolloutResult, DeploymentScope, EntryWrite, EntryWriteResult, InsertServiceResult, LifecycleTarget, LifecycleView, MilestoneWrite, QueueResult,
+  ReplaceServiceResult, ReportTarget, ServiceRepository, ServiceRolloutState, ServiceWithHold, StatusPublication, StatusSnapshot, StatusState,
 } from '../domain/ports/index.js';
+import { rolloutApplication, type EndedRollout, type RolloutApplication } from '../domain/rolloutApplication.js';
 import type { AutomationHold, RolloutRecord } from '../domain/rollouts.js';
 import type { ReporterEvidence } from '../domain/rolloutView.js';
 import { pick } from '../domain/objects.js';
 import { rolloutRecordId } from '../domain/reports.js';
 import {
-  aggregateKey, aggregateOf, composeStatus, contributionOf, emptySummary, replicaCountKeys, reporterIdOfKey, STATUS_EVENTS_KEPT, statusEventOf,
+  aggregateOf, composeStatus, contributionOf, emptySummary, replicaCountKeys, reporterIdOfKey, STATUS_EVENTS_KEPT,
   type RolloutAggregate, type StatusEvent, type StatusSummary, type StatusTotals, type SummaryEntry,
 } from '../domain/rolloutStatus.js';
 import { writableServiceDataFields } from '../domain/services.js';
@@ -46,6 +48,15 @@ export interface ServiceDocument {
   verifiedReleases?: VerifiedRelease[];
   /** The newest push waiting for the current rollout to settle before it promotes automatically. */
   automationQueue?: QueuedPromotion;
+  /**
+   * Domain events recorded with the change they describe (in the same update), not yet in the log
+   * (`events`); `seq` once the relay has claimed their place there (src/store/eventLogStore.ts).
+   */
+  outbox?: DomainEvent[];
+  /** The last seq claimed in the service's event log. */
+  eventSeq?: number;
+  /** The rollout the current one replaced, with its final milestones (the history copies them). */
+  endedRollout?: EndedRollout;
   createdAt: number;
   updatedAt: number;
 }
@@ -62,6 +73,37 @@ const atStatusRevision = (revision: number): Record<string, unknown> =>
 
 /** Appends a status event to the bounded change log. */
 const pushEvent = (event: StatusEvent) => ({ $push: { statusEvents: { $each: [event], $slice: -STATUS_EVENTS_KEPT } } });
+
+/** Records events in the outbox, in order, in the update that makes the change they describe. */
+const outboxOf = (events: readonly DomainEvent[]) => ({ outbox: { $each: [...events] } });
+
+/** What a replacement reads of the service: the plan, the summary head (never the entries), the revision, the rollout it last ended. */
+const replacementHead = {
+  statusRevision: 1,
+  'data.imageDeployment': 1,
+  ...Object.fromEntries(['rolloutId', 'totals', 'mismatched', 'seq', 'updatedAt', 'lifecycle'].map((field) => [`rolloutStatus.${field}`, 1])),
+  endedRollout: 1,
+} as const;
+
+/** The update a rollout application makes (src/domain/rolloutApplication.ts). */
+function applicationUpdate (a: RolloutApplication, now: number) {
+  const set: Record<string, unknown> = {
+    'data.immutableImageRequired': true,
+    'data.imageDeployment': a.plan,
+    rolloutStatus: a.summary,
+    statusPublished: a.published,
+    statusRevision: a.statusRevision,
+    updatedAt: now,
+  };
+  const unset: Record<string, ''> = { 'data.imageRolloutStatus': '', rolloutEvidence: '' };
+  if (a.ended) set['endedRollout'] = a.ended;
+  if (a.hold === 'clear') unset['automationHold'] = '';
+  else if (a.hold) set['automationHold'] = a.hold;
+  if (a.clearQueue) unset['automationQueue'] = '';
+  const push: Record<string, unknown> = { ...pushEvent(a.statusEvent).$push, ...outboxOf(a.events) };
+  if (a.verified) push['verifiedReleases'] = { $each: [a.verified], $slice: -VERIFIED_RELEASES_KEPT };
+  return { $set: set, $unset: unset, $push: push };
+}
 
 /** Published states of another rollout, or of this one before `seq`. */
 const publishedBefore = (rolloutId: string, seq: number) =>
@@ -407,7 +449,10 @@ export class ServiceStore implements ServiceRepository {
         ...atStatusRevision(p.revision),
         ...publishedBefore(p.rolloutId, p.seq),
       },
-      { $set: { statusRevision: p.revision + 1, statusPublished: { rolloutId: p.rolloutId, seq: p.seq, key: p.key } }, ...pushEvent(p.event) }
+      {
+        $set: { statusRevision: p.revision + 1, statusPublished: { rolloutId: p.rolloutId, seq: p.seq, key: p.key } },
+        $push: { ...pushEvent(p.event).$push, ...outboxOf([p.domainEvent]) },
+      }
     );
     return result.matchedCount === 1;
   }
@@ -420,39 +465,36 @@ export class ServiceStore implements ServiceRepository {
   }
 
   /**
-   * Writes a rollout's plan onto the service, only if the service is still at
-   * the generation the plan was made from (single-document compare-and-swap).
-   * Touches only server-managed fields, so a concurrent updateService survives.
+   * Writes a rollout's plan onto the service (src/domain/rolloutApplication.ts says what it changes),
+   * only if the service is still at the generation the plan was made from, at the status revision and
+   * at the status summary state read here (single-document compare-and-swap): the replacement then
+   * decides the replaced rollout's undecided milestones from exactly its last state. Touches only
+   * server-managed fields, so a concurrent updateService survives.
    */
   async applyRollout (record: RolloutRecord, now: number): Promise<ApplyRolloutResult> {
-    const plan = record.plan;
-    const summary = emptySummary(plan, record.createdAt);
-    const initial = aggregateOf(plan, summary);
-    const set: Record<string, unknown> = {
-      'data.immutableImageRequired': true,
-      'data.imageDeployment': plan,
-      rolloutStatus: summary,
-      statusPublished: { rolloutId: plan.rolloutId, seq: 0, key: aggregateKey(initial) },
-      updatedAt: now,
-    };
-    if (record.hold === 'set') set['automationHold'] = { since: record.createdAt, rolloutId: record.rolloutId, by: record.issuedBy.subject };
-    const unset: Record<string, ''> = { 'data.imageRolloutStatus': '', rolloutEvidence: '' };
-    if (record.hold === 'cleared') unset['automationHold'] = '';
-    // An operator's rollout (and an automatic rollback) makes a push waiting for the old rollout moot.
-    if (record.mode !== 'automatic') unset['automationQueue'] = '';
-    // Compare-and-swap on the generation (the plan) and on the status revision (so that the
-    // status event gets the next revision number even while events of the old rollout land).
     for (let attempt = 0; attempt < 50; attempt++) {
-      const projection = { statusRevision: 1, 'data.imageDeployment.rolloutGeneration': 1 };
-      const current = await this.collection.findOne({ _id: record.serviceId }, { projection });
-      if (!current) return 'service-missing';
-      if ((current.data?.imageDeployment?.rolloutGeneration ?? 0) >= record.generation) return 'already-applied';
-      const revision = current.statusRevision ?? 0;
+      const doc = await this.collection.findOne({ _id: record.serviceId }, { projection: replacementHead });
+      if (!doc) return { kind: 'service-missing' };
+      const generation = doc.data?.imageDeployment?.rolloutGeneration ?? 0;
+      if (generation >= record.generation) return { kind: 'already-applied', ended: doc.endedRollout };
+      const summary = doc.rolloutStatus;
+      const plan = doc.data?.imageDeployment;
+      const head = { generation, plan, summary: summary?.rolloutId === plan?.rolloutId ? summary : undefined, statusRevision: doc.statusRevision ?? 0 };
+      const application = rolloutApplication(record, head, now);
       const result = await this.collection.updateOne(
-        { ...atGeneration(record.serviceId, record.generation - 1), ...atStatusRevision(revision) },
-        { $set: { ...set, statusRevision: revision + 1 }, $unset: unset, ...pushEvent(statusEventOf(initial, revision + 1, now)) }
+        {
+          ...atGeneration(record.serviceId, record.generation - 1),
+          ...atStatusRevision(head.statusRevision),
+          // The summary state read: no report and no milestone written since (every milestone write moves `changes`).
+          'rolloutStatus.seq': summary?.seq ?? null,
+          [`${LIFECYCLE}.changes`]: summary?.lifecycle?.changes ?? null,
+        },
+        applicationUpdate(application, now)
       );
-      if (result.matchedCount === 1) return 'applied';
+      if (result.matchedCount === 1) {
+        if (application.verified) await this.keepOneVerifiedPerDigest(record.serviceId, application.verified);
+        return { kind: 'applied', application };
+      }
     }
     throw new Error(`could not apply rollout ${record.rolloutId}: the status kept changing`);
   }
@@ -487,35 +529,48 @@ export class ServiceStore implements ServiceRepository {
     return result.modifiedCount === 1;
   }
 
-  async markSucceeded (target: LifecycleTarget, at: number, verified: VerifiedRelease): Promise<boolean> {
+  /** The first success (sticky) with its event, and the release on the verified list: decided once, here. */
+  async markSucceeded (target: LifecycleTarget, at: number, verified: VerifiedRelease, event: DomainEvent): Promise<MilestoneWrite> {
     const result = await this.collection.updateOne(
       { ...currentRollout(target), [`${LIFECYCLE}.succeededAt`]: { $exists: false }, [`${LIFECYCLE}.deadline`]: { $exists: false } },
       {
         $set: { [`${LIFECYCLE}.succeededAt`]: at, [`${LIFECYCLE}.open`]: true },
         $inc: { [`${LIFECYCLE}.changes`]: 1 },
-        $push: { verifiedReleases: { $each: [verified], $slice: -VERIFIED_RELEASES_KEPT } },
+        $push: { verifiedReleases: { $each: [verified], $slice: -VERIFIED_RELEASES_KEPT }, ...outboxOf([event]) },
       }
     );
-    if (result.modifiedCount !== 1) return false;
-    // One entry per digest, the newest: redeploys of one release must not push the others out of the
-    // kept list (an abort returns to the newest verified release other than the digest deployed now).
-    await this.collection.updateOne(
-      { _id: target.serviceId },
-      { $pull: { verifiedReleases: { requestedDigest: verified.requestedDigest, rolloutId: { $ne: verified.rolloutId } } } }
-    );
-    return true;
+    if (result.modifiedCount !== 1) return await this.milestoneLost(target);
+    await this.keepOneVerifiedPerDigest(target.serviceId, verified);
+    return 'decided';
   }
 
-  async markFailure (target: LifecycleTarget, failure: FailureMilestone): Promise<boolean> {
+  /**
+   * One entry per digest, the newest: redeploys of one release must not push the others out of the
+   * kept list (an abort returns to the newest verified release other than the digest deployed now).
+   */
+  private async keepOneVerifiedPerDigest (serviceId: string, verified: VerifiedRelease): Promise<void> {
+    await this.collection.updateOne(
+      { _id: serviceId },
+      { $pull: { verifiedReleases: { requestedDigest: verified.requestedDigest, rolloutId: { $ne: verified.rolloutId } } } }
+    );
+  }
+
+  /** Why a milestone write did not apply: the rollout was replaced (its replacement decides), or the milestone was decided already. */
+  private async milestoneLost (target: LifecycleTarget): Promise<MilestoneWrite> {
+    const current = await this.collection.findOne(currentRollout(target), { projection: { _id: 1 } });
+    return current ? 'decided-before' : 'not-current';
+  }
+
+  async markFailure (target: LifecycleTarget, failure: FailureMilestone, event: DomainEvent): Promise<MilestoneWrite> {
     const result = await this.collection.updateOne(
       { ...currentRollout(target), [`${LIFECYCLE}.failure`]: { $exists: false }, [`${LIFECYCLE}.succeededAt`]: { $exists: false } },
-      { $set: { [`${LIFECYCLE}.failure`]: failure, [`${LIFECYCLE}.open`]: true }, $inc: { [`${LIFECYCLE}.changes`]: 1 } }
+      { $set: { [`${LIFECYCLE}.failure`]: failure, [`${LIFECYCLE}.open`]: true }, $inc: { [`${LIFECYCLE}.changes`]: 1 }, $push: outboxOf([event]) }
     );
-    return result.modifiedCount === 1;
+    return result.modifiedCount === 1 ? 'decided' : await this.milestoneLost(target);
   }
 
   async decideDeadline (
-    target: LifecycleTarget, seenSeq: number, decision: DeadlineDecision, failure: FailureMilestone | undefined, at: number
+    target: LifecycleTarget, seenSeq: number, decision: DeadlineDecision, failure: FailureMilestone | undefined, events: readonly DomainEvent[]
   ): Promise<boolean> {
     const set: Record<string, unknown> = { [`${LIFECYCLE}.deadline`]: decision, [`${LIFECYCLE}.open`]: true };
     if (failure) set[`${LIFECYCLE}.failure`] = failure;
@@ -528,7 +583,7 @@ export class ServiceStore implements ServiceRepository {
         // The failure milestone is written only where none is (the caller read it absent).
         ...(failure ? { [`${LIFECYCLE}.failure`]: { $exists: false } } : {}),
       },
-      { $set: set, $max: { 'rolloutStatus.updatedAt': at }, $inc: { 'rolloutStatus.seq': 1, [`${LIFECYCLE}.changes`]: 1 } }
+      { $set: set, $max: { 'rolloutStatus.updatedAt': decision.at }, $inc: { 'rolloutStatus.seq': 1, [`${LIFECYCLE}.changes`]: 1 }, $push: outboxOf(events) }
     );
     return result.modifiedCount === 1;
   }

@@ -5,7 +5,10 @@ import type {
 import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from '../clusters.js';
 import type { MetricsRollout } from '../deliveryMetrics.js';
 import type { KeysetPosition, ReleaseIdentity } from '../releases.js';
+import type { DomainEvent } from '../events.js';
+import type { EventLog } from './eventLog.js';
 import type { DeadlineDecision, FailureMilestone, FollowUp, QueuedPromotion, RolloutLifecycle, VerifiedRelease } from '../lifecycle.js';
+import type { EndedRollout, RolloutApplication } from '../rolloutApplication.js';
 import type { ClaimRefusal, ReportHead, ReportRecord } from '../reports.js';
 import type { AutomationHold, RolloutEnd, RolloutRecord } from '../rollouts.js';
 import type { MismatchCounts, StatusEvent, StatusSummary, StatusTotals, SummaryEntry } from '../rolloutStatus.js';
@@ -24,7 +27,15 @@ export type InsertServiceResult = { kind: 'inserted' } | { kind: 'name-taken', s
 
 export type ReplaceServiceResult = { kind: 'replaced', service: IService } | { kind: 'missing' } | { kind: 'name-taken', serviceId?: string };
 
-export type ApplyRolloutResult = 'applied' | 'already-applied' | 'service-missing';
+export type ApplyRolloutResult =
+  /** Written; the application says what (and which milestones of the replaced rollout it decided). */
+  | { kind: 'applied', application: RolloutApplication }
+  /** Written before (a retry): the rollout the plan replaced, as that write left it. */
+  | { kind: 'already-applied', ended?: EndedRollout | undefined }
+  | { kind: 'service-missing' };
+
+/** A milestone write: decided here (count it); decided before; or the rollout was replaced (its replacement decides). */
+export type MilestoneWrite = 'decided' | 'decided-before' | 'not-current';
 
 export interface ServiceWithHold {
   service: IService;
@@ -94,6 +105,8 @@ export interface StatusPublication {
   key: string;
   revision: number;
   event: StatusEvent;
+  /** The same change as a domain event (`rollout.status-changed`), for the log. */
+  domainEvent: DomainEvent;
 }
 
 /** The status revision of a service and its kept status changes after some revision, oldest first. */
@@ -172,12 +185,12 @@ export interface ServiceRepository {
   ensureLifecycle(target: LifecycleTarget, at: number): Promise<void>;
   /** Raises the progress maxima to `totals` (where higher) and stamps the time; false: no count grew. */
   recordProgress(target: LifecycleTarget, totals: StatusTotals, at: number): Promise<boolean>;
-  /** The first success (sticky), and the release on the verified list; false: set already, or the deadline decided first. */
-  markSucceeded(target: LifecycleTarget, at: number, verified: VerifiedRelease): Promise<boolean>;
-  /** The first failure before any success; false: set already, or succeeded. */
-  markFailure(target: LifecycleTarget, failure: FailureMilestone): Promise<boolean>;
-  /** The deadline's verdict, if the summary is still at `seenSeq` (no report since): exactly one process decides. */
-  decideDeadline(target: LifecycleTarget, seenSeq: number, decision: DeadlineDecision, failure: FailureMilestone | undefined, at: number): Promise<boolean>;
+  /** The first success (sticky) with its event, and the release on the verified list. */
+  markSucceeded(target: LifecycleTarget, at: number, verified: VerifiedRelease, event: DomainEvent): Promise<MilestoneWrite>;
+  /** The first failure before any success, with its event. */
+  markFailure(target: LifecycleTarget, failure: FailureMilestone, event: DomainEvent): Promise<MilestoneWrite>;
+  /** The deadline's verdict with its events, if the summary is still at `seenSeq` (no report since): exactly one process decides. */
+  decideDeadline(target: LifecycleTarget, seenSeq: number, decision: DeadlineDecision, failure: FailureMilestone | undefined, events: readonly DomainEvent[]): Promise<boolean>;
   /** A follow-up attempted (once). */
   markFollowUp(target: LifecycleTarget, kind: 'autoRollback' | 'deferredPromotion', followUp: FollowUp): Promise<boolean>;
   /** No more lifecycle work, if nothing changed since the caller looked (`seenChanges`). */
@@ -404,6 +417,7 @@ export interface Repositories {
   rollouts: RolloutRepository;
   idempotency: IdempotencyRepository;
   reports: ReportRepository;
+  events: EventLog;
 }
 
 // The outside world ------------------------------------------------------------------

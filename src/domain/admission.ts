@@ -1,0 +1,125 @@
+import type { IImageRelease, IService } from '../contracts/index.js';
+import { errors, type AppError } from '../errors.js';
+import { placementRefusal, type ClusterNodes } from './clusters.js';
+import type { VerifiedRelease } from './lifecycle.js';
+import {
+  automaticPromotionSkip, automaticPromotionSkipDetail, currentGeneration, currentRolloutOf,
+  type AutomaticPromotionSkip, type AutomationHold, type RolloutIntent,
+} from './rollouts.js';
+
+/**
+ * Admission: every rollout — promotion, automatic promotion, rollback, abort, automatic rollback — passes
+ * the same ordered list of rules before it is issued. Each rule is a pure function of the intent and the
+ * facts the use case read; the first that refuses decides. What a refusal then does for each intent
+ * (kept with the Idempotency-Key and replayed, an automatic promotion's conflict or skip, a waiting push
+ * that keeps waiting) is data of the error catalogue (src/errors.ts `rolloutRefusalOf`). Adding a rule
+ * is one function here and one catalogue entry.
+ */
+
+/** What the rules look at. `release` is the target: the one named, or for an abort the last verified release. */
+export interface AdmissionFacts {
+  service: IService;
+  hold?: AutomationHold | undefined;
+  verifiedReleases: readonly VerifiedRelease[];
+  /** The release the rollout would deploy (null: none of that id). */
+  releaseId: string;
+  release: IImageRelease | null;
+  /** The release deployed now (read for automatic promotion only). */
+  currentRelease?: IImageRelease | null;
+  /** The placement's registered clusters with their nodes. */
+  clusters: readonly ClusterNodes[];
+  /** The generation the caller expects (automatic promotion: whatever is current when it plans). */
+  expectedRolloutGeneration: number;
+}
+
+/** An automatic promotion that does not apply: not an error, an answer. */
+export interface Skip { skip: AutomaticPromotionSkip, detail: string }
+
+export type AdmissionVerdict = AppError | Skip | undefined;
+
+export interface AdmissionRule {
+  /** A name for logs and the documentation (docs/lifecycle.md "Admission"). */
+  name: string;
+  appliesTo: (intent: RolloutIntent) => boolean;
+  check: (intent: RolloutIntent, facts: AdmissionFacts) => AdmissionVerdict;
+}
+
+const any = (): boolean => true;
+const isAutomatic = (intent: RolloutIntent): boolean => intent.kind === 'promotion' && intent.mode === 'automatic';
+const isRollback = (intent: RolloutIntent): boolean => intent.kind === 'rollback';
+const toLastVerified = (intent: RolloutIntent): boolean => intent.kind === 'rollback' && intent.toLastVerified === true;
+
+const sameImage = (plan: NonNullable<IService['data']['imageDeployment']>, release: IImageRelease): boolean =>
+  plan.requestedDigest === release.data.registryRootDigest && plan.registryHost === release.data.registryHost && plan.repository === release.data.repository;
+
+/** deployOnPush, no operator's hold, not the digest deployed now, never an older release. */
+export const automationAllowed = (_intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {
+  const skip = automaticPromotionSkip(f.service, f.hold, f.release, f.currentRelease);
+  return skip ? { skip, detail: automaticPromotionSkipDetail(skip, f.hold) } : undefined;
+};
+
+/** A rollback needs a rollout to roll back. */
+export const hasCurrentRollout = (_intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict =>
+  f.service.data.imageDeployment ? undefined : errors.noCurrentRollout(f.service.id, currentRolloutOf(f.service));
+
+/** The compare-and-swap: the caller's generation is the service's. */
+export const generationMatches = (_intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {
+  const generation = currentGeneration(f.service);
+  if (f.expectedRolloutGeneration === generation) return undefined;
+  return errors.rolloutGenerationConflict(`expected rollout generation ${f.expectedRolloutGeneration} but the service is at ${generation}`,
+    currentRolloutOf(f.service));
+};
+
+/** The compare-and-swap: the rollout the caller names is still the current one. */
+export const currentRolloutMatches = (intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {
+  const expected = intent.expectedCurrentRolloutId;
+  if (expected === undefined || expected === f.service.data.imageDeployment?.rolloutId) return undefined;
+  return errors.currentRolloutMismatch(expected, currentRolloutOf(f.service));
+};
+
+/** An abort (automatic rollback) returns to the last verified release: there must be one. */
+export const verifiedReleaseExists = (_intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict =>
+  f.releaseId === '' ? errors.noVerifiedRelease(f.service.id, currentRolloutOf(f.service)) : undefined;
+
+/** The target is a release of this service. */
+export const releaseOfService = (_intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict =>
+  f.release && f.release.data.serviceId === f.service.id ? undefined : errors.releaseNotFound(f.service.id, f.releaseId);
+
+/** A rollback target was accepted (promoted) before. */
+export const rollbackTargetAccepted = (_intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict =>
+  f.release?.data.acceptedAt === undefined ? errors.rollbackTargetNotAccepted(f.releaseId) : undefined;
+
+/** A rollback target is not the digest deployed now. */
+export const rollbackTargetNotCurrent = (_intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {
+  const current = f.service.data.imageDeployment;
+  return current && f.release && sameImage(current, f.release) ? errors.rollbackTargetIsCurrent(f.releaseId, currentRolloutOf(f.service)) : undefined;
+};
+
+/** The placement's clusters are registered (a rollback goes to the registered ones). */
+export const placementRegistered = (intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict =>
+  placementRefusal(f.service.id, f.service.data.placement, f.clusters, intent.kind);
+
+/** The rules, in order. */
+export const admissionRules: readonly AdmissionRule[] = [
+  { name: 'automation-allowed', appliesTo: isAutomatic, check: automationAllowed },
+  { name: 'current-rollout-exists', appliesTo: isRollback, check: hasCurrentRollout },
+  { name: 'generation', appliesTo: any, check: generationMatches },
+  { name: 'current-rollout', appliesTo: any, check: currentRolloutMatches },
+  { name: 'verified-release', appliesTo: toLastVerified, check: verifiedReleaseExists },
+  { name: 'release-of-service', appliesTo: any, check: releaseOfService },
+  { name: 'rollback-target-accepted', appliesTo: isRollback, check: rollbackTargetAccepted },
+  { name: 'rollback-target-not-current', appliesTo: isRollback, check: rollbackTargetNotCurrent },
+  { name: 'placement-registered', appliesTo: any, check: placementRegistered },
+];
+
+/** Runs the rules in order: the first verdict, or undefined when every rule admits the rollout. */
+export function admit (intent: RolloutIntent, facts: AdmissionFacts, rules: readonly AdmissionRule[] = admissionRules): AdmissionVerdict {
+  for (const rule of rules) {
+    if (!rule.appliesTo(intent)) continue;
+    const verdict = rule.check(intent, facts);
+    if (verdict) return verdict;
+  }
+  return undefined;
+}
+
+export const isSkip = (verdict: AdmissionVerdict): verdict is Skip => verdict !== undefined && 'skip' in verdict;
