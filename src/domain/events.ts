@@ -132,7 +132,9 @@ export const deadlineEvent = (plan: IImmutableImageDeploymentPlan, decision: Dea
   key: `deadline:${plan.rolloutId}`,
   type: 'rollout.deadline-exceeded',
   time: decision.at,
-  data: { ...rolloutFacts(plan), status: 'failed', reason: decision.reason, lastProgressAt: decision.lastProgressAt, deadlineSeconds: decision.deadlineSeconds },
+  data: {
+    ...rolloutFacts(plan), status: 'failed', reason: decision.reason, lastProgressAt: decision.lastProgressAt, deadlineSeconds: decision.deadlineSeconds,
+  },
 });
 
 /** The milestone events of a rollout's lifecycle (what a replacement records for the rollout it ends). */

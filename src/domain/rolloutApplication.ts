@@ -67,7 +67,9 @@ export function rolloutApplication (record: RolloutRecord, head: ServiceHead, no
     published: { rolloutId: plan.rolloutId, seq: 0, key: aggregateKey(initial) },
     statusRevision,
     statusEvent: statusEventOf(initial, statusRevision, now),
-    hold: record.hold === 'set' ? { since: record.createdAt, rolloutId: record.rolloutId, by: record.issuedBy.subject } : record.hold === 'cleared' ? 'clear' : undefined,
+    hold: record.hold === 'set'
+      ? { since: record.createdAt, rolloutId: record.rolloutId, by: record.issuedBy.subject }
+      : record.hold === 'cleared' ? 'clear' : undefined,
     clearQueue: record.mode !== 'automatic',
     ...(ended ? { ended, endedPlan } : {}),
     decided,

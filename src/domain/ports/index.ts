@@ -190,7 +190,9 @@ export interface ServiceRepository {
   /** The first failure before any success, with its event. */
   markFailure(target: LifecycleTarget, failure: FailureMilestone, event: DomainEvent): Promise<MilestoneWrite>;
   /** The deadline's verdict with its events, if the summary is still at `seenSeq` (no report since): exactly one process decides. */
-  decideDeadline(target: LifecycleTarget, seenSeq: number, decision: DeadlineDecision, failure: FailureMilestone | undefined, events: readonly DomainEvent[]): Promise<boolean>;
+  decideDeadline(
+    target: LifecycleTarget, seenSeq: number, decision: DeadlineDecision, failure: FailureMilestone | undefined, events: readonly DomainEvent[]
+  ): Promise<boolean>;
   /** A follow-up attempted (once). */
   markFollowUp(target: LifecycleTarget, kind: 'autoRollback' | 'deferredPromotion', followUp: FollowUp): Promise<boolean>;
   /** No more lifecycle work, if nothing changed since the caller looked (`seenChanges`). */

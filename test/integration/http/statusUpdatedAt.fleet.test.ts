@@ -36,9 +36,9 @@ describe('the rollout status updatedAt under concurrent reporters', () => {
     const tokens = await Promise.all(clusterIds.map(async (clusterId) => await fleet.token('cluster', { clusterId, subject: `agent-${clusterId}` })));
 
     const seen: number[] = [];
-    let polling = true;
+    const polling = { on: true };
     const poll = (async () => {
-      for (let i = 0; polling; i++) {
+      for (let i = 0; polling.on; i++) {
         const res = await callers[i % 2]!.inject({ method: 'GET', url: `/v1/services/${svc.id}`, headers: bearer(admin) });
         const updatedAt = res.json().service.data.imageRolloutStatus?.updatedAt;
         if (typeof updatedAt === 'number') seen.push(updatedAt);
@@ -48,13 +48,14 @@ describe('the rollout status updatedAt under concurrent reporters', () => {
       // Every round changes each reporter's contribution (running and verified, or still starting).
       const status = round % 2 === 0 ? 'running' : 'starting';
       const answers = await Promise.all(clusterIds.map(async (clusterId, c) => {
-        const deployments = [verifiedReplica(plan, svc.id, `n${c}`, 0, { status, ...(status === 'starting' ? { evidence: { verificationStatus: 'pending' } } : {}) })];
+        const pending = status === 'starting' ? { evidence: { verificationStatus: 'pending' } } : {};
+        const deployments = [verifiedReplica(plan, svc.id, `n${c}`, 0, { status, ...pending })];
         const payload = reportBody(plan, svc.id, { sequence: round + 1, session: `s-${clusterId}`, nodeNames: [`n${c}`], deployments });
         return await callers[c % 2]!.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(tokens[c]!), payload });
       }));
       for (const answer of answers) expect(answer.statusCode, answer.body).toBe(200);
     }
-    polling = false;
+    polling.on = false;
     await poll;
     const decreases = seen.flatMap((value, i) => (i > 0 && value < seen[i - 1]! ? [`${seen[i - 1]} → ${value} (observation ${i})`] : []));
     expect(seen.length).toBeGreaterThan(ROUNDS);

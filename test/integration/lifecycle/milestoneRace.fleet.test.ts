@@ -112,6 +112,7 @@ describe('a milestone decided while a promotion replaces its rollout', () => {
     }
     expect(races).toHaveLength(ROUNDS);
     const accepted = races.filter((r) => r.endsWith(':200')).length;
-    console.log(`[milestone race] ${ROUNDS} rounds: the deciding report accepted in ${accepted}, refused as stale (the promotion came first) in ${ROUNDS - accepted}`);
+    console.log(`[milestone race] ${ROUNDS} rounds: the deciding report accepted in ${accepted},` +
+      ` refused as stale (the promotion came first) in ${ROUNDS - accepted}`);
   }, 300_000);
 });
