@@ -124,7 +124,9 @@ function credentialsOf (entry: RegistryHostConfig, at: string): RegistryCredenti
 
 function hostSettings (entry: RegistryHostConfig, at: string, limits: NonNullable<RegistryConfigFile['limits']>): RegistryHostSettings {
   const endpoint = new URL(entry.endpoint ?? `https://${entry.host}`);
-  if (endpoint.protocol === 'http:' && entry.allowHttp !== true) throw new Error(`${at}/endpoint: plain http needs allowHttp: true (loopback test registries only)`);
+  if (endpoint.protocol === 'http:' && entry.allowHttp !== true) {
+    throw new Error(`${at}/endpoint: plain http needs allowHttp: true (loopback test registries only)`);
+  }
   const ca = entry.caFile === undefined ? undefined : readText(entry.caFile, `${at}/caFile`);
   if (ca !== undefined && !ca.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`${at}/caFile: ${entry.caFile} holds no PEM certificate`);
   return {

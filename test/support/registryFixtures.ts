@@ -66,7 +66,8 @@ export async function pushCosignFixtures (base: string): Promise<void> {
       manifests: listed.map((m) => {
         const bytes = fixtureBlob(m.digest);
         const parsed = JSON.parse(bytes.toString('utf8')) as { artifactType?: string };
-        return { mediaType: m.mediaType, digest: m.digest, size: bytes.length, ...(parsed.artifactType === undefined ? {} : { artifactType: parsed.artifactType }) };
+        const artifactType = parsed.artifactType === undefined ? {} : { artifactType: parsed.artifactType };
+        return { mediaType: m.mediaType, digest: m.digest, size: bytes.length, ...artifactType };
       }),
     };
     await pushManifest(base, repository, subject.replace(':', '-'), Buffer.from(JSON.stringify(index)), index.mediaType);

@@ -41,15 +41,22 @@ async function pushBlob (target: Target, bytes: Uint8Array): Promise<string> {
 
 async function pushManifest (target: Target, reference: string, manifest: object, mediaType: string): Promise<{ digest: string, subjectIndexed: boolean }> {
   const bytes = Buffer.from(JSON.stringify(manifest));
-  const answer = await write(target, { method: 'PUT', path: `/v2/${target.repository}/manifests/${reference}`, body: bytes, headers: { 'content-type': mediaType } });
+  const path = `/v2/${target.repository}/manifests/${reference}`;
+  const answer = await write(target, { method: 'PUT', path, body: bytes, headers: { 'content-type': mediaType } });
   if (answer.status !== 201) throw refused(target, `pushing manifest ${reference}`, answer.status);
   return { digest: sha256Digest(bytes), subjectIndexed: answer.headers['oci-subject'] !== undefined };
 }
 
-async function readManifest (target: Target, reference: string, accept: string): Promise<{ bytes: Buffer, parsed: ParsedManifest, mediaType: string } | undefined> {
-  const answer = await target.session.request(target.host, {
-    method: 'GET', path: `/v2/${target.repository}/manifests/${reference}`, headers: { accept }, maxBytes: 4 * 1024 * 1024, scope: `repository:${target.repository}:pull`,
-  });
+const READ_LIMIT = 4 * 1024 * 1024;
+
+const read = (target: Target, path: string, accept: string) => target.session.request(target.host, {
+  method: 'GET', path: `/v2/${target.repository}/${path}`, headers: { accept }, maxBytes: READ_LIMIT, scope: `repository:${target.repository}:pull`,
+});
+
+interface ReadManifest { bytes: Buffer, parsed: ParsedManifest, mediaType: string }
+
+async function readManifest (target: Target, reference: string, accept: string): Promise<ReadManifest | undefined> {
+  const answer = await read(target, `manifests/${reference}`, accept);
   if (answer.status === 404) return undefined;
   const parsed = answer.status === 200 ? parseManifest(answer.body) : undefined;
   if (parsed === undefined) throw refused(target, `reading manifest ${reference}`, answer.status);
@@ -61,7 +68,8 @@ async function pushLayers (target: Target, artifact: ArtifactToAttach): Promise<
   const layers: OciDescriptor[] = [];
   for (const layer of artifact.layers) {
     const digest = await pushBlob(target, layer.bytes);
-    layers.push({ mediaType: layer.mediaType, digest, size: layer.bytes.length, ...(layer.annotations === undefined ? {} : { annotations: layer.annotations }) });
+    const annotations = layer.annotations === undefined ? {} : { annotations: layer.annotations };
+    layers.push({ mediaType: layer.mediaType, digest, size: layer.bytes.length, ...annotations });
   }
   return layers;
 }
@@ -82,11 +90,10 @@ async function attachReferrer (target: Target, image: ImageLocator, artifact: Ar
   };
   const pushed = await pushManifest(target, sha256Digest(Buffer.from(JSON.stringify(manifest))), manifest, OCI_MANIFEST);
   if (pushed.subjectIndexed) return { digest: pushed.digest, indexedBy: 'api' };
-  const api = await target.session.request(target.host, {
-    method: 'GET', path: `/v2/${target.repository}/referrers/${image.digest}`, headers: { accept: OCI_INDEX }, maxBytes: 4 * 1024 * 1024, scope: `repository:${target.repository}:pull`,
-  });
+  const api = await read(target, `referrers/${image.digest}`, OCI_INDEX);
   if (api.status === 200) return { digest: pushed.digest, indexedBy: 'api' };
-  await addToReferrersTag(target, image, { mediaType: OCI_MANIFEST, digest: pushed.digest, size: Buffer.byteLength(JSON.stringify(manifest)), artifactType: artifact.artifactType });
+  const size = Buffer.byteLength(JSON.stringify(manifest));
+  await addToReferrersTag(target, image, { mediaType: OCI_MANIFEST, digest: pushed.digest, size, artifactType: artifact.artifactType });
   return { digest: pushed.digest, indexedBy: 'referrers-tag' };
 }
 
@@ -107,8 +114,12 @@ async function attachCosignTag (target: Target, image: ImageLocator, artifact: A
   const layers = [...existing, ...added.filter((layer) => !existing.some((e) => e.digest === layer.digest && sameAnnotations(e, layer)))];
   // cosign's signature image config: an image config whose rootfs lists the layers (what `cosign` writes and reads).
   const configBytes = Buffer.from(JSON.stringify({
-    architecture: '', created: '0001-01-01T00:00:00Z', history: [{ created: '0001-01-01T00:00:00Z' }], os: '',
-    rootfs: { type: 'layers', diff_ids: layers.map((l) => l.digest) }, config: {},
+    architecture: '',
+    created: '0001-01-01T00:00:00Z',
+    history: [{ created: '0001-01-01T00:00:00Z' }],
+    os: '',
+    rootfs: { type: 'layers', diff_ids: layers.map((l) => l.digest) },
+    config: {},
   }));
   const config = { mediaType: 'application/vnd.oci.image.config.v1+json', digest: await pushBlob(target, configBytes), size: configBytes.length };
   const pushed = await pushManifest(target, tag, { schemaVersion: 2, mediaType: OCI_MANIFEST, config, layers }, OCI_MANIFEST);

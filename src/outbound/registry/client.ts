@@ -55,7 +55,8 @@ export class RegistryClient implements ImageRegistry {
   }
 
   private async get (host: RegistryHostSettings, repository: string, path: string, accept: string, maxBytes: number) {
-    return await this.session.request(host, { method: 'GET', path: `/v2/${repository}/${path}`, headers: { accept }, maxBytes, scope: `repository:${repository}:pull` });
+    const scope = `repository:${repository}:pull`;
+    return await this.session.request(host, { method: 'GET', path: `/v2/${repository}/${path}`, headers: { accept }, maxBytes, scope });
   }
 
   /** The referrers API's index, else the referrers tag's; then each relevant referrer. */
@@ -114,7 +115,9 @@ export class RegistryClient implements ImageRegistry {
     return { artifacts: [artifact], skipped };
   }
 
-  private async layer (host: RegistryHostSettings, repository: string, descriptor: OciDescriptor, skipped: SkippedArtifact[]): Promise<FetchedLayer | undefined> {
+  private async layer (
+    host: RegistryHostSettings, repository: string, descriptor: OciDescriptor, skipped: SkippedArtifact[],
+  ): Promise<FetchedLayer | undefined> {
     const limit = this.session.settings.limits.maxBlobBytes;
     if (descriptor.size > limit) {
       skipped.push({ reference: descriptor.digest, reason: 'too-large' });

@@ -132,9 +132,13 @@ export class RegistrySession {
     const answer = await this.send(host, {
       method: 'GET', url: realm.url, maxBytes: TOKEN_BODY_LIMIT, headers: basic === undefined || !realm.withCredentials ? {} : { authorization: basic },
     }, realm.rules);
-    if (answer.status === 401 || answer.status === 403) throw errors.registryUnavailable(host.host, 'denied', `its token service refused the ${credentials.kind} credentials`);
+    if (answer.status === 401 || answer.status === 403) {
+      throw errors.registryUnavailable(host.host, 'denied', `its token service refused the ${credentials.kind} credentials`);
+    }
     const token = tokenOf(answer);
-    if (token === undefined) throw errors.registryUnavailable(host.host, 'invalid-response', `its token service answered HTTP ${answer.status} without a token`);
+    if (token === undefined) {
+      throw errors.registryUnavailable(host.host, 'invalid-response', `its token service answered HTTP ${answer.status} without a token`);
+    }
     if (this.tokens.size >= TOKEN_CACHE_LIMIT) this.tokens.clear();
     const authorization = `Bearer ${token.value}`;
     // Kept a little shorter than the server says, so a token is never sent as it expires.

@@ -61,7 +61,8 @@ afterAll(async () => {
 describe('reading signatures from the real registry', () => {
   it('reads cosign\'s .sig and .att tags, and the verdict passes', async () => {
     const fetched = await clientFor(registryUrl).fetchSignatureArtifacts(image('signed'));
-    expect(fetched.artifacts.map((a) => a.tag)).toEqual([`${fixtureDigest('signed').replace(':', '-')}.sig`, `${fixtureDigest('signed').replace(':', '-')}.att`]);
+    const tag = fixtureDigest('signed').replace(':', '-');
+    expect(fetched.artifacts.map((a) => a.tag)).toEqual([`${tag}.sig`, `${tag}.att`]);
     expect(verifyDigest({ image: image('signed'), fetched, policy }).outcome).toBe('passed');
   });
 
@@ -70,7 +71,8 @@ describe('reading signatures from the real registry', () => {
     for (const name of ['signed-bundle', 'signed-referrer'] as const) {
       const fetched = await client.fetchSignatureArtifacts(image(name));
       expect(fetched.referrersApi).toBe(referrersApi);
-      expect(fetched.artifacts.map((a) => a.source)).toEqual([referrersApi ? 'referrers-api' : 'referrers-tag', referrersApi ? 'referrers-api' : 'referrers-tag']);
+      const source = referrersApi ? 'referrers-api' : 'referrers-tag';
+      expect(fetched.artifacts.map((a) => a.source)).toEqual([source, source]);
       expect(verifyDigest({ image: image(name), fetched, policy }).outcome).toBe('passed');
     }
   });
@@ -78,7 +80,9 @@ describe('reading signatures from the real registry', () => {
   it('falls back to the referrers tag when the registry has no referrers API', async () => {
     const subject = fixtureDigest('signed-bundle');
     const listed = fixtureIndex.manifests.filter((m) => m.subject === subject).map((m) => ({ mediaType: m.mediaType, digest: m.digest, size: 0 }));
-    for (const entry of listed) entry.size = (await send(registryUrl, 'GET', `/v2/${FIXTURE_REPOSITORY}/manifests/${entry.digest}`, undefined, { accept: entry.mediaType })).body.length;
+    for (const entry of listed) {
+      entry.size = (await send(registryUrl, 'GET', `/v2/${FIXTURE_REPOSITORY}/manifests/${entry.digest}`, undefined, { accept: entry.mediaType })).body.length;
+    }
     const index = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.index.v1+json', manifests: listed }));
     await pushManifest(registryUrl, FIXTURE_REPOSITORY, subject.replace(':', '-'), index, 'application/vnd.oci.image.index.v1+json');
     const front = await proxy({ hideReferrersApi: true });
@@ -105,7 +109,8 @@ describe('registry authentication', () => {
   it('answers a Basic challenge with the configured credentials, and is denied with wrong ones', async () => {
     const front = await proxy({ auth: { kind: 'basic', username: 'ci', password: 's3cret' } });
     expect((await verdictOf(clientFor(front.url, { auth: { kind: 'basic', username: 'ci', password: 's3cret' } }), 'signed')).outcome).toBe('passed');
-    const wrong = await unavailable(clientFor(front.url, { auth: { kind: 'basic', username: 'ci', password: 'nope' } }).fetchSignatureArtifacts(image('signed')));
+    const wrongClient = clientFor(front.url, { auth: { kind: 'basic', username: 'ci', password: 'nope' } });
+    const wrong = await unavailable(wrongClient.fetchSignatureArtifacts(image('signed')));
     expect(wrong.details).toMatchObject({ registryHost: FIXTURE_HOST, reason: 'denied', retryAfterSeconds: 5 });
     expect(wrong.headers['retry-after']).toBe('5');
     expect((await unavailable(clientFor(front.url).fetchSignatureArtifacts(image('signed')))).details['reason']).toBe('denied');
@@ -120,7 +125,8 @@ describe('registry authentication', () => {
     expect((await verdictOf(client, 'signed-bundle')).outcome).toBe('passed');
     expect(front.tokensIssued, front.requests.join('\n')).toBe(1);
     expect(front.requests.filter((r) => r.startsWith('GET /token?'))[0]).toContain(`scope=repository%3A${encodeURIComponent(FIXTURE_REPOSITORY)}%3Apull`);
-    const denied = await unavailable(clientFor(front.url, { auth: { kind: 'basic', username: 'robot', password: 'wrong' } }).fetchSignatureArtifacts(image('signed')));
+    const wrongClient = clientFor(front.url, { auth: { kind: 'basic', username: 'robot', password: 'wrong' } });
+    const denied = await unavailable(wrongClient.fetchSignatureArtifacts(image('signed')));
     expect(denied.details['reason']).toBe('denied');
   });
 
@@ -149,14 +155,15 @@ describe('a registry that cannot be used refuses, never hangs', () => {
   it('an oversize signature manifest is not read; the verdict says what was skipped', async () => {
     const repository = `cloudly/oversize-${process.pid}`;
     const digest = fixtureDigest('unsigned');
-    const source = await send(registryUrl, 'GET', `/v2/${FIXTURE_REPOSITORY}/manifests/${digest}`, undefined, { accept: 'application/vnd.oci.image.manifest.v1+json' });
+    const manifestType = 'application/vnd.oci.image.manifest.v1+json';
+    const source = await send(registryUrl, 'GET', `/v2/${FIXTURE_REPOSITORY}/manifests/${digest}`, undefined, { accept: manifestType });
     const parsed = JSON.parse(source.body.toString('utf8')) as { config: { digest: string }, layers: Array<{ digest: string }> };
     for (const d of [parsed.config.digest, ...parsed.layers.map((l) => l.digest)]) {
       await pushBlob(registryUrl, repository, (await send(registryUrl, 'GET', `/v2/${FIXTURE_REPOSITORY}/blobs/${d}`)).body, d);
     }
-    await pushManifest(registryUrl, repository, digest, source.body, 'application/vnd.oci.image.manifest.v1+json');
+    await pushManifest(registryUrl, repository, digest, source.body, manifestType);
     const huge = { ...parsed, annotations: { padding: 'x'.repeat(600 * 1024) } };
-    await pushManifest(registryUrl, repository, `${digest.replace(':', '-')}.sig`, Buffer.from(JSON.stringify(huge)), 'application/vnd.oci.image.manifest.v1+json');
+    await pushManifest(registryUrl, repository, `${digest.replace(':', '-')}.sig`, Buffer.from(JSON.stringify(huge)), manifestType);
     const located = { registryHost: FIXTURE_HOST, repository, digest };
     const fetched = await clientFor(registryUrl).fetchSignatureArtifacts(located);
     expect(fetched.skipped).toEqual([{ reference: `${digest.replace(':', '-')}.sig`, reason: 'too-large' }]);
