@@ -7,7 +7,8 @@ import { isVerifiableMediaType } from '../../src/domain/trust/artifacts.js';
 
 const dir = path.join(import.meta.dirname, '..', 'fixtures', 'cosign');
 
-export type FixtureCase = 'signed' | 'signed-ed25519' | 'signed-bundle' | 'signed-referrer' | 'no-attestation' | 'untrusted' | 'wrong-digest' | 'unsigned';
+export type FixtureCase =
+  'signed' | 'signed-ed25519' | 'signed-bundle' | 'signed-referrer' | 'signed-keyless' | 'no-attestation' | 'untrusted' | 'wrong-digest' | 'unsigned';
 
 export interface FixtureManifest { digest: string, mediaType: string, tag?: string, subject?: string }
 
