@@ -45,6 +45,19 @@ function needOf (req: IncomingMessage): { repository: string, action: 'pull' | '
   return { repository: match[1], action: ['GET', 'HEAD'].includes(req.method ?? 'GET') ? 'pull' : 'push' };
 }
 
+/** The request, without its credentials, to the registry; upload locations rewritten to stay on the front. */
+function forward (req: IncomingMessage, res: ServerResponse, upstream: URL, base: string): void {
+  const { authorization: _dropped, host: _host, ...headers } = req.headers;
+  const forwarded = http.request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers }, (answer) => {
+    const location = answer.headers.location;
+    if (typeof location === 'string' && location.startsWith(upstream.origin)) answer.headers.location = `${base}${location.slice(upstream.origin.length)}`;
+    res.writeHead(answer.statusCode ?? 502, answer.headers);
+    answer.pipe(res);
+  });
+  forwarded.on('error', (err) => res.writeHead(502).end(String(err)));
+  req.pipe(forwarded);
+}
+
 export async function startRegistryProxy (options: RegistryProxyOptions): Promise<RegistryProxy> {
   const upstream = new URL(options.upstream);
   const tokens = new Map<string, Set<string>>();
@@ -103,15 +116,7 @@ export async function startRegistryProxy (options: RegistryProxyOptions): Promis
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"errors":[{"code":"NOT_FOUND"}]}');
       return;
     }
-    const { authorization: _dropped, host: _host, ...headers } = req.headers;
-    const forwarded = http.request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers }, (answer) => {
-      const location = answer.headers.location;
-      if (typeof location === 'string' && location.startsWith(upstream.origin)) answer.headers.location = `${base}${location.slice(upstream.origin.length)}`;
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
-    forwarded.on('error', (err) => res.writeHead(502).end(String(err)));
-    req.pipe(forwarded);
+    forward(req, res, upstream, base);
   };
 
   const server = options.tls === undefined ? http.createServer(handle) : https.createServer(options.tls, handle);
