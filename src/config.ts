@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { keylessVerifierFrom } from './domain/trust/keyless.js';
+import { loadRegistrySettings, type RegistrySettings } from './registryConfig.js';
 
 /** One label of a host name (RFC 1123). */
 const HOST_LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
@@ -101,6 +103,17 @@ export const EnvSchema = Type.Object({
     pattern: '^[\\x21-\\x7e]+$',
     description: 'bearer token GET /metrics requires (at least 16 visible ASCII characters); unset = /metrics is open, like /healthz',
   })),
+  REGISTRY_CONFIG_FILE: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 4096,
+    description: 'registry configuration file (JSON or YAML): per registry host its endpoint, credentials, CA and timeouts (docs/trust.md); ' +
+      'unset = every registry anonymous, https only, public addresses only',
+  })),
+  SIGSTORE_TRUSTED_ROOT_FILE: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 4096,
+    description: 'Sigstore trusted root (trusted_root.json) for keyless signatures in trust policies; never fetched at run time',
+  })),
   FAULT_INJECTION: Type.Optional(Type.String({
     pattern: '^[a-z-]+(,[a-z-]+)*$',
     description: 'TEST ONLY: comma-separated fault points at which the process kills itself (crash-safety tests)',
@@ -182,7 +195,33 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): AppConfig {
   if (config.AUTH_JWT_ALGORITHM && !config.AUTH_JWT_PUBLIC_KEY) {
     throw new ConfigError('AUTH_JWT_ALGORITHM: only meaningful with AUTH_JWT_PUBLIC_KEY');
   }
+  // Read once here so that a bad file stops the start; the app reads them again with the helpers below.
+  registrySettingsOf(config);
+  trustedRootOf(config);
   return config;
+}
+
+/** The registry configuration REGISTRY_CONFIG_FILE names (every host unlisted without it); ConfigError when it is bad. */
+export function registrySettingsOf (config: AppConfig): RegistrySettings {
+  try {
+    return loadRegistrySettings(config.REGISTRY_CONFIG_FILE);
+  } catch (err) {
+    throw new ConfigError(`REGISTRY_CONFIG_FILE: ${(err as Error).message}`);
+  }
+}
+
+/** The parsed Sigstore trusted root SIGSTORE_TRUSTED_ROOT_FILE names (undefined without it); ConfigError when it is not one. */
+export function trustedRootOf (config: AppConfig): unknown {
+  const file = config.SIGSTORE_TRUSTED_ROOT_FILE;
+  if (file === undefined) return undefined;
+  try {
+    const root = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+    keylessVerifierFrom(root);
+    return root;
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message.split('\n')[0];
+    throw new ConfigError(`SIGSTORE_TRUSTED_ROOT_FILE: ${file} is not a readable Sigstore trusted root (${reason})`);
+  }
 }
 
 /** The key tokens are verified with; undefined when none is configured (server.ts then provisions a development secret). */

@@ -75,9 +75,14 @@ export const errorCatalogue = {
   'registry-target-mismatch': { status: 422, title: "The event's registry host or repository is not the service's registry target" },
   'runtime-capability-missing': { status: 422, title: 'The reporter lacks the immutable image capability' },
   'runtime-attestation-missing': { status: 422, title: 'The immutable rollout report envelope is missing' },
+  'signature-missing': { status: 422, title: 'The digest has no signature' },
+  'signature-untrusted': { status: 422, title: 'The digest is signed, but by no signer the trust policy trusts' },
+  'signature-digest-mismatch': { status: 422, title: 'The trusted signature names another digest or repository' },
+  'attestation-missing': { status: 422, title: 'A required attestation is missing' },
   'request-header-too-large': { status: 431, title: 'The request head is too large' },
   'internal-error': { status: 500, title: 'Internal error' },
   'database-unavailable': { status: 503, title: 'The database is unavailable' },
+  'registry-unavailable': { status: 503, title: 'The image registry is unavailable' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof errorCatalogue;
@@ -155,6 +160,23 @@ const describeProblems = (problems: readonly Problem[]): string =>
     ? errorCatalogue['validation-failed'].title
     : problems.slice(0, 3).map((p) => `${p.field}: ${p.message}`).join('; ') +
       (problems.length > 3 ? ` (+${problems.length - 3} more)` : '');
+
+/** What a trust-chain refusal names (src/domain/trust/verify.ts): the image and what was found there. */
+export interface TrustRefusalParts {
+  /** The digest-pinned reference verified. */
+  image: string;
+  detail: string;
+  found: Readonly<Record<string, unknown>>;
+}
+
+/** Why a registry could not be used (`registry-unavailable`). */
+export type RegistryUnavailableReason =
+  'unreachable' | 'timeout' | 'server-error' | 'denied' | 'not-allowed' | 'invalid-response' | 'too-large';
+
+const REGISTRY_RETRY_AFTER_SECONDS = 5;
+
+const trustRefusal = (code: 'signature-missing' | 'signature-untrusted' | 'signature-digest-mismatch' | 'attestation-missing') =>
+  (parts: TrustRefusalParts): AppError => new AppError(code, { detail: parts.detail, details: { image: parts.image, ...parts.found } });
 
 /** One factory per code: the only way errors are built. */
 export const errors = {
@@ -289,6 +311,17 @@ export const errors = {
   runtimeAttestationMissing: (serviceId: string): AppError => new AppError('runtime-attestation-missing', {
     detail: `service '${serviceId}' requires immutable deployment: the immutableReport envelope is missing`,
   }),
+  signatureMissing: trustRefusal('signature-missing'),
+  signatureUntrusted: trustRefusal('signature-untrusted'),
+  signatureDigestMismatch: trustRefusal('signature-digest-mismatch'),
+  attestationMissing: trustRefusal('attestation-missing'),
+  registryUnavailable: (registryHost: string, reason: RegistryUnavailableReason, detail: string, cause?: unknown): AppError =>
+    new AppError('registry-unavailable', {
+      detail: `registry ${excerpt(registryHost)}: ${detail}; nothing was changed, try again shortly`,
+      details: { registryHost: excerpt(registryHost), reason, retryAfterSeconds: REGISTRY_RETRY_AFTER_SECONDS },
+      headers: { 'retry-after': String(REGISTRY_RETRY_AFTER_SECONDS) },
+      cause,
+    }),
   internalError: (cause: unknown): AppError => new AppError('internal-error', {
     detail: 'An internal error occurred; the request id identifies it in the server log',
     cause,

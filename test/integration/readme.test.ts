@@ -30,7 +30,7 @@ describe('README and docs/', () => {
 
   it('every relative link of the README and of docs/*.md names a file that exists', async () => {
     const files = ['README.md', 'docs/api.md', 'docs/errors.md', 'docs/metrics.md', 'docs/architecture.md', 'docs/decisions.md', 'docs/lifecycle.md',
-      'docs/operations.md', 'docs/cli.md', 'docs/console.md', 'docs/demo.md', 'docs/benchmarks.md'];
+      'docs/operations.md', 'docs/cli.md', 'docs/console.md', 'docs/demo.md', 'docs/benchmarks.md', 'docs/trust.md'];
     const missing: string[] = [];
     for (const file of files) {
       const text = await read(file);

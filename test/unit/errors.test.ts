@@ -40,6 +40,11 @@ describe('the error catalogue (src/errors.ts) and docs/errors.md', () => {
       invalidDeploymentPlan: [['no nodes']],
       pushEventConflict: ['evt-1', { tag: '1.0.0', imageId: 'img-1' }, { tag: '1.0.1', imageId: 'img-1' }],
       payloadTooLarge: [1024],
+      signatureMissing: [{ image: 'h/r@sha256:00', detail: 'no signature', found: {} }],
+      signatureUntrusted: [{ image: 'h/r@sha256:00', detail: 'untrusted', found: { signatures: 1 } }],
+      signatureDigestMismatch: [{ image: 'h/r@sha256:00', detail: 'another digest', found: {} }],
+      attestationMissing: [{ image: 'h/r@sha256:00', detail: 'missing', found: { missing: ['x'] } }],
+      registryUnavailable: ['registry.example.com', 'timeout', 'did not answer within 10000 ms'],
     };
     for (const [name, factory] of Object.entries(errors)) {
       const error = (factory as (...args: unknown[]) => AppError)(...(sample[name] ?? ['x', 'y']));
