@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { parsePublicKeyPems, parseSigningKeyPem } from './domain/attestation/keys.js';
 
 /** One label of a host name (RFC 1123). */
 const HOST_LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
@@ -101,6 +102,15 @@ export const EnvSchema = Type.Object({
     pattern: '^[\\x21-\\x7e]+$',
     description: 'bearer token GET /metrics requires (at least 16 visible ASCII characters); unset = /metrics is open, like /healthz',
   })),
+  ATTESTATION_SIGNING_KEY: Type.Optional(Type.String({
+    pattern: '-----BEGIN PRIVATE KEY-----',
+    description: 'PEM (PKCS#8, unencrypted) Ed25519 or ECDSA P-256 private key that signs attestations; ' +
+      'unset: npm start creates a development key under DATA_DIR',
+  })),
+  ATTESTATION_RETIRED_PUBLIC_KEYS: Type.Optional(Type.String({
+    pattern: '-----BEGIN PUBLIC KEY-----',
+    description: 'PEM bundle of the public keys that signed attestations before the current key (still listed, so old attestations verify)',
+  })),
   FAULT_INJECTION: Type.Optional(Type.String({
     pattern: '^[a-z-]+(,[a-z-]+)*$',
     description: 'TEST ONLY: comma-separated fault points at which the process kills itself (crash-safety tests)',
@@ -110,7 +120,9 @@ export const EnvSchema = Type.Object({
 export type AppConfig = Static<typeof EnvSchema>;
 
 /** Secrets may come from files instead (Docker secrets): `<NAME>_FILE` holds the path; the variable itself wins. */
-const fileVariables = ['MONGODB_URI', 'AUTH_JWT_SECRET', 'AUTH_JWT_PUBLIC_KEY', 'METRICS_TOKEN'] as const;
+const fileVariables = [
+  'MONGODB_URI', 'AUTH_JWT_SECRET', 'AUTH_JWT_PUBLIC_KEY', 'METRICS_TOKEN', 'ATTESTATION_SIGNING_KEY', 'ATTESTATION_RETIRED_PUBLIC_KEYS',
+] as const;
 
 export type AuthKey =
   | { kind: 'secret', secret: string }
@@ -182,7 +194,20 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): AppConfig {
   if (config.AUTH_JWT_ALGORITHM && !config.AUTH_JWT_PUBLIC_KEY) {
     throw new ConfigError('AUTH_JWT_ALGORITHM: only meaningful with AUTH_JWT_PUBLIC_KEY');
   }
+  checkAttestationKeys(config);
   return config;
+}
+
+/** The attestation keys must be keys this project signs and verifies with (the schema only saw PEM armour). */
+function checkAttestationKeys (config: AppConfig): void {
+  if (config.ATTESTATION_SIGNING_KEY) {
+    const parsed = parseSigningKeyPem(config.ATTESTATION_SIGNING_KEY);
+    if (!parsed.ok) throw new ConfigError(`ATTESTATION_SIGNING_KEY: ${parsed.problem}`);
+  }
+  if (config.ATTESTATION_RETIRED_PUBLIC_KEYS) {
+    const parsed = parsePublicKeyPems(config.ATTESTATION_RETIRED_PUBLIC_KEYS);
+    if (!parsed.ok) throw new ConfigError(`ATTESTATION_RETIRED_PUBLIC_KEYS: ${parsed.problem}`);
+  }
 }
 
 /** The key tokens are verified with; undefined when none is configured (server.ts then provisions a development secret). */
