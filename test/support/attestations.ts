@@ -49,7 +49,9 @@ export const sha256Of = (seed: string): `sha256:${string}` => `sha256:${createHa
 export const NODES = ['node-a', 'node-b', 'node-c'];
 export const T0 = Date.UTC(2026, 11, 4, 12, 0, 0);
 
-export function samplePlan (opts: { digest?: `sha256:${string}`, mode?: 'promotion' | 'rollback', generation?: number, host?: string, repository?: string } = {}) {
+export interface PlanOptions { digest?: `sha256:${string}`, mode?: 'promotion' | 'rollback', generation?: number, host?: string, repository?: string }
+
+export function samplePlan (opts: PlanOptions = {}) {
   const digest = opts.digest ?? sha256Of('demo-shop build 7');
   const host = opts.host ?? 'registry.example.com';
   const repository = opts.repository ?? 'demo/demo-shop';
@@ -130,7 +132,11 @@ export async function signedRevocation (signer: AttestationSigner, revoked: Sign
     service: { id: 'svc_demo-shop', name: 'demo-shop' },
     plan,
     revokes: { attestationId: `att_${revoked.digest.slice(0, 12)}`, envelopeDigest: revoked.digest },
-    reason: { kind: 'replica-mismatched', mismatchReason: 'pulled-digest-mismatch', detail: "replica 'node-b.2.g3' on node 'node-b' does not run the planned digest" },
+    reason: {
+      kind: 'replica-mismatched',
+      mismatchReason: 'pulled-digest-mismatch',
+      detail: "replica 'node-b.2.g3' on node 'node-b' does not run the planned digest",
+    },
     evidence: [{
       nodeName: 'node-b',
       deploymentId: 'node-b.2.g3',

@@ -45,6 +45,7 @@ export function verifyChain (members: readonly ChainMember[], after?: string): C
   }
   const fork = findFork(members);
   if (!fork.ok) return fork;
+  // Order first: a list put out of order also shows a gap where it jumps, and "reordered" is what happened.
   for (let i = 1; i < members.length; i++) {
     const before = members[i - 1] as ChainMember;
     const m = members[i] as ChainMember;
@@ -52,6 +53,10 @@ export function verifyChain (members: readonly ChainMember[], after?: string): C
       return refuse('chain-reordered', `the chain is out of order: sequence ${m.chain.sequence} (${m.envelopeDigest}) ` +
         `comes after sequence ${before.chain.sequence}`);
     }
+  }
+  for (let i = 1; i < members.length; i++) {
+    const before = members[i - 1] as ChainMember;
+    const m = members[i] as ChainMember;
     if (m.chain.sequence !== before.chain.sequence + 1) {
       return refuse('chain-gap', `the chain has a gap: sequence ${before.chain.sequence} is followed by ${m.chain.sequence}`);
     }
