@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { authKeyOf, ConfigError, loadConfig, type AppConfig } from './config.js';
@@ -107,7 +108,7 @@ async function withAuthKey (config: AppConfig): Promise<{ config: AppConfig, not
 }
 
 /** The configured attestation signing key, else the development key under DATA_DIR (created on first start). */
-async function withSigningKey (config: AppConfig): Promise<{ config: AppConfig, note?: string }> {
+async function withSigningKey (config: AppConfig): Promise<{ config: AppConfig, note?: string, created?: string }> {
   if (config.ATTESTATION_SIGNING_KEY) return { config };
   let dev: { pem: string, created: boolean };
   try {
@@ -118,7 +119,7 @@ async function withSigningKey (config: AppConfig): Promise<{ config: AppConfig, 
   }
   const note = `no ATTESTATION_SIGNING_KEY set: signing attestations with the development key ${dev.created ? 'just created ' : ''}` +
     `in ${devSigningKeyPath(config.DATA_DIR)}`;
-  return { config: { ...config, ATTESTATION_SIGNING_KEY: dev.pem }, note };
+  return { config: { ...config, ATTESTATION_SIGNING_KEY: dev.pem }, note, ...(dev.created ? { created: devSigningKeyPath(config.DATA_DIR) } : {}) };
 }
 
 async function main (): Promise<void> {
@@ -126,12 +127,14 @@ async function main (): Promise<void> {
   // The database first: without one this installation can use, nothing else (no development secret) is written.
   const database = await openDatabase(configured);
   const { config: authKeyed, note } = await withAuthKey(configured);
-  const { config: keyed, note: signingNote } = await withSigningKey(authKeyed);
+  const { config: keyed, note: signingNote, created: createdKey } = await withSigningKey(authKeyed);
   const app = await buildApp({ config: { ...keyed, MONGODB_URI: database.uri } }).catch(async (err: unknown) => {
     // A value that passed the schema but cannot be used (a connection string the driver refuses, a key that is not one).
     if (!(err instanceof ConfigError)) throw err;
     releaseStartupLines('muted');
     await database.stop();
+    // A refused start leaves nothing behind: the development signing key it just made goes again (it signed nothing).
+    if (createdKey !== undefined) await rm(createdKey, { force: true });
     stop(EXIT_CONFIGURATION, `configuration error: ${err.message}`);
   });
   if (note) app.log.warn(note);
