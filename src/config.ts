@@ -3,6 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { keylessVerifierFrom } from './domain/trust/keyless.js';
 import { loadRegistrySettings, type RegistrySettings } from './registryConfig.js';
+import { parsePublicKeyPems, parseSigningKeyPem } from './domain/attestation/keys.js';
 
 /** One label of a host name (RFC 1123). */
 const HOST_LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
@@ -114,6 +115,15 @@ export const EnvSchema = Type.Object({
     maxLength: 4096,
     description: 'Sigstore trusted root (trusted_root.json) for keyless signatures in trust policies; never fetched at run time',
   })),
+  ATTESTATION_SIGNING_KEY: Type.Optional(Type.String({
+    pattern: '-----BEGIN PRIVATE KEY-----',
+    description: 'PEM (PKCS#8, unencrypted) Ed25519 or ECDSA P-256 private key that signs attestations; ' +
+      'unset: npm start creates a development key under DATA_DIR',
+  })),
+  ATTESTATION_RETIRED_PUBLIC_KEYS: Type.Optional(Type.String({
+    pattern: '-----BEGIN PUBLIC KEY-----',
+    description: 'PEM bundle of the public keys that signed attestations before the current key (still listed, so old attestations verify)',
+  })),
   FAULT_INJECTION: Type.Optional(Type.String({
     pattern: '^[a-z-]+(,[a-z-]+)*$',
     description: 'TEST ONLY: comma-separated fault points at which the process kills itself (crash-safety tests)',
@@ -123,7 +133,9 @@ export const EnvSchema = Type.Object({
 export type AppConfig = Static<typeof EnvSchema>;
 
 /** Secrets may come from files instead (Docker secrets): `<NAME>_FILE` holds the path; the variable itself wins. */
-const fileVariables = ['MONGODB_URI', 'AUTH_JWT_SECRET', 'AUTH_JWT_PUBLIC_KEY', 'METRICS_TOKEN'] as const;
+const fileVariables = [
+  'MONGODB_URI', 'AUTH_JWT_SECRET', 'AUTH_JWT_PUBLIC_KEY', 'METRICS_TOKEN', 'ATTESTATION_SIGNING_KEY', 'ATTESTATION_RETIRED_PUBLIC_KEYS',
+] as const;
 
 export type AuthKey =
   | { kind: 'secret', secret: string }
@@ -198,6 +210,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): AppConfig {
   // Read once here so that a bad file stops the start; the app reads them again with the helpers below.
   registrySettingsOf(config);
   trustedRootOf(config);
+  checkAttestationKeys(config);
   return config;
 }
 
@@ -221,6 +234,18 @@ export function trustedRootOf (config: AppConfig): unknown {
   } catch (err) {
     const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message.split('\n')[0];
     throw new ConfigError(`SIGSTORE_TRUSTED_ROOT_FILE: ${file} is not a readable Sigstore trusted root (${reason})`);
+  }
+}
+
+/** The attestation keys must be keys this project signs and verifies with (the schema only saw PEM armour). */
+function checkAttestationKeys (config: AppConfig): void {
+  if (config.ATTESTATION_SIGNING_KEY) {
+    const parsed = parseSigningKeyPem(config.ATTESTATION_SIGNING_KEY);
+    if (!parsed.ok) throw new ConfigError(`ATTESTATION_SIGNING_KEY: ${parsed.problem}`);
+  }
+  if (config.ATTESTATION_RETIRED_PUBLIC_KEYS) {
+    const parsed = parsePublicKeyPems(config.ATTESTATION_RETIRED_PUBLIC_KEYS);
+    if (!parsed.ok) throw new ConfigError(`ATTESTATION_RETIRED_PUBLIC_KEYS: ${parsed.problem}`);
   }
 }
 

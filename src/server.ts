@@ -1,7 +1,8 @@
+import { rm } from 'node:fs/promises';
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { authKeyOf, ConfigError, loadConfig, type AppConfig } from './config.js';
-import { devSecretPath, loadOrCreateDevSecret } from './devSecret.js';
+import { devSecretPath, devSigningKeyPath, loadOrCreateDevSecret, loadOrCreateDevSigningKey } from './devSecret.js';
 
 /**
  * `npm start`: config → database (MONGODB_URI, else the local development database under
@@ -106,19 +107,38 @@ async function withAuthKey (config: AppConfig): Promise<{ config: AppConfig, not
   return { config: { ...config, AUTH_JWT_SECRET: dev.secret }, note };
 }
 
+/** The configured attestation signing key, else the development key under DATA_DIR (created on first start). */
+async function withSigningKey (config: AppConfig): Promise<{ config: AppConfig, note?: string, created?: string }> {
+  if (config.ATTESTATION_SIGNING_KEY) return { config };
+  let dev: { pem: string, created: boolean };
+  try {
+    dev = await loadOrCreateDevSigningKey(config.DATA_DIR);
+  } catch (err) {
+    stop(EXIT_FAILED, `start-up failed: no ATTESTATION_SIGNING_KEY set, and the development signing key ${devSigningKeyPath(config.DATA_DIR)} ` +
+      `cannot be read or created (${(err as NodeJS.ErrnoException).code ?? messageOf(err)})`);
+  }
+  const note = `no ATTESTATION_SIGNING_KEY set: signing attestations with the development key ${dev.created ? 'just created ' : ''}` +
+    `in ${devSigningKeyPath(config.DATA_DIR)}`;
+  return { config: { ...config, ATTESTATION_SIGNING_KEY: dev.pem }, note, ...(dev.created ? { created: devSigningKeyPath(config.DATA_DIR) } : {}) };
+}
+
 async function main (): Promise<void> {
   const configured = configOrExit();
   // The database first: without one this installation can use, nothing else (no development secret) is written.
   const database = await openDatabase(configured);
-  const { config: keyed, note } = await withAuthKey(configured);
+  const { config: authKeyed, note } = await withAuthKey(configured);
+  const { config: keyed, note: signingNote, created: createdKey } = await withSigningKey(authKeyed);
   const app = await buildApp({ config: { ...keyed, MONGODB_URI: database.uri } }).catch(async (err: unknown) => {
     // A value that passed the schema but cannot be used (a connection string the driver refuses, a key that is not one).
     if (!(err instanceof ConfigError)) throw err;
     releaseStartupLines('muted');
     await database.stop();
+    // A refused start leaves nothing behind: the development signing key it just made goes again (it signed nothing).
+    if (createdKey !== undefined) await rm(createdKey, { force: true });
     stop(EXIT_CONFIGURATION, `configuration error: ${err.message}`);
   });
   if (note) app.log.warn(note);
+  if (signingNote) app.log.warn(signingNote);
 
   closeWithGrace({
     delay: configured.SHUTDOWN_TIMEOUT_MS,

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createPrivateKey } from 'node:crypto';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -69,6 +70,10 @@ describe('the server process (npm start)', () => {
     expect(first.logs.some((l) => l.includes('npm run token -- --role admin'))).toBe(true);
 
     const secret = (await readFile(join(dataDir, 'dev-jwt-secret'), 'utf8')).trim();
+    // No ATTESTATION_SIGNING_KEY: a development signing key (Ed25519) is made beside the secret, said at start-up, and kept.
+    const signingKey = await readFile(join(dataDir, 'dev-attestation-key.pem'), 'utf8');
+    expect(createPrivateKey(signingKey).asymmetricKeyType).toBe('ed25519');
+    expect(first.logs.some((l) => l.includes('signing attestations with the development key just created'))).toBe(true);
     const admin = await mintToken({ kind: 'secret', secret }, { subject: 'op', role: 'admin' });
     const created = await fetch(`${first.url}/v1/services`, {
       method: 'POST',
@@ -83,6 +88,7 @@ describe('the server process (npm start)', () => {
     // named on the start-up line"): startServer finds the port from it. Nothing else below warn is written.
     const second = await startServer(dataDir, { LOG_LEVEL: 'warn' });
     expect(second.logs.filter((l) => l.includes('"level":30'))).toEqual([expect.stringContaining('listening on http://127.0.0.1:')]);
+    expect(await readFile(join(dataDir, 'dev-attestation-key.pem'), 'utf8')).toBe(signingKey);
     try {
       const read = await fetch(`${second.url}/v1/services/${service.id}`, { headers: { authorization: `Bearer ${admin}` } });
       expect(read.status).toBe(200);

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,6 +69,22 @@ describe('start-up with a configuration value that passes the pattern but cannot
     const exit = await start({ MONGODB_URI: 'mongodb://127.0.0.1:1/', AUTH_JWT_PUBLIC_KEY: pem, AUTH_JWT_ALGORITHM: 'ES256', DATA_DIR: dataDir });
     expect({ code: exit.code, lines: lines(exit.stderr).length }).toEqual({ code: 2, lines: 1 });
     expect(exit.stderr).toMatch(/^configuration error: AUTH_JWT_(PUBLIC_KEY|ALGORITHM): /);
+  });
+
+  it('an ATTESTATION_SIGNING_KEY_FILE holding an RSA key: one line naming it, exit 2, and the key is not echoed', async () => {
+    const keyDir = await mkdtemp(join(tmpdir(), 'adv3-signing-'));
+    try {
+      const pem = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+      await writeFile(join(keyDir, 'key.pem'), pem);
+      const exit = await start({ MONGODB_URI: 'mongodb://127.0.0.1:1/', AUTH_JWT_SECRET: secret, ATTESTATION_SIGNING_KEY_FILE: join(keyDir, 'key.pem'), DATA_DIR: dataDir });
+      expect({ code: exit.code, lines: lines(exit.stderr) }).toEqual({
+        code: 2,
+        lines: ['configuration error: ATTESTATION_SIGNING_KEY: a rsa key: only Ed25519 and ECDSA P-256 keys sign attestations'],
+      });
+      expect(exit.stderr + exit.stdout).not.toContain(pem.split('\n')[1]);
+    } finally {
+      await rm(keyDir, { recursive: true, force: true });
+    }
   });
 
   it('nothing was written to DATA_DIR by these refused starts', async () => {

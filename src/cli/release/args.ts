@@ -51,11 +51,24 @@ export type CommandArgs =
 
 export type IssueArgs = Extract<CommandArgs, { command: 'promote' | 'rollback' | 'abort' }>;
 
+/** `attestation verify`: what to verify (a file, or a rollout's attestations from the server), against which keys. */
+export interface AttestationVerifyArgs {
+  source: { kind: 'file', path: string } | { kind: 'server', serviceId: string, rolloutId: string };
+  keyFiles: string[];
+  serverKeys: boolean;
+  /** `sha256:<hex>` */
+  digest?: string;
+  chainFiles: string[];
+  /** Bare lower-case hex. */
+  after?: string;
+}
+
 export type Invocation =
   | { kind: 'help', text: string }
   | { kind: 'version' }
   | { kind: 'completion', shell: Shell }
-  | { kind: 'run', command: Exclude<Command, 'completion'>, output: OutputSettings, connection: Connection, args: CommandArgs };
+  | { kind: 'attestation', output: OutputSettings, connection?: Connection, args: AttestationVerifyArgs }
+  | { kind: 'run', command: Exclude<Command, 'completion' | 'attestation'>, output: OutputSettings, connection: Connection, args: CommandArgs };
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 
@@ -217,7 +230,7 @@ const requireService = (values: ParsedValues, command: Command): string => {
 };
 
 /** The arguments of one command, from its options (already checked to belong to it). */
-function commandArgsOf (command: Exclude<Command, 'completion'>, values: ParsedValues): CommandArgs {
+function commandArgsOf (command: Exclude<Command, 'completion' | 'attestation'>, values: ParsedValues): CommandArgs {
   switch (command) {
     case 'list':
     case 'history':
@@ -266,6 +279,44 @@ function completionOf (rest: string[]): Invocation {
   return { kind: 'completion', shell: shell as Shell };
 }
 
+const SHA256_HEX = /^(?:sha256:)?([a-f0-9]{64})$/;
+
+/**
+ * `attestation verify`: a file, or a service's rollout to fetch; keys from files and/or the
+ * server. The server (CLOUDLY_URL, CLOUDLY_TOKEN) is needed only to fetch; a file checked against
+ * key files needs none.
+ */
+function attestationOf (rest: string[], values: ParsedValues, env: NodeJS.ProcessEnv): Invocation {
+  const [sub, extra] = rest;
+  if (sub !== 'verify') throw usageError(sub === undefined ? "'attestation' needs a subcommand: verify" : `attestation: unknown subcommand '${sub}': verify`);
+  if (extra !== undefined) throw usageError(`unexpected argument '${extra}'`);
+  const path = nonEmpty(values.file, 'file');
+  const serviceId = idOption(values.service, 'service');
+  if (values.rollout !== undefined && values['rollout-id'] !== undefined) throw usageError('--rollout and --rollout-id are the same option: give one');
+  const rolloutId = idOption(values.rollout ?? values['rollout-id'], values.rollout === undefined ? 'rollout-id' : 'rollout');
+  if ((path === undefined) === (serviceId === undefined)) throw usageError("'attestation verify' needs --file FILE, or --service ID --rollout ID");
+  if ((serviceId === undefined) !== (rolloutId === undefined)) {
+    throw usageError(serviceId === undefined ? '--rollout goes with --service' : '--service needs --rollout');
+  }
+  const keyFiles = values.key ?? [];
+  const serverKeys = values['server-keys'] === true;
+  if (keyFiles.length === 0 && !serverKeys) throw usageError("'attestation verify' needs --key PEM (repeatable), or --server-keys");
+  const digest = values.digest === undefined ? undefined : SHA256_HEX.exec(values.digest.toLowerCase())?.[1];
+  if (values.digest !== undefined && digest === undefined) throw usageError(`--digest must be sha256:<64 hex digits>, got '${values.digest}'`);
+  const after = values.after === undefined ? undefined : SHA256_HEX.exec(values.after.toLowerCase())?.[1];
+  if (values.after !== undefined && after === undefined) throw usageError(`--after must be an attestation digest (64 hex digits), got '${values.after}'`);
+  const args: AttestationVerifyArgs = {
+    source: path !== undefined ? { kind: 'file', path } : { kind: 'server', serviceId: serviceId ?? '', rolloutId: rolloutId ?? '' },
+    keyFiles,
+    serverKeys,
+    ...(digest === undefined ? {} : { digest: `sha256:${digest}` }),
+    chainFiles: values.chain ?? [],
+    ...(after === undefined ? {} : { after }),
+  };
+  const needsServer = args.source.kind === 'server' || serverKeys;
+  return { kind: 'attestation', output: outputOf(values, env), ...(needsServer ? { connection: connectionOf(values, env) } : {}), args };
+}
+
 /** Parses argv (without node and the script) and the environment. Throws CliError (exit 3) on bad input. */
 export function parseInvocation (argv: string[], env: NodeJS.ProcessEnv): Invocation {
   const { values, positionals } = parse(argv);
@@ -287,6 +338,7 @@ export function parseInvocation (argv: string[], env: NodeJS.ProcessEnv): Invoca
     if (!optionsOf[command].includes(name)) throw usageError(`--${name} is not an option of '${command}'`);
   }
   if (command === 'completion') return completionOf(rest);
+  if (command === 'attestation') return attestationOf(rest, values, env);
   if (rest.length > 0) throw usageError(`unexpected argument '${rest[0]}' (ids are given with --service, --release, --rollout-id)`);
 
   const args = commandArgsOf(command, values);

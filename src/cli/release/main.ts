@@ -1,5 +1,6 @@
 import { parseInvocation, requestedFormat, type OutputSettings } from './args.js';
-import { runCommand } from './commands.js';
+import { verifyAttestationCommand } from './attestation.js';
+import { runCommand, type CommandResult } from './commands.js';
 import { completionScript } from './completion.js';
 import { CliError, ExitCode } from './errors.js';
 import { ApiClient } from './http.js';
@@ -70,6 +71,16 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, io: Io): Pro
     case 'completion':
       io.stdout.write(completionScript(invocation.shell));
       return ExitCode.ok;
+    case 'attestation': {
+      // Offline unless it fetches: a client only with a connection.
+      const client = invocation.connection ? new ApiClient({ ...invocation.connection, log }) : undefined;
+      try {
+        const result = await verifyAttestationCommand({ ...(client ? { client } : {}), log }, invocation.args);
+        return await writeResult(io, invocation.output.format, 'attestation', result);
+      } catch (err) {
+        return await fail(err, 'attestation', invocation.output.format);
+      }
+    }
     case 'run':
       break;
   }
@@ -78,17 +89,21 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, io: Io): Pro
   live.sink = sink;
   const client = new ApiClient({ ...connection, log });
   try {
-    const result = await runCommand({ client, env, io, output, log, sink }, args);
-    if (output.format !== 'table') {
-      const doc = { ok: result.exitCode === ExitCode.ok, command, exitCode: result.exitCode, ...result.json };
-      io.stdout.write(`${(await documentRenderer(output.format))(doc)}\n`);
-      // The CI log should say why without parsing the document (unless the sink already said it on stderr).
-      if (result.exitCode !== ExitCode.ok && !result.shown) for (const line of result.text.split('\n')) io.stderr.write(`${PREFIX}: ${line}\n`);
-    } else if (!result.shown) {
-      io.stdout.write(`${result.text}\n`);
-    }
-    return result.exitCode;
+    return await writeResult(io, output.format, command, await runCommand({ client, env, io, output, log, sink }, args));
   } catch (err) {
     return await fail(err, command, output.format);
   }
+}
+
+/** A command's result: one document on stdout (-o json|yaml), else its text (unless already shown). Returns its exit code. */
+async function writeResult (io: Io, format: OutputSettings['format'], command: Command, result: CommandResult): Promise<number> {
+  if (format !== 'table') {
+    const doc = { ok: result.exitCode === ExitCode.ok, command, exitCode: result.exitCode, ...result.json };
+    io.stdout.write(`${(await documentRenderer(format))(doc)}\n`);
+    // The CI log should say why without parsing the document (unless the sink already said it on stderr).
+    if (result.exitCode !== ExitCode.ok && !result.shown) for (const line of result.text.split('\n')) io.stderr.write(`${PREFIX}: ${line}\n`);
+  } else if (!result.shown) {
+    io.stdout.write(`${result.text}\n`);
+  }
+  return result.exitCode;
 }

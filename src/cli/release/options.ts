@@ -4,7 +4,7 @@
  * (completion.ts) are all built from it, so they cannot disagree.
  */
 
-export const commands = ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'completion'] as const;
+export const commands = ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'attestation', 'completion'] as const;
 export type Command = typeof commands[number];
 
 export const isCommand = (s: string): s is Command => (commands as readonly string[]).includes(s);
@@ -23,9 +23,14 @@ export type OutputFormat = typeof outputFormats[number];
 export const shells = ['bash', 'zsh'] as const;
 export type Shell = typeof shells[number];
 
+/** The words that follow a command that has subcommands (or arguments from a fixed set). */
+export const subcommands: Partial<Record<Command, readonly string[]>> = { completion: shells, attestation: ['verify'] };
+
 interface OptionSpec {
   type: 'string' | 'boolean';
   short?: string;
+  /** May be given more than once (the values are collected in order). */
+  multiple?: boolean;
   /** For help and completion: what the value is (string options). */
   value?: string;
   /** The values a completion can offer. */
@@ -59,6 +64,13 @@ export const options = {
   timeout: { type: 'string', value: 'DURATION', description: 'give up after this long, exit 2' },
   'poll-interval': { type: 'string', value: 'DURATION', description: 'polling period without the event stream (default 2s)' },
   'no-sse': { type: 'boolean', description: 'poll only, never open the event stream' },
+  file: { type: 'string', short: 'f', value: 'FILE', description: 'an attestation: an AttestationView JSON or a bare DSSE envelope' },
+  rollout: { type: 'string', value: 'ID', description: 'the rollout whose attestations to fetch (with --service)' },
+  key: { type: 'string', multiple: true, value: 'PEM', description: 'a trusted public key file (PEM; repeatable; a bundle may hold several)' },
+  'server-keys': { type: 'boolean', description: 'also trust the keys GET /v1/attestation-keys lists' },
+  digest: { type: 'string', value: 'DIGEST', description: 'the image digest the subject must name (sha256:…)' },
+  chain: { type: 'string', multiple: true, value: 'FILE', description: 'the attestations before it, oldest first (repeatable)' },
+  after: { type: 'string', value: 'SHA256', description: 'the digest of the attestation the chain must follow' },
 } as const satisfies Record<string, OptionSpec>;
 
 export type OptionName = keyof typeof options;
@@ -77,6 +89,7 @@ export const optionsOf: Record<Command, readonly OptionName[]> = {
   rollback: [...connection, 'release', ...issuing],
   abort: [...connection, ...issuing],
   wait: [...connection, 'service', 'rollout-id', ...following],
+  attestation: [...connection, 'file', 'service', 'rollout', 'rollout-id', 'key', 'server-keys', 'digest', 'chain', 'after'],
   completion: ['help', 'version'],
 };
 
@@ -90,6 +103,10 @@ export const commandSummaries: Record<Command, { synopsis: string, description: 
   rollback: { synopsis: '--service ID --release ID [--wait]', description: 'roll back to a previously accepted release' },
   abort: { synopsis: '--service ID [--wait]', description: 'abort the current rollout: roll back to the last verified release' },
   wait: { synopsis: '--service ID [--rollout-id ID]', description: 'follow a rollout until it succeeds, fails or times out' },
+  attestation: {
+    synopsis: 'verify --file F | --service ID --rollout ID',
+    description: 'verify an attestation offline: signature, subject, predicate, chain',
+  },
   completion: { synopsis: 'bash|zsh', description: 'print a shell completion script' },
 };
 

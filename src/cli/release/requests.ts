@@ -82,3 +82,10 @@ export const abortRequest = (input: IssueInput): ApiRequest => ({
   headers: { 'idempotency-key': input.idempotencyKey },
   body: { expectedRolloutGeneration: input.expectedGeneration, expectedCurrentRolloutId: input.expectedRolloutId, reason: input.reason },
 });
+
+/** GET /v1/services/:id/attestations?rolloutId= (the attestations of one rollout) */
+export const attestationsRequest = (serviceId: string, rolloutId: string): ApiRequest =>
+  ({ method: 'GET', path: `${servicePath(serviceId)}/attestations${queryString({ rolloutId })}` });
+
+/** GET /v1/attestation-keys (the public keys attestations are signed with, retired ones included) */
+export const attestationKeysRequest = (): ApiRequest => ({ method: 'GET', path: '/v1/attestation-keys' });

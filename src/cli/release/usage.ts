@@ -1,7 +1,7 @@
 import { commandSummaries, commands, defaults } from './options.js';
 
 const commandLines = commands
-  .map((c) => `  ${c.padEnd(11)}${commandSummaries[c].synopsis.padEnd(42)}${commandSummaries[c].description}`)
+  .map((c) => `  ${c.padEnd(12)}${commandSummaries[c].synopsis.padEnd(44)}${commandSummaries[c].description}`)
   .join('\n');
 
 /** `cloudly-release --help`. test/unit/cli/args.test.ts checks that it names every command and option. */
@@ -34,6 +34,16 @@ wait (and --wait)
   --timeout DURATION         give up after this long, exit 2 (default 10m; e.g. 90s, 10m, 1h)
   --poll-interval DURATION   polling period when the event stream is unavailable (default 2s)
   --no-sse                   poll only, never open the event stream
+
+attestation verify (no server needed with --file and --key)
+  -f, --file FILE            the attestation: an AttestationView JSON (as the API lists it) or a bare DSSE envelope
+  --service ID --rollout ID  instead: fetch the rollout's attestations (GET /v1/services/ID/attestations?rolloutId=ID)
+  --key PEM                  a trusted public key file (repeatable; a PEM bundle may hold several, e.g. retired keys)
+  --server-keys              also trust the keys the server lists (GET /v1/attestation-keys): weaker than your own copy
+  --digest sha256:HEX        the image digest the attestation must be about
+  --chain FILE               an earlier attestation of the service, oldest first (repeatable): the chain must lead to it
+  --after SHA256             the digest of the attestation the chain (or the attestation) must directly follow
+  exit 0 accepted · 1 refused, the reason on stderr · 3 usage · 4 server unreachable (fetching)
 
 every command
   --url URL                  control plane base URL (default: $CLOUDLY_URL)

@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { cliEntry } from './harness.js';
 
-const commands = ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'completion'];
+const commands = ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'attestation', 'completion'];
 
 /**
  * `cloudly-release completion bash|zsh`, as a user installs it: the built CLI prints the script,
@@ -45,6 +45,9 @@ describe('cloudly-release completion', () => {
     expect(complete(['cloudly-release', 'status', '--wa'])).toEqual(['--watch']);
     expect(complete(['cloudly-release', 'list', '-o', ''])).toEqual(['table', 'json', 'yaml']);
     expect(complete(['cloudly-release', 'completion', ''])).toEqual(['bash', 'zsh']);
+    expect(complete(['cloudly-release', 'attestation', 've'])).toEqual(['verify']);
+    expect(complete(['cloudly-release', 'attestation', 'verify', '--ke'])).toEqual(['--key']);
+    expect(complete(['cloudly-release', 'attestation', 'verify', '--c'])).toEqual(['--chain']);
     // The value of an option is not the command: `--url X status --wa` still completes status's options.
     expect(complete(['cloudly-release', '--url', 'https://x', 'status', '--wa'])).toEqual(['--watch']);
     expect(complete(['cloudly-release', 'promote', '--service', ''])).toEqual([]);
@@ -56,5 +59,6 @@ describe('cloudly-release completion', () => {
     for (const command of commands) expect(zsh).toContain(`    ${command})`);
     expect(zsh).toContain("'(--output -o)'{--output,-o}'[table (default), json or yaml]:format:(table json yaml)'");
     expect(zsh).toContain('compdef _cloudly_release cloudly-release');
+    expect(zsh).toContain("      '1:subcommand:(verify)' \\\n");
   });
 });

@@ -166,6 +166,36 @@ describe('cloudly-release argument parsing', () => {
     expect(requestedFormat(['wait'])).toBe('table');
   });
 
+  it('attestation verify: a file with key files needs no server; fetching needs CLOUDLY_URL and CLOUDLY_TOKEN', () => {
+    const offline = parseInvocation(['attestation', 'verify', '--file', 'a.json', '--key', 'k1.pem', '--key', 'k2.pem', '--chain', 'c1.json',
+      '--chain', 'c2.json', '--digest', `SHA256:${'A'.repeat(64)}`, '--after', 'b'.repeat(64)], {});
+    expect(offline).toEqual({
+      kind: 'attestation',
+      output: { format: 'table', color: true },
+      args: {
+        source: { kind: 'file', path: 'a.json' },
+        keyFiles: ['k1.pem', 'k2.pem'],
+        serverKeys: false,
+        digest: `sha256:${'a'.repeat(64)}`,
+        chainFiles: ['c1.json', 'c2.json'],
+        after: 'b'.repeat(64),
+      },
+    });
+    const fetched = parseInvocation(['attestation', 'verify', '-s', 'svc', '--rollout', 'ro_1', '--server-keys', '--json'], env);
+    expect(fetched).toMatchObject({
+      kind: 'attestation',
+      connection: { baseUrl: 'https://cloudly.example.com' },
+      args: { source: { kind: 'server', serviceId: 'svc', rolloutId: 'ro_1' } },
+    });
+    expect(refusal(['attestation', 'verify', '--file', 'a.json', '--server-keys'], {}).message).toMatch(/CLOUDLY_URL is not set/);
+    expect(refusal(['attestation', 'verify', '--file', 'a.json', '--service', 's', '--rollout', 'r', '--key', 'k']).message)
+      .toMatch(/needs --file FILE, or --service/);
+    expect(refusal(['attestation', 'verify', '--file', 'a.json', '--key', 'k', '--after', 'xyz']).message).toMatch(/--after must be an attestation digest/);
+    expect(refusal(['attestation', 'verify', '--file', 'a.json', '--key', 'k', '--watch']).message).toMatch(/--watch is not an option of 'attestation'/);
+    expect(refusal(['attestation']).message).toMatch(/'attestation' needs a subcommand: verify/);
+    expect(refusal(['status', '-s', 's', '--key', 'k']).message).toMatch(/--key is not an option of 'status'/);
+  });
+
   it('the help text names every command and every option', () => {
     for (const command of commands) expect(usageText, command).toMatch(new RegExp(`^  ${command} `, 'm'));
     for (const name of Object.keys(options)) expect(usageText, name).toContain(`--${name}`);

@@ -1,0 +1,38 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Id, Timestamp } from '../../contracts/common.js';
+import { literalUnion } from '../../contracts/literals.js';
+import { DsseEnvelope } from './dsse.js';
+import { AttestationKey } from './keys.js';
+import { Sha256Hex } from './schemas.js';
+
+/**
+ * The API shapes of attestations (PLAN: `GET /v1/services/:serviceId/attestations`,
+ * `GET /v1/attestation-keys`), shared by the routes the lead adds and the CLI that reads them.
+ */
+
+export const AttestationKind = literalUnion(['runtime-verification', 'revocation']);
+export type AttestationKind = Static<typeof AttestationKind>;
+
+export const AttestationView = Type.Object({
+  id: Id,
+  serviceId: Id,
+  rolloutId: Id,
+  generation: Type.Integer({ minimum: 1 }),
+  kind: AttestationKind,
+  issuedAt: Timestamp,
+  keyId: Sha256Hex,
+  envelope: DsseEnvelope,
+  summaryEnvelope: Type.Optional(DsseEnvelope),
+  revokes: Type.Optional(Id),
+  digest: Type.String({
+    pattern: '^[a-f0-9]{64}$',
+    description: 'sha256 hex of the envelope\'s canonical JSON (RFC 8785): what the next attestation links to',
+  }),
+}, { additionalProperties: false });
+export type AttestationView = Static<typeof AttestationView>;
+
+export const AttestationPage = Type.Object({ attestations: Type.Array(AttestationView), nextCursor: Type.Optional(Type.String()) });
+export type AttestationPage = Static<typeof AttestationPage>;
+
+export const AttestationKeyList = Type.Object({ keys: Type.Array(AttestationKey) });
+export type AttestationKeyList = Static<typeof AttestationKeyList>;

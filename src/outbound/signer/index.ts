@@ -1,0 +1,1 @@
+export { attestationSignerFrom, ConfiguredAttestationSigner } from './keyStore.js';
