@@ -51,6 +51,7 @@ export const errorCatalogue = {
   'request-header-too-large': { status: 431, title: 'The request head is too large' },
   'internal-error': { status: 500, title: 'Internal error' },
   'database-unavailable': { status: 503, title: 'The database is unavailable' },
+  'database-refused': { status: 503, title: 'The database refused what the service needs' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof errorCatalogue;
@@ -273,5 +274,14 @@ export const errors = {
     headers: { 'retry-after': '2' },
     details: { retryAfterSeconds: 2 },
     cause,
+  }),
+  /**
+   * The database answered, but refused a command the service needs (`refused`: `createIndexes <index> on
+   * <collection>`) or breaks a guarantee the design rests on (`refused`: the guarantee, from the conformance
+   * check); `reason` is the server's answer or what it did, bounded. Not retryable as it is: an operator acts.
+   */
+  databaseRefused: (refused: string, reason: string): AppError => new AppError('database-refused', {
+    detail: `the database refused: ${excerpt(refused, 120)}: ${excerpt(reason, 400)}`,
+    details: { refused: excerpt(refused, 120), reason: excerpt(reason, 400) },
   }),
 } as const;

@@ -36,6 +36,8 @@ export interface StartFerretDbOptions {
   backend: 'sqlite' | 'postgresql'
   sqliteDir?: string
   postgresqlUrl?: string
+  /** Default 0: a free port chosen by the OS. */
+  port?: number
   log?: LogLine
   startTimeoutMs?: number
 }
@@ -139,13 +141,13 @@ function backendArgs (opts: StartFerretDbOptions, dir: string): string[] {
   return ['--handler=postgresql', `--postgresql-url=${opts.postgresqlUrl}`];
 }
 
-/** Starts FerretDB on a free port of 127.0.0.1 and resolves once it listens. */
+/** Starts FerretDB on 127.0.0.1 (a free port unless `port` is given) and resolves once it listens. */
 export async function startFerretDb (opts: StartFerretDbOptions): Promise<FerretDb> {
   const binary = await ensureFerretDbBuilt({ log: opts.log });
   const ownDir = opts.sqliteDir === undefined;
   const dir = opts.sqliteDir ?? await mkdtemp(path.join(tmpdir(), 'ferretdb-'));
   await mkdir(dir, { recursive: true });
-  const args = [...backendArgs(opts, dir), '--listen-addr=127.0.0.1:0', '--debug-addr=-', `--state-dir=${dir}`,
+  const args = [...backendArgs(opts, dir), `--listen-addr=127.0.0.1:${opts.port ?? 0}`, '--debug-addr=-', `--state-dir=${dir}`,
     '--telemetry=disable', '--log-level=info', '--log-format=json'];
   const child = spawn(process.execPath, ['-e', guardian, binary, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
   let tail = '';
