@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Db, MongoClientOptions } from 'mongodb';
 import type { ConformanceCheck, ConformanceReport } from '../domain/ports/database.js';
 import {
-  boundedPush, compareAndSwap, guardedUpdates, increments, indexPlanCreation, projectedFindOneAndUpdate, unorderedBulkWrite, uniqueInserts,
-  type ProbeContext, type ScratchDoc,
+  boundedPush, compareAndSwap, guardedUpdates, increments, indexPlanCreation, projectedFindOneAndUpdate, unorderedBulkWrite, unorderedReplacements,
+  uniqueInserts, type ProbeContext, type ScratchDoc,
 } from './conformanceChecks.js';
 import { clientFor } from './connectionString.js';
 
@@ -89,7 +89,8 @@ async function runChecks (db: Db, concurrency: number, rounds: number): Promise<
   };
   try {
     const checks: ConformanceCheck[] = [];
-    for (const check of [compareAndSwap, guardedUpdates, increments, uniqueInserts, projectedFindOneAndUpdate, boundedPush, unorderedBulkWrite]) {
+    const each = [compareAndSwap, guardedUpdates, increments, uniqueInserts, projectedFindOneAndUpdate, boundedPush, unorderedBulkWrite, unorderedReplacements];
+    for (const check of each) {
       checks.push(await check(ctx));
     }
     checks.push(...await indexPlanCreation(ctx));

@@ -20,6 +20,7 @@ export interface ScratchDoc {
   a?: number;
   b?: string;
   list?: number[];
+  fence?: string;
 }
 
 export interface ProbeContext {
@@ -211,8 +212,7 @@ export const unorderedBulkWrite: Check = async ({ scratch }) => {
       if (isDatabaseUnavailableError(err) && !isTransient(err)) throw err;
       return refused(guarantee, check, `insertMany with ordered: false: the server answered ${serverAnswer(err)}`);
     }
-    const writeErrors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-    refusedIndexes = writeErrors.filter((writeError) => writeError.code === DUPLICATE_KEY).map((writeError) => writeError.index);
+    refusedIndexes = writeErrorIndexes(err);
   }
   const written = (await collection.find({ _id: { $in: ['after-1', 'after-2'] } }).toArray()).length;
   if (JSON.stringify(refusedIndexes) !== '[0]' || written !== 2) {
@@ -220,6 +220,44 @@ export const unorderedBulkWrite: Check = async ({ scratch }) => {
       `and wrote ${written} of the 2 (expected [0] and 2): the store would lose the writes after a refused one`);
   }
   return passed(guarantee, check, 'refused the duplicate (operation 0) and wrote the 2 after it');
+};
+
+/** The write errors of a bulk write, by operation index (only duplicate keys count as refusals the store expects). */
+function writeErrorIndexes (err: MongoBulkWriteError): number[] {
+  const writeErrors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+  return writeErrors.filter((writeError) => writeError.code === DUPLICATE_KEY).map((writeError) => writeError.index);
+}
+
+/**
+ * The report records' group commit (src/store/reportStore.ts): replacements by fence (a unique sparse
+ * index), upserting, unordered, one of them stale. The server must name exactly the refused operation:
+ * the store tells each writer from the write errors' indexes whether its compare-and-swap won.
+ */
+export const unorderedReplacements: Check = async ({ scratch }) => {
+  const guarantee = 'unordered bulk writes';
+  const check = 'bulkWrite of fenced replacements, ordered: false';
+  const collection = scratch('fenced');
+  try {
+    await collection.createIndex({ fence: 1 }, { unique: true, sparse: true, name: 'fence_unique' });
+    await collection.insertMany(['r0', 'r1', 'r2'].map((_id) => ({ _id, fence: `${_id}@1` })));
+    // r1's replacement names a version it is not at: no match, the upsert collides with r1's _id (refused).
+    await collection.bulkWrite(['r0@1', 'r1@0', 'r2@1'].map((fence, i) => ({
+      replaceOne: { filter: { fence }, replacement: { _id: `r${i}`, fence: `r${i}@2` }, upsert: true },
+    })), { ordered: false });
+    return refused(guarantee, check, 'a replacement whose upsert duplicates an _id was not refused');
+  } catch (err) {
+    if (!(err instanceof MongoBulkWriteError)) {
+      if (isDatabaseUnavailableError(err) && !isTransient(err)) throw err;
+      return refused(guarantee, check, `bulkWrite with ordered: false: the server answered ${serverAnswer(err)}`);
+    }
+    const named = writeErrorIndexes(err);
+    const fences = (await collection.find({}, { sort: { _id: 1 } }).toArray()).map((doc) => doc.fence).join(', ');
+    if (JSON.stringify(named) !== '[1]' || fences !== 'r0@2, r1@1, r2@2') {
+      return refused(guarantee, check, `of 3 fenced replacements (the second stale) the server named [${named.join(', ')}] as refused and left ` +
+        `${fences} (expected [1] and r0@2, r1@1, r2@2): the store would tell writers the wrong outcome of their compare-and-swap`);
+    }
+  }
+  return passed(guarantee, check, 'named exactly the stale replacement (operation 1) as refused and wrote the 2 others');
 };
 
 /** Every index of the plan, created on scratch collections: unique ones are required, the TTL index and the others optional. */
