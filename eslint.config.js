@@ -4,7 +4,9 @@ import neostandard from 'neostandard';
  * The dependency direction (STYLE.md): http → operations → domain ← store. The domain imports
  * neither fastify, mongodb nor the store; the adapters import neither mongodb nor the store; the
  * runtime tree never imports the development database launcher (src/server.ts reaches it by a
- * dynamic import the compiler does not follow). test/unit/architecture.test.ts checks the same.
+ * dynamic import the compiler does not follow). Two files compose the store: src/app.ts (the service)
+ * and src/checkDatabase.ts (the database check, which imports nothing of the app).
+ * test/unit/architecture.test.ts checks the same.
  */
 const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
 const forbidden = {
@@ -47,6 +49,12 @@ export default [
     files: ['src/outbound/**'],
     rules: restrict([forbidden.fastify, forbidden.mongodb, forbidden.store, forbidden.http, forbidden.operations, forbidden.tools]),
   },
-  { files: ['src/contracts/**', 'src/cli/**', 'src/*.ts'], ignores: ['src/app.ts'], rules: restrict([forbidden.mongodb, forbidden.store, forbidden.tools]) },
+  {
+    files: ['src/contracts/**', 'src/cli/**', 'src/*.ts'],
+    ignores: ['src/app.ts', 'src/checkDatabase.ts'],
+    rules: restrict([forbidden.mongodb, forbidden.store, forbidden.tools]),
+  },
   { files: ['src/app.ts'], rules: restrict([forbidden.mongodb, forbidden.tools]) },
+  // The database check is a second composition root (an operator's command beside src/server.ts): it opens the store, never the app or its adapters.
+  { files: ['src/checkDatabase.ts'], rules: restrict([forbidden.mongodb, forbidden.http, forbidden.operations, forbidden.outbound, forbidden.tools]) },
 ];

@@ -5,8 +5,9 @@ import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyRep
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { authKeyOf, ConfigError, faultPointsOf, type AppConfig } from './config.js';
 import { consolePlugin } from './console/plugin.js';
+import type { DatabaseHealth } from './domain/ports/database.js';
 import type { Repositories } from './domain/ports/index.js';
-import { errors, type ErrorCode } from './errors.js';
+import { errors, isAppError, type ErrorCode } from './errors.js';
 import { faultHookFromConfig, type FaultHook } from './faults.js';
 import { stripAccessToken } from './http/accessToken.js';
 import { createTokenVerifier } from './http/auth.js';
@@ -40,7 +41,7 @@ import { reportSnapshot } from './operations/reportSnapshot.js';
 import { rollBack } from './operations/rollBack.js';
 import { serviceOperations } from './operations/services.js';
 import type { Telemetry } from './domain/ports/telemetry.js';
-import { InvalidConnectionString, openStore } from './store/index.js';
+import { conformanceBoundMs, InvalidConnectionString, openStore } from './store/index.js';
 
 export interface BuildAppOptions {
   /** The configuration; MONGODB_URI and a JWT key must be set (src/server.ts provisions them for development). */
@@ -53,6 +54,12 @@ export interface BuildAppOptions {
   statusStream?: { pollIntervalMs?: number, heartbeatMs?: number };
   /** The use cases' clock (tests of deadlines and stability windows); defaults to Date.now. */
   now?: () => number;
+  /**
+   * Run the database conformance check before the repositories reach the database (fail closed: a
+   * server that would break a guarantee is refused, docs/operations.md); default true. The tests' apps
+   * turn it off (the suite's database is checked by test/integration/store/conformance.test.ts).
+   */
+  checkDatabase?: boolean;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -75,6 +82,10 @@ export const loggerOptions = (config: AppConfig): NonNullable<FastifyServerOptio
  */
 function serverOptions (config: AppConfig, onFrameworkError: (code: ErrorCode) => void): FastifyHttpOptions<Server> {
   return {
+    // The start-up onReady hook runs the database check (bounded by conformanceBoundMs) and creates the
+    // index plan: Fastify's default 10 s for a hook is less than a loaded machine takes for both (a crash
+    // storm of 3 processes starting at once on 2 busy cores took longer), and a timed-out hook fails the start.
+    pluginTimeout: conformanceBoundMs(config.MONGODB_TIMEOUT_MS) + 30_000,
     bodyLimit: config.BODY_LIMIT_BYTES,
     // Ids in paths may be 128 characters (contracts `Id`); Fastify's default of 100 answers 414.
     routerOptions: { maxParamLength: 256 },
@@ -208,6 +219,39 @@ function sweepIdempotencyRecords (app: FastifyInstance, repos: Repositories, int
 }
 
 /**
+ * At start-up (before listening): the conformance check, then the index plan, each told in the log.
+ * A database that breaks a guarantee stops the start (the error is thrown: src/server.ts exits with its
+ * line); one that does not answer is checked once it does (the repositories wait for it, /readyz
+ * fails until then); refused indexes are named with the server's answer.
+ */
+async function prepareDatabase (app: FastifyInstance, health: DatabaseHealth): Promise<void> {
+  try {
+    const report = await health.verifyConformance();
+    if (report !== undefined) {
+      app.log.info({ server: report.server, elapsedMs: report.elapsedMs }, `database check passed in ${report.elapsedMs} ms (${report.server})`);
+      for (const check of report.checks.filter((c) => c.outcome === 'degraded')) app.log.warn(`database: ${check.guarantee} degraded: ${check.detail}`);
+    }
+  } catch (err) {
+    if (isAppError(err) && err.code === 'database-refused') throw err;
+    app.log.warn({ err }, 'the database did not answer at start-up: it is checked, and its indexes created, once it does; /readyz fails until then');
+    return;
+  }
+  try {
+    const outcome = await health.ensureIndexes();
+    for (const refusal of outcome.refused) {
+      const fallback = refusal.ttl ? 'expired idempotency records are removed by the periodic sweep only' : 'the queries it serves scan its collection';
+      app.log.warn(refusal, `the database refused the index ${refusal.name} on ${refusal.collection} (${refusal.reason}): ${fallback}`);
+    }
+  } catch (err) {
+    if (isAppError(err) && err.code === 'database-refused') {
+      app.log.error({ ...err.details }, `${err.message}; /readyz answers database-refused until it is mended`);
+    } else {
+      app.log.warn({ err }, 'the database did not answer while its indexes were created at start-up; /readyz creates them once it does');
+    }
+  }
+}
+
+/**
  * Composes the service and returns it un-started (tests use `inject` or `listen` on port 0):
  * the store, the use cases, the REST and TypedRequest adapters and the error handler. The
  * database is connected lazily; indexes are created at ready time, or later by /readyz when the
@@ -234,12 +278,11 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
     dbName: config.MONGODB_DB,
     timeoutMs: config.MONGODB_TIMEOUT_MS,
     onMonitorHung: (info) => { app.log.error(info, 'the database driver\'s server monitor hung; reconnecting the client'); },
+    checkConformance: opts.checkDatabase ?? true,
   }));
   app.addHook('onClose', async () => { await store.close(); });
   store.onHeartbeatFailed(() => { metrics.databaseHeartbeatFailures.inc(); });
-  app.addHook('onReady', async () => {
-    await store.health.ensureIndexes().catch((err: unknown) => { app.log.warn({ err }, 'database not reachable at start-up; /readyz fails until it is'); });
-  });
+  app.addHook('onReady', async () => { await prepareDatabase(app, store.health); });
   registerAnswerHeaders(app);
   registerErrorHandling(app, { onErrorAnswered: (code) => { metrics.errorAnswered(code); }, bodyLimitBytes: config.BODY_LIMIT_BYTES });
 

@@ -83,6 +83,7 @@ export const errorCatalogue = {
   'internal-error': { status: 500, title: 'Internal error' },
   'database-unavailable': { status: 503, title: 'The database is unavailable' },
   'registry-unavailable': { status: 503, title: 'The image registry is unavailable' },
+  'database-refused': { status: 503, title: 'The database refused what the service needs' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof errorCatalogue;
@@ -336,5 +337,14 @@ export const errors = {
     headers: { 'retry-after': '2' },
     details: { retryAfterSeconds: 2 },
     cause,
+  }),
+  /**
+   * The database answered, but refused a command the service needs (`refused`: `createIndexes <index> on
+   * <collection>`) or breaks a guarantee the design rests on (`refused`: the guarantee, from the conformance
+   * check); `reason` is the server's answer or what it did, bounded. Not retryable as it is: an operator acts.
+   */
+  databaseRefused: (refused: string, reason: string): AppError => new AppError('database-refused', {
+    detail: `the database refused: ${excerpt(refused, 120)}: ${excerpt(reason, 400)}`,
+    details: { refused: excerpt(refused, 120), reason: excerpt(reason, 400) },
   }),
 } as const;

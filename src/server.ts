@@ -3,6 +3,7 @@ import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { authKeyOf, ConfigError, loadConfig, type AppConfig } from './config.js';
 import { devSecretPath, devSigningKeyPath, loadOrCreateDevSecret, loadOrCreateDevSigningKey } from './devSecret.js';
+import { isAppError } from './errors.js';
 
 /**
  * `npm start`: config → database (MONGODB_URI, else the local development database under
@@ -13,7 +14,9 @@ import { devSecretPath, devSigningKeyPath, loadOrCreateDevSecret, loadOrCreateDe
  * A start that cannot succeed ends with ONE line on stderr and an exit code (docs/operations.md):
  * 2 = configuration error (a bad variable; no MONGODB_URI where there is no local development
  * database, as in the image), 3 = refused (DATA_DIR in use by another server, LOCAL_DATABASE_PORT
- * taken), 1 = anything else that failed (the line says what).
+ * taken), 4 = the database refused: it failed the conformance check, run before listening, because it
+ * would break a guarantee the service rests on (`database refused: <guarantee>: <what it did>`), 1 =
+ * anything else that failed (the line says what).
  */
 
 /** The development database launcher (tools/dev-database), as far as the server needs to know it. */
@@ -31,6 +34,7 @@ interface Database {
 const EXIT_FAILED = 1;
 const EXIT_CONFIGURATION = 2;
 const EXIT_REFUSED = 3;
+const EXIT_DATABASE_REFUSED = 4;
 
 const say = (line: string): void => { process.stderr.write(`${line}\n`); };
 
@@ -166,6 +170,10 @@ async function main (): Promise<void> {
   } catch (err) {
     releaseStartupLines('muted');
     await database.stop();
+    // The conformance check ran before listening (buildApp's onReady) and refused the database.
+    if (isAppError(err) && err.code === 'database-refused') {
+      stop(EXIT_DATABASE_REFUSED, `database refused: ${String(err.details['refused'])}: ${String(err.details['reason'])}`);
+    }
     stop(EXIT_FAILED, `start-up failed: cannot listen on ${keyed.HOST}:${keyed.PORT} (${(err as NodeJS.ErrnoException).code ?? messageOf(err)})`);
   }
 }

@@ -1,11 +1,13 @@
-import type { DatabaseHealth, Repositories } from '../domain/ports/index.js';
+import type { DatabaseHealth } from '../domain/ports/database.js';
+import type { Repositories } from '../domain/ports/index.js';
 import { ClusterStore } from './clusterStore.js';
 import { EventLogStore } from './eventLogStore.js';
 import { withDomainErrors } from './driverErrors.js';
 import { IdempotencyStore } from './idempotencyStore.js';
 import { Database, type DatabaseOptions } from './mongo.js';
 
-export { InvalidConnectionString } from './mongo.js';
+export { probeConformance, ConformanceTimeout, type ProbeOptions } from './conformance.js';
+export { conformanceBoundMs, InvalidConnectionString } from './mongo.js';
 import { PushEventStore } from './pushEventStore.js';
 import { ReleaseStore } from './releaseStore.js';
 import { ReportStore } from './reportStore.js';
@@ -27,15 +29,16 @@ export interface Store {
  */
 export function openStore (options: DatabaseOptions): Store {
   const database = new Database(options);
+  const guarded = <T extends object>(repository: T): T => withDomainErrors(gatedByConformance(repository, database));
   const repositories: Repositories = {
-    services: withDomainErrors(new ServiceStore(database)),
-    releases: withDomainErrors(new ReleaseStore(database)),
-    pushEvents: withDomainErrors(new PushEventStore(database)),
-    clusters: withDomainErrors(new ClusterStore(database)),
-    rollouts: withDomainErrors(new RolloutStore(database)),
-    idempotency: withDomainErrors(new IdempotencyStore(database)),
-    reports: withDomainErrors(new ReportStore(database)),
-    events: withDomainErrors(new EventLogStore(database)),
+    services: guarded(new ServiceStore(database)),
+    releases: guarded(new ReleaseStore(database)),
+    pushEvents: guarded(new PushEventStore(database)),
+    clusters: guarded(new ClusterStore(database)),
+    rollouts: guarded(new RolloutStore(database)),
+    idempotency: guarded(new IdempotencyStore(database)),
+    reports: guarded(new ReportStore(database)),
+    events: guarded(new EventLogStore(database)),
   };
   return {
     repositories,
@@ -43,4 +46,30 @@ export function openStore (options: DatabaseOptions): Store {
     onHeartbeatFailed: (listener) => { database.onHeartbeatFailed(listener); },
     close: () => database.close(),
   };
+}
+
+/** The constructor of every `async` function: how the gate tells the methods that reach the database. */
+const AsyncFunction = (async () => {}).constructor;
+
+/**
+ * Fail closed (issue 24): until the database has passed the conformance check (when it is required),
+ * every method of a repository that reaches the database waits for the check, and fails with it
+ * (`database-refused`, `database-unavailable`) — requests, the lifecycle sweeper and the idempotency
+ * sweep alike write nothing to a database that would break the guarantees. Once it passed, a method
+ * is called directly. Only `async` methods reach the database; the few plain ones compute
+ * (test/unit/store/conformanceGate.test.ts keeps it so).
+ */
+export function gatedByConformance<T extends object> (repository: T, database: Pick<Database, 'conformanceGate'>): T {
+  return new Proxy(repository, {
+    get (target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      // Called on the repository itself, never on this proxy: its methods use private fields.
+      if (!(value instanceof AsyncFunction)) return (...args: unknown[]): unknown => value.apply(target, args);
+      return (...args: unknown[]): unknown => {
+        const waiting = database.conformanceGate();
+        return waiting === undefined ? value.apply(target, args) : waiting.then(() => value.apply(target, args));
+      };
+    },
+  });
 }

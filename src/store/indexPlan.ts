@@ -17,6 +17,16 @@ export interface IndexPlanEntry {
   serves: string;
 }
 
+/** The entry's options for createIndex, without the ones it does not set (a `unique: null` sent is refused by some servers). */
+export function indexOptions (entry: IndexPlanEntry): { name: string, unique?: boolean, sparse?: boolean, expireAfterSeconds?: number } {
+  return {
+    name: entry.name,
+    ...(entry.unique === undefined ? {} : { unique: entry.unique }),
+    ...(entry.sparse === undefined ? {} : { sparse: entry.sparse }),
+    ...(entry.expireAfterSeconds === undefined ? {} : { expireAfterSeconds: entry.expireAfterSeconds }),
+  };
+}
+
 export const collections = {
   services: 'services',
   clusters: 'clusters',

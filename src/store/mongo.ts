@@ -1,7 +1,12 @@
-import { MongoClient, type Db, type IndexDescription, type MongoClientOptions } from 'mongodb';
-import type { DatabaseHealth } from '../domain/ports/index.js';
+import type { Db, MongoClient, MongoClientOptions } from 'mongodb';
+import type { ConformanceCheck, ConformanceReport, DatabaseHealth, IndexPlanOutcome } from '../domain/ports/database.js';
+import { errors } from '../errors.js';
+import { ConformanceTimeout, probeConformance } from './conformance.js';
+import { clientFor } from './connectionString.js';
+import { serverAnswer } from './conformanceChecks.js';
 import { endWritesWithTheirConnection } from './driverConnection.js';
-import { indexPlan } from './indexPlan.js';
+import { isDatabaseUnavailableError } from './driverErrors.js';
+import { indexOptions, indexPlan } from './indexPlan.js';
 
 export interface DatabaseOptions {
   uri: string;
@@ -13,27 +18,20 @@ export interface DatabaseOptions {
   maxPoolSize?: number;
   /** Told when the driver's server monitor hung and the client is reconnected (see `Database`). */
   onMonitorHung?: (info: { heartbeatStartedMsAgo: number }) => void;
+  /**
+   * The database must pass the conformance check (./conformance.ts) before the repositories reach it
+   * (src/store/index.ts gates them); default false (the tests' apps, on the suite's own database).
+   */
+  checkConformance?: boolean;
 }
 
-/** A connection string the driver cannot use: why, without the string itself (it may hold a password). */
-export class InvalidConnectionString extends Error {
-  constructor (reason: string) {
-    super(reason);
-    this.name = 'InvalidConnectionString';
-  }
-}
+/** How long the conformance check may take (connections included) before it counts as not concluded (a database that answers but hangs midway). */
+export const conformanceBoundMs = (timeoutMs: number): number => Math.max(20_000, timeoutMs * 5);
 
-/** The client for a connection string, or InvalidConnectionString (the driver parses it here, without connecting). */
-function clientFor (uri: string, options: MongoClientOptions): MongoClient {
-  try {
-    return new MongoClient(uri, options);
-  } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    // Never the string itself, nor anything of its user info, whatever the driver's message quotes of it.
-    const redacted = reason.split(uri).join('<the connection string>').replace(/\/\/[^@\s/]*@/g, '//<credentials>@').slice(0, 200);
-    throw new InvalidConnectionString(`not a connection string the MongoDB driver can use (${redacted})`);
-  }
-}
+export { InvalidConnectionString } from './connectionString.js';
+
+/** The refusal of a check as the error every caller answers (`database-refused`): the guarantee and what the server did. */
+export const conformanceRefusal = (check: ConformanceCheck): Error => errors.databaseRefused(check.guarantee, check.detail);
 
 /**
  * The one owner of the driver. Everything that talks to MongoDB gets its
@@ -44,6 +42,10 @@ export class Database implements DatabaseHealth {
   readonly client: MongoClient;
   readonly db: Db;
   #indexesReady = false;
+  readonly #probe: { uri: string, dbName: string, clientOptions: MongoClientOptions, timeoutMs: number } | undefined;
+  /** The report of the conformance check once it concluded (passed or refused: a server does not change its nature). */
+  #conformance: ConformanceReport | undefined;
+  #checking: Promise<ConformanceReport> | undefined;
   /** When each server's heartbeat in flight started, by server address (one monitor per member of a replica set). */
   readonly #heartbeatsSince = new Map<string, number>();
   #reconnectPending = false;
@@ -59,11 +61,14 @@ export class Database implements DatabaseHealth {
     // under load): the request is answered 503 with Retry-After instead of queueing without bound
     // behind requests whose clients gave up long ago.
     const commandBoundMs = Math.max(5_000, Math.round(opts.timeoutMs * 2.5));
-    this.client = clientFor(opts.uri, {
+    const connection: MongoClientOptions = {
       appName: opts.appName ?? 'cloudly-release-control-plane',
       serverSelectionTimeoutMS: opts.timeoutMs,
       connectTimeoutMS: opts.timeoutMs,
       socketTimeoutMS: commandBoundMs,
+    };
+    this.client = clientFor(opts.uri, {
+      ...connection,
       waitQueueTimeoutMS: commandBoundMs,
       heartbeatFrequencyMS: 2_000,
       maxPoolSize: opts.maxPoolSize ?? 50,
@@ -74,6 +79,10 @@ export class Database implements DatabaseHealth {
       ignoreUndefined: true,
     });
     this.db = this.client.db(opts.dbName);
+    // Bounded: a database that answers but hangs midway is not checked for longer than this (then: not concluded, tried again).
+    this.#probe = opts.checkConformance === true
+      ? { uri: opts.uri, dbName: opts.dbName, clientOptions: connection, timeoutMs: conformanceBoundMs(opts.timeoutMs) }
+      : undefined;
 
     // Watchdog for a driver 6.22 hang: a server heartbeat written to a monitoring connection
     // whose socket the database closed a moment earlier (the database stopping) waits for a
@@ -126,22 +135,64 @@ export class Database implements DatabaseHealth {
     }
   }
 
-  get indexesReady (): boolean {
-    return this.#indexesReady;
+  get ready (): boolean {
+    const conformant = this.#probe === undefined || (this.#conformance !== undefined && this.#conformance.refused === undefined);
+    return this.#indexesReady && conformant;
   }
 
-  /** Creates every index of the plan. Idempotent: re-creating an identical index is a no-op. */
-  async ensureIndexes (): Promise<void> {
-    const byCollection = new Map<string, IndexDescription[]>();
+  /**
+   * Undefined when the repositories may reach the database (the check passed, or is not required);
+   * else the check under way, which rejects with why they may not.
+   */
+  conformanceGate (): Promise<unknown> | undefined {
+    if (this.#probe === undefined || (this.#conformance !== undefined && this.#conformance.refused === undefined)) return undefined;
+    return this.verifyConformance();
+  }
+
+  async verifyConformance (): Promise<ConformanceReport | undefined> {
+    const probe = this.#probe;
+    if (probe === undefined) return undefined;
+    if (this.#conformance === undefined) {
+      // One check at a time, shared by every caller that waits for it (requests, /readyz, start-up).
+      this.#checking ??= probeConformance(probe).finally(() => { this.#checking = undefined; });
+      try {
+        this.#conformance = await this.#checking;
+      } catch (err) {
+        if (err instanceof ConformanceTimeout) throw errors.databaseUnavailable(err);
+        if (isDatabaseUnavailableError(err)) throw err;
+        // A command of the check itself refused (no right to create a collection, say): told, not kept.
+        throw errors.databaseRefused('the conformance check', serverAnswer(err));
+      }
+    }
+    if (this.#conformance.refused !== undefined) throw conformanceRefusal(this.#conformance.refused);
+    return this.#conformance;
+  }
+
+  /**
+   * Creates each index of the plan on its own (idempotent: re-creating an identical index is a no-op),
+   * so that one refused index (a TTL option FerretDB does not implement) leaves the others created.
+   */
+  async ensureIndexes (): Promise<IndexPlanOutcome> {
+    const outcome: IndexPlanOutcome = { created: 0, refused: [] };
     for (const entry of indexPlan) {
-      const list = byCollection.get(entry.collection) ?? [];
-      list.push({ key: entry.key, name: entry.name, unique: entry.unique, sparse: entry.sparse, expireAfterSeconds: entry.expireAfterSeconds });
-      byCollection.set(entry.collection, list);
+      const { collection, name, key, unique, expireAfterSeconds } = entry;
+      try {
+        await this.db.collection(collection).createIndex(key, indexOptions(entry));
+        outcome.created++;
+      } catch (err) {
+        if (isDatabaseUnavailableError(err)) throw err;
+        outcome.refused.push({ collection, name, unique: unique === true, ttl: expireAfterSeconds !== undefined, reason: serverAnswer(err) });
+      }
     }
-    for (const [collection, indexes] of byCollection) {
-      await this.db.collection(collection).createIndexes(indexes);
-    }
+    const unique = outcome.refused.find((refusal) => refusal.unique);
+    if (unique !== undefined) throw errors.databaseRefused(`createIndexes ${unique.name} on ${unique.collection}`, unique.reason);
     this.#indexesReady = true;
+    return outcome;
+  }
+
+  async prepare (): Promise<void> {
+    await this.verifyConformance();
+    await this.ensureIndexes();
   }
 
   /** True when the database answers a ping within `timeoutMs`. Never throws. */

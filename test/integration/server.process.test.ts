@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createPrivateKey } from 'node:crypto';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
@@ -8,7 +7,7 @@ import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/http/auth.js';
 import { serviceData } from '../support/app.js';
-import { inheritedEnv, serverEntry, startServerProcess } from '../support/fleet.js';
+import { inheritedEnv, runToExit, startServerProcess, type Exited } from '../support/fleet.js';
 
 /**
  * `npm start` as an operator runs it: the compiled server (built by `pretest`),
@@ -18,21 +17,6 @@ const startServer = (dataDir: string, env: Record<string, string> = {}) =>
   startServerProcess({ ...inheritedEnv(), DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', ...env }, { timeoutMs: 90_000 });
 
 const repositoryRoot = join(import.meta.dirname, '..', '..');
-
-interface Exited { code: number | null, stdout: string, stderr: string }
-
-/** Runs `node <entry>` with exactly `env` until it exits by itself (SIGKILL after `timeoutMs`: then code is null). */
-async function runToExit (env: Record<string, string>, entry = serverEntry, timeoutMs = 60_000): Promise<Exited> {
-  const child = spawn(process.execPath, [entry], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-  clearTimeout(timer);
-  return { code, stdout, stderr };
-}
 
 /** The whole output is exactly one line matching `line`: no stack trace (Java `at …` or Node's), nothing on stdout. */
 function expectOneLine (result: Exited, line: RegExp): void {

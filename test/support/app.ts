@@ -65,7 +65,8 @@ export async function buildTestApp (overrides: Partial<AppConfig> = {}, appOptio
   const { logStream, ...buildOptions } = appOptions;
   const testLogger = process.env['TEST_LOG'] ? { level: 'debug' } : false;
   const logger = logStream ? { ...productionLogger(config), stream: logStream } : (buildOptions.logger ?? testLogger);
-  const app = await buildApp({ config, ...buildOptions, logger });
+  // The suite's database is checked once, by test/integration/store/conformance.test.ts, not by every app.
+  const app = await buildApp({ config, checkDatabase: false, ...buildOptions, logger });
   await app.ready();
   const client = new MongoClient(config.MONGODB_URI ?? '', { serverSelectionTimeoutMS: 5_000 });
   const db = client.db(config.MONGODB_DB);

@@ -185,6 +185,24 @@ export async function startServerProcess (env: Record<string, string>, opts: Sta
   });
 }
 
+export interface Exited { code: number | null, stdout: string, stderr: string }
+
+/**
+ * Runs `node <entry> [...args]` (default: the compiled server) with exactly `env` until it exits by
+ * itself, for starts that must fail and one-shot commands; SIGKILL after `timeoutMs` (then code is null).
+ */
+export async function runToExit (env: Record<string, string>, entry = serverEntry, timeoutMs = 60_000, args: string[] = []): Promise<Exited> {
+  const child = spawn(process.execPath, [entry, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
 function remember (logs: string[], line: string): void {
   logs.push(line);
   if (logs.length > LOG_LINES_KEPT) logs.splice(0, logs.length - LOG_LINES_KEPT);

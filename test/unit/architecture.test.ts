@@ -60,11 +60,20 @@ describe('the dependency direction', () => {
     expect(show(bad)).toEqual([]);
   });
 
-  it('only the store imports the driver; only src/app.ts composes the store', () => {
+  it('only the store imports the driver; only src/app.ts and src/checkDatabase.ts compose the store', () => {
     const driver = all.filter((i) => isPackage(i, 'mongodb') && !i.file.startsWith('src/store/'));
     expect(show(driver)).toEqual([]);
-    const store = all.filter((i) => i.target.startsWith('src/store') && !i.file.startsWith('src/store/') && i.file !== 'src/app.ts');
+    const composers = ['src/app.ts', 'src/checkDatabase.ts'];
+    const store = all.filter((i) => i.target.startsWith('src/store') && !i.file.startsWith('src/store/') && !composers.includes(i.file));
     expect(show(store)).toEqual([]);
+  });
+
+  it('the database check (an operator\'s command) composes the store alone: no app, no adapters, no use cases', () => {
+    const check = all.filter((i) => i.file === 'src/checkDatabase.ts');
+    expect(check.some((i) => i.target.startsWith('src/store'))).toBe(true);
+    const bad = check.filter((i) => ['src/app', 'src/http', 'src/operations', 'src/outbound', 'src/server'].some((layer) => i.target.startsWith(layer)) ||
+      isPackage(i, 'fastify') || i.target.startsWith('@fastify/'));
+    expect(show(bad)).toEqual([]);
   });
 
   it('nothing in the runtime tree imports the development database launcher or the tests', () => {

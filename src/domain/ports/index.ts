@@ -402,13 +402,8 @@ export interface ReportRepository {
 
 // The database as a whole ----------------------------------------------------------
 
-export interface DatabaseHealth {
-  /** True when the database answers a ping within `timeoutMs`. Never throws. */
-  ping(timeoutMs: number): Promise<boolean>;
-  readonly indexesReady: boolean;
-  /** Creates every index of the plan (idempotent). */
-  ensureIndexes(): Promise<void>;
-}
+// Declared in ./database.ts (the conformance check and the index plan's outcome, issue 24).
+export type { DatabaseHealth } from './database.js';
 
 /** Every repository, over one database. */
 export interface Repositories {

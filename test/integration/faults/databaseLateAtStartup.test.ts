@@ -54,7 +54,7 @@ describe('a server started before its database (MONGODB_URI set, database not up
     expect((await request(server.url, { path: '/readyz' })).status).toBe(503);
     // Wait until the start-up index creation has failed (it is logged), then bring the database up.
     await eventually('the start-up index creation failed', async () => {
-      expect(server!.logs.some((line) => line.includes('database not reachable at start-up'))).toBe(true);
+      expect(server!.logs.some((line) => line.includes('the database did not answer at start-up'))).toBe(true);
     });
     mongo = await startLocalMongo({ backend: 'memory', port });
 
