@@ -204,8 +204,12 @@ export function compileWindow (window: IPromotionWindow, scope: WindowScope, fie
   const dtstart = s && `${pad(s.year, 4)}${pad(s.month)}${pad(s.day)}T${pad(s.hour)}${pad(s.minute)}${pad(s.second)}`;
   let rule: RRuleTemporal;
   try {
-    rule = new RRuleTemporal({ rruleString: `DTSTART;TZID=${window.timeZone}:${dtstart}\nRRULE:${rrule}` });
-    if (rule.all((_, i) => i < 1).length === 0) throw new Error('no occurrence');
+    const rruleString = `DTSTART;TZID=${window.timeZone}:${dtstart}\nRRULE:${rrule}`;
+    rule = new RRuleTemporal({ rruleString });
+    // The first occurrence of a rule that has one comes within a few hundred periods of DTSTART (a leap day, a 53rd week):
+    // a bounded probe keeps a rule that never occurs from costing a second of CPU per check.
+    const probe = new RRuleTemporal({ rruleString, maxIterations: 2000 });
+    if (probe.all((_, i) => i < 1).length === 0) throw new Error('no occurrence');
   } catch {
     return { ok: false, problems: [{ field: `${field}/rrule`, message: 'the rule has no occurrence (e.g. BYMONTH=2;BYMONTHDAY=30)' }] };
   }
