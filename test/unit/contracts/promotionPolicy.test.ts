@@ -2,11 +2,14 @@
  * The promotion policy schemas accept the documented examples and reject what they must,
  * identically under TypeBox's Value.Check and Ajv in strict mode (how the HTTP layer validates).
  */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { GlobalGovernance, IPromotionPolicy } from '../../../src/contracts/promotionPolicy.js';
+import { globalGovernanceProblems, promotionPolicyProblems } from '../../../src/domain/governance/policy.js';
 
 const ajv = new Ajv({ strict: true, allErrors: false, removeAdditional: false, coerceTypes: false });
 const verdict = (schema: TSchema, value: unknown): boolean => {
@@ -65,5 +68,22 @@ describe('GlobalGovernance', () => {
       .toBe(true);
     expect(verdict(GlobalGovernance, { stopTheLine: { active: false } })).toBe(true);
     expect(verdict(GlobalGovernance, { stopTheLine: { active: true, reason: 'bad\u0007' } })).toBe(false);
+  });
+});
+
+describe('the examples of docs/governance.md', () => {
+  it('are valid, by the schema and by the checks the schema cannot make', async () => {
+    const doc = await readFile(join(import.meta.dirname, '..', '..', '..', 'docs', 'governance.md'), 'utf8');
+    const blocks = [...doc.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1] as string) as Record<string, unknown>);
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    for (const block of blocks) {
+      if ('promotionPolicy' in block) {
+        expect(verdict(IPromotionPolicy, block['promotionPolicy']), JSON.stringify(block)).toBe(true);
+        expect(promotionPolicyProblems(block['promotionPolicy'] as IPromotionPolicy, '/promotionPolicy')).toEqual([]);
+      } else {
+        expect(verdict(GlobalGovernance, block['globalGovernance']), JSON.stringify(block)).toBe(true);
+        expect(globalGovernanceProblems(block['globalGovernance'] as GlobalGovernance, '/globalGovernance')).toEqual([]);
+      }
+    }
   });
 });
