@@ -42,11 +42,14 @@ const deterministic: RolloutRefusal = { replay: true, automatic: 'error', waitin
 const lostRace: RolloutRefusal = { replay: true, automatic: 'conflict', waiting: 'keep-waiting', casConflict: true };
 
 export const errorCatalogue = {
+  // Not a failure: nothing was issued, a promotion request waits for its approvals (docs/governance.md).
+  'approval-required': { status: 202, title: 'The promotion needs approvals: a promotion request was created' },
   'validation-failed': { status: 400, title: 'The request is not valid' },
   'idempotency-key-missing': { status: 400, title: 'An Idempotency-Key is required' },
   'server-managed-field': { status: 400, title: 'The field is managed by the server' },
   unauthenticated: { status: 401, title: 'Authentication required' },
   forbidden: { status: 403, title: 'Not allowed' },
+  'approval-not-allowed': { status: 403, title: 'This principal may not approve this request' },
   'not-found': { status: 404, title: 'Not found' },
   'service-not-found': { status: 404, title: 'Service not found', rollout: deterministic },
   'release-not-found': { status: 404, title: 'Image release not found', rollout: deterministic },
@@ -65,6 +68,9 @@ export const errorCatalogue = {
   'push-event-conflict': { status: 409, title: 'The push event id was used for a different event' },
   'stale-rollout-report': { status: 409, title: 'The report is for a rollout that is not current' },
   'immutable-plan-missing': { status: 409, title: 'The service has no immutable deployment plan' },
+  'pipeline-stage-not-satisfied': { status: 409, title: 'The digest has not passed an upstream stage' },
+  'promotion-request-void': { status: 409, title: 'The promotion request is void' },
+  'break-glass-not-available': { status: 409, title: 'Break-glass cannot be used' },
   'request-timeout': { status: 408, title: 'The request did not arrive in time' },
   'payload-too-large': { status: 413, title: 'The request body is too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
@@ -79,6 +85,8 @@ export const errorCatalogue = {
   'signature-untrusted': { status: 422, title: 'The digest is signed, but by no signer the trust policy trusts' },
   'signature-digest-mismatch': { status: 422, title: 'The trusted signature names another digest or repository' },
   'attestation-missing': { status: 422, title: 'A required attestation is missing' },
+  'promotion-window-closed': { status: 423, title: 'Promotions are closed by a window' },
+  'stop-the-line': { status: 423, title: 'Promotions are stopped' },
   'request-header-too-large': { status: 431, title: 'The request head is too large' },
   'internal-error': { status: 500, title: 'Internal error' },
   'database-unavailable': { status: 503, title: 'The database is unavailable' },
@@ -155,6 +163,75 @@ export interface PlacementProblem {
   detail: string;
   clusterIds?: readonly string[];
 }
+
+/** A window that closes promotions, as a refusal names it (src/domain/governance/windows.ts, WindowClosure). */
+export interface ClosingWindow {
+  kind: 'deny' | 'outside-allow' | 'invalid';
+  scope: 'global' | 'service';
+  names: readonly string[];
+  /** When this deny occurrence ends. */
+  endsAt?: number;
+  description?: string;
+}
+
+/** A pipeline stage a digest has not passed (src/domain/governance/pipelines.ts, StageVerdict when not satisfied). */
+export interface UnsatisfiedStage {
+  serviceId: string;
+  serviceName?: string;
+  soakSeconds: number;
+  missing: 'never-promoted' | 'not-succeeded' | 'not-soaked' | 'failed' | 'revoked' | 'rolled-back';
+  rolloutId?: string;
+  inProgress?: boolean;
+  ranSeconds?: number;
+  remainingSeconds?: number;
+  soakedAt?: number;
+  failedAt?: number;
+  reason?: string;
+  revokedAt?: number;
+  endedAt?: number;
+  by?: string;
+}
+
+/** A promotion request as refusals and the approval-required answer name it. */
+export interface PromotionRequestRef {
+  requestId: string;
+  serviceId: string;
+  releaseId: string;
+  expectedRolloutGeneration: number;
+  required: number;
+  approvals: number;
+  expiresAt: number;
+}
+
+/** Why a break-glass grant cannot be used, requested or approved. */
+export type BreakGlassUnavailable = 'not-allowed' | 'awaiting-approval' | 'expired' | 'used' | 'other-release' | 'not-a-promotion' | 'stop-the-line';
+
+const isoTime = (ms: number): string => new Date(ms).toISOString();
+
+const describeClosure = (c: ClosingWindow): string => {
+  const names = c.names.slice(0, 5).map((n) => `'${excerpt(n, 64)}'`).join(', ') + (c.names.length > 5 ? ` (+${c.names.length - 5} more)` : '');
+  if (c.kind === 'deny') return `the ${c.scope} deny window ${names}${c.endsAt === undefined ? '' : ` (until ${isoTime(c.endsAt)})`}`;
+  if (c.kind === 'outside-allow') return `being outside the ${c.scope} allow window${c.names.length === 1 ? '' : 's'} ${names}`;
+  return `the ${c.scope} window ${names}, which cannot be evaluated (fix its rule; a freeze fails closed)`;
+};
+
+/** What is missing in a stage, in words. */
+const describeStage = (stage: UnsatisfiedStage, digest: string): string => {
+  const where = `stage '${excerpt(stage.serviceName ?? stage.serviceId, 64)}'`;
+  const what = `${excerpt(digest, 80)}`;
+  switch (stage.missing) {
+    case 'never-promoted': return `${what} was never promoted to ${where}`;
+    case 'not-succeeded':
+      return `${what} has not succeeded in ${where}${stage.inProgress === true ? ' yet (its rollout is in progress)' : ' (it was replaced first)'}`;
+    case 'not-soaked': return stage.remainingSeconds !== undefined
+      ? `${what} has soaked ${stage.ranSeconds ?? 0} s of ${stage.soakSeconds} s in ${where}: ${stage.remainingSeconds} s left` +
+        (stage.soakedAt === undefined ? '' : ` (at ${isoTime(stage.soakedAt)})`)
+      : `${what} ran ${stage.ranSeconds ?? 0} s of the ${stage.soakSeconds} s soak in ${where} before it was replaced: promote it there again`;
+    case 'failed': return `${what} failed in ${where}${stage.reason === undefined ? '' : ` (${excerpt(stage.reason, 64)})`}`;
+    case 'revoked': return `the success of ${what} in ${where} was revoked${stage.revokedAt === undefined ? '' : ` at ${isoTime(stage.revokedAt)}`}`;
+    case 'rolled-back': return `${what} was ${stage.by === 'aborted' ? 'aborted' : 'rolled back'} in ${where}`;
+  }
+};
 
 const describeProblems = (problems: readonly Problem[]): string =>
   problems.length === 0
@@ -323,6 +400,90 @@ export const errors = {
       headers: { 'retry-after': String(REGISTRY_RETRY_AFTER_SECONDS) },
       cause,
     }),
+  promotionWindowClosed: (closedBy: readonly ClosingWindow[], opensAt: number | undefined, searchedUntil: number): AppError => {
+    const [first] = closedBy;
+    const more = closedBy.length > 1 ? ` and ${closedBy.length - 1} more` : '';
+    const when = opensAt === undefined ? `no opening before ${isoTime(searchedUntil)}` : `they open at ${isoTime(opensAt)}`;
+    return new AppError('promotion-window-closed', {
+      detail: `promotions are closed by ${first === undefined ? 'a window' : describeClosure(first)}${more}; ${when}. Rollbacks and aborts are not blocked`,
+      details: {
+        window: first?.names[0] === undefined ? null : excerpt(first.names[0], 64),
+        scope: first?.scope ?? null,
+        kind: first?.kind ?? null,
+        ...(opensAt === undefined ? { searchedUntil } : { opensAt }),
+        // At most 10 closures of 5 names each: a few kilobytes whatever the policies hold.
+        closedBy: closedBy.slice(0, 10).map((c) => ({
+          kind: c.kind,
+          scope: c.scope,
+          names: c.names.slice(0, 5).map((n) => excerpt(n, 64)),
+          ...(c.endsAt === undefined ? {} : { endsAt: c.endsAt }),
+        })),
+      },
+    });
+  },
+  stopTheLine: (stop: { reason?: string, by?: string, since?: number }): AppError => new AppError('stop-the-line', {
+    detail: `promotions of every service are stopped${stop.by === undefined ? '' : ` by ${excerpt(stop.by, 64)}`}` +
+      `${stop.since === undefined ? '' : ` since ${isoTime(stop.since)}`}: ${excerpt(stop.reason ?? 'no reason given', 256)}.` +
+      ' Rollbacks and aborts are not blocked',
+    details: { reason: excerpt(stop.reason ?? '', 512), by: stop.by === undefined ? null : excerpt(stop.by, 256), since: stop.since ?? null },
+  }),
+  pipelineStageNotSatisfied: (digest: string, stage: UnsatisfiedStage): AppError => new AppError('pipeline-stage-not-satisfied', {
+    detail: describeStage(stage, digest),
+    details: {
+      stage: excerpt(stage.serviceId),
+      ...(stage.serviceName === undefined ? {} : { stageName: excerpt(stage.serviceName, 256) }),
+      missing: stage.missing,
+      digest: excerpt(digest, 80),
+      soakSeconds: stage.soakSeconds,
+      ...Object.fromEntries((['rolloutId', 'remainingSeconds', 'soakedAt', 'ranSeconds', 'failedAt', 'revokedAt', 'endedAt'] as const)
+        .flatMap((k) => (stage[k] === undefined ? [] : [[k, typeof stage[k] === 'string' ? excerpt(stage[k]) : stage[k]]]))),
+      ...(stage.reason === undefined ? {} : { reason: excerpt(stage.reason, 64) }),
+    },
+  }),
+  approvalRequired: (request: PromotionRequestRef): AppError => new AppError('approval-required', {
+    detail: `this promotion needs ${request.required} approval${request.required === 1 ? '' : 's'} from principals other than the requester:` +
+      ` promotion request '${excerpt(request.requestId)}' was created and expires at ${isoTime(request.expiresAt)}; nothing was issued yet`,
+    details: {
+      promotionRequest: { ...request, requestId: excerpt(request.requestId), serviceId: excerpt(request.serviceId), releaseId: excerpt(request.releaseId) },
+    },
+  }),
+  approvalNotAllowed: (reason: 'self-approval' | 'not-an-approver' | 'already-approved', subject: string, requestId: string): AppError => {
+    const why = {
+      'self-approval': 'the requester can never approve their own request',
+      'not-an-approver': "is not among the policy's approvers (roles and subjects)",
+      'already-approved': 'has already approved this request: approvers must be distinct principals',
+    }[reason];
+    return new AppError('approval-not-allowed', {
+      detail: reason === 'self-approval' ? `${why} ('${excerpt(subject, 64)}', request '${excerpt(requestId)}')` : `'${excerpt(subject, 64)}' ${why}`,
+      details: { reason, subject: excerpt(subject, 256), requestId: excerpt(requestId) },
+    });
+  },
+  promotionRequestVoid: (reason: 'expired' | 'generation-moved', request: { requestId: string, expiresAt: number, expectedRolloutGeneration: number },
+    currentGeneration: number): AppError => new AppError('promotion-request-void', {
+    detail: reason === 'expired'
+      ? `promotion request '${excerpt(request.requestId)}' expired at ${isoTime(request.expiresAt)}: promote again to make a new one`
+      : `promotion request '${excerpt(request.requestId)}' named generation ${request.expectedRolloutGeneration} but the service is at ${currentGeneration}:` +
+        ' another rollout came first; promote again to make a new request',
+    details: {
+      reason,
+      requestId: excerpt(request.requestId),
+      expiresAt: request.expiresAt,
+      expectedRolloutGeneration: request.expectedRolloutGeneration,
+      currentGeneration,
+    },
+  }),
+  breakGlassNotAvailable: (reason: BreakGlassUnavailable, grantId?: string): AppError => {
+    const why = {
+      'not-allowed': "the service's promotion policy does not allow break-glass (breakGlass.allowed)",
+      'awaiting-approval': 'the break-glass grant has not been approved by a second principal yet',
+      expired: 'the break-glass grant has expired (its time box is over, or it was not approved in time)',
+      used: 'the break-glass grant was used already: it allows one promotion',
+      'other-release': 'the break-glass grant is for another release',
+      'not-a-promotion': 'break-glass is for promotions by hand; rollbacks and aborts need none',
+      'stop-the-line': 'stop-the-line is on: break-glass does not pass it (an admin lifts it)',
+    }[reason];
+    return new AppError('break-glass-not-available', { detail: why, details: { reason, ...(grantId === undefined ? {} : { grantId: excerpt(grantId) }) } });
+  },
   internalError: (cause: unknown): AppError => new AppError('internal-error', {
     detail: 'An internal error occurred; the request id identifies it in the server log',
     cause,

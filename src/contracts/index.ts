@@ -24,6 +24,7 @@ export * from './registry.js';
 export * from './image.js';
 export * from './deployment.js';
 export * from './rolloutPolicy.js';
+export * from './promotionPolicy.js';
 export * from './service.js';
 export * from './identity.js';
 export * from './requests.js';

@@ -45,6 +45,13 @@ describe('the error catalogue (src/errors.ts) and docs/errors.md', () => {
       signatureDigestMismatch: [{ image: 'h/r@sha256:00', detail: 'another digest', found: {} }],
       attestationMissing: [{ image: 'h/r@sha256:00', detail: 'missing', found: { missing: ['x'] } }],
       registryUnavailable: ['registry.example.com', 'timeout', 'did not answer within 10000 ms'],
+      promotionWindowClosed: [[{ kind: 'deny', scope: 'service', names: ['weekend-freeze'], endsAt: 1_800_000_000_000 }], 1_800_000_000_000, 1_900_000_000_000],
+      stopTheLine: [{ reason: 'incident 42', by: 'alice', since: 1_800_000_000_000 }],
+      pipelineStageNotSatisfied: [`sha256:${'a'.repeat(64)}`, { serviceId: 'staging', soakSeconds: 3600, missing: 'never-promoted' }],
+      approvalRequired: [{ requestId: 'pr_1', serviceId: 's', releaseId: 'r', expectedRolloutGeneration: 3, required: 2, approvals: 0, expiresAt: 1 }],
+      approvalNotAllowed: ['self-approval', 'alice', 'pr_1'],
+      promotionRequestVoid: ['expired', { requestId: 'pr_1', expiresAt: 1_800_000_000_000, expectedRolloutGeneration: 3 }, 3],
+      breakGlassNotAvailable: ['used', 'bg_1'],
     };
     for (const [name, factory] of Object.entries(errors)) {
       const error = (factory as (...args: unknown[]) => AppError)(...(sample[name] ?? ['x', 'y']));
@@ -64,6 +71,34 @@ describe('the error catalogue (src/errors.ts) and docs/errors.md', () => {
     }
     const deep = JSON.parse('['.repeat(5_000) + ']'.repeat(5_000)) as unknown;
     expect(errors.runtimeCapabilityMissing(deep).details['declared']).toBe('an array of 1');
+  });
+
+  it('governance refusals stay bounded and name what the caller needs (window and opening, stage and time left, request)', () => {
+    const huge = 'x'.repeat(100_000);
+    const many = Array.from({ length: 500 }, (_, i) => `w${i}${huge.slice(0, 200)}`);
+    const bounded = [
+      errors.promotionWindowClosed(many.map(() => ({ kind: 'deny' as const, scope: 'global' as const, names: many, description: huge })), 1, 2),
+      errors.stopTheLine({ reason: huge, by: huge, since: 1 }),
+      errors.pipelineStageNotSatisfied(huge, { serviceId: huge, serviceName: huge, soakSeconds: 1, missing: 'failed', reason: huge, rolloutId: huge }),
+      errors.approvalRequired({ requestId: huge, serviceId: huge, releaseId: huge, expectedRolloutGeneration: 1, required: 2, approvals: 0, expiresAt: 1 }),
+      errors.approvalNotAllowed('not-an-approver', huge, huge),
+      errors.promotionRequestVoid('generation-moved', { requestId: huge, expiresAt: 1, expectedRolloutGeneration: 1 }, 2),
+      errors.breakGlassNotAvailable('expired', huge),
+    ];
+    for (const error of bounded) expect(JSON.stringify({ detail: error.message, ...error.details }).length, error.code).toBeLessThan(8_000);
+
+    const monday = Date.parse('2025-03-31T03:00:00Z');
+    const closedError = errors.promotionWindowClosed([{ kind: 'deny', scope: 'service', names: ['weekend-freeze'], endsAt: monday }], monday, 0);
+    expect(closedError.message).toBe("promotions are closed by the service deny window 'weekend-freeze' (until 2025-03-31T03:00:00.000Z);" +
+      ' they open at 2025-03-31T03:00:00.000Z. Rollbacks and aborts are not blocked');
+    expect(closedError.details).toMatchObject({ window: 'weekend-freeze', scope: 'service', kind: 'deny', opensAt: Date.parse('2025-03-31T03:00:00Z') });
+    const soaking = errors.pipelineStageNotSatisfied('sha256:ab', {
+      serviceId: 'svc-1', serviceName: 'shop-staging', soakSeconds: 3600, missing: 'not-soaked', ranSeconds: 1200, remainingSeconds: 2400, soakedAt: 0,
+    });
+    expect(soaking.message).toBe("sha256:ab has soaked 1200 s of 3600 s in stage 'shop-staging': 2400 s left (at 1970-01-01T00:00:00.000Z)");
+    expect(soaking.details).toMatchObject({ stage: 'svc-1', missing: 'not-soaked', remainingSeconds: 2400 });
+    expect(errors.approvalRequired({ requestId: 'pr_1', serviceId: 's', releaseId: 'r', expectedRolloutGeneration: 3, required: 2, approvals: 0, expiresAt: 0 })
+      .statusCode).toBe(202);
   });
 
   it('push-event-conflict names the fields that differ, and the first one\'s two values', () => {
