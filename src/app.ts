@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyLoggerOptions, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { authKeyOf, ConfigError, faultPointsOf, type AppConfig } from './config.js';
 import { consolePlugin } from './console/plugin.js';
@@ -68,7 +68,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export const redactPaths = ['req.headers.authorization', 'req.headers.cookie', 'request.identity.jwt', '*.identity.jwt', 'token'];
 
 /** The logger every process runs with: pino at LOG_LEVEL, secrets redacted. */
-export const loggerOptions = (config: AppConfig): NonNullable<FastifyServerOptions['logger']> =>
+export const loggerOptions = (config: AppConfig): FastifyLoggerOptions & { redact: { paths: string[], censor: string } } =>
   ({ level: config.LOG_LEVEL, redact: { paths: redactPaths, censor: '[redacted]' } });
 
 /**

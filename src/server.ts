@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises';
 import closeWithGrace from 'close-with-grace';
-import { buildApp } from './app.js';
+import { buildApp, loggerOptions } from './app.js';
 import { authKeyOf, ConfigError, loadConfig, type AppConfig } from './config.js';
 import { devSecretPath, devSigningKeyPath, loadOrCreateDevSecret, loadOrCreateDevSigningKey } from './devSecret.js';
 import { isAppError } from './errors.js';
@@ -48,10 +48,26 @@ const databaseLog = (line: string): void => {
   if (startupLines.state === 'open' || (startupLines.state === 'holding' && line.startsWith('building '))) say(line);
   else if (startupLines.state === 'holding') startupLines.held.push(line);
 };
+/**
+ * The server's own log (stdout) is held the same way: what it says before listening (the development
+ * keys it uses, the database check) is printed once it listens, and not at all when the start fails.
+ */
+const heldLog = { lines: [] as string[] };
+const logStream = {
+  write (line: string): void {
+    if (startupLines.state === 'open') process.stdout.write(line);
+    else if (startupLines.state === 'holding') heldLog.lines.push(line);
+  },
+};
 const releaseStartupLines = (state: 'open' | 'muted'): void => {
+  const opening = state === 'open' && startupLines.state === 'holding';
   startupLines.state = state;
-  if (state === 'open') for (const line of startupLines.held) say(line);
+  if (opening) {
+    for (const line of startupLines.held) say(line);
+    for (const line of heldLog.lines) process.stdout.write(line);
+  }
   startupLines.held = [];
+  heldLog.lines = [];
 };
 
 function stop (code: number, line: string): never {
@@ -132,7 +148,7 @@ async function main (): Promise<void> {
   const database = await openDatabase(configured);
   const { config: authKeyed, note } = await withAuthKey(configured);
   const { config: keyed, note: signingNote, created: createdKey } = await withSigningKey(authKeyed);
-  const app = await buildApp({ config: { ...keyed, MONGODB_URI: database.uri } }).catch(async (err: unknown) => {
+  const app = await buildApp({ config: { ...keyed, MONGODB_URI: database.uri }, logger: { ...loggerOptions(keyed), stream: logStream } }).catch(async (err: unknown) => {
     // A value that passed the schema but cannot be used (a connection string the driver refuses, a key that is not one).
     if (!(err instanceof ConfigError)) throw err;
     releaseStartupLines('muted');
