@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyLoggerOptions, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import type { FastifyHttpOptions, FastifyInstance, FastifyLoggerOptions, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import Fastify from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { authKeyOf, ConfigError, faultPointsOf, type AppConfig } from './config.js';
 import { consolePlugin } from './console/plugin.js';

@@ -148,7 +148,8 @@ async function main (): Promise<void> {
   const database = await openDatabase(configured);
   const { config: authKeyed, note } = await withAuthKey(configured);
   const { config: keyed, note: signingNote, created: createdKey } = await withSigningKey(authKeyed);
-  const app = await buildApp({ config: { ...keyed, MONGODB_URI: database.uri }, logger: { ...loggerOptions(keyed), stream: logStream } }).catch(async (err: unknown) => {
+  const logger = { ...loggerOptions(keyed), stream: logStream };
+  const app = await buildApp({ config: { ...keyed, MONGODB_URI: database.uri }, logger }).catch(async (err: unknown) => {
     // A value that passed the schema but cannot be used (a connection string the driver refuses, a key that is not one).
     if (!(err instanceof ConfigError)) throw err;
     releaseStartupLines('muted');

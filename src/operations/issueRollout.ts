@@ -34,7 +34,7 @@ import { relayQuietly } from './statusEvents.js';
  */
 
 export interface IssueRolloutDeps {
-  repos: Pick<Repositories, 'services' | 'releases' | 'rollouts' | 'idempotency' | 'clusters' | 'reports' | 'events'>;
+  repos: Pick<Repositories, 'automationQueue' | 'clusters' | 'events' | 'idempotency' | 'plans' | 'releases' | 'reports' | 'rollouts'>;
   now: Clock;
   leaseMs: number;
   fault: FaultHook;
@@ -117,7 +117,7 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
 
   /** Steps 3–5 for one recorded rollout. Safe to run twice and in several processes at once. */
   async function finish (record: RolloutRecord): Promise<void> {
-    const applied = await repos.services.applyRollout(record, deps.now());
+    const applied = await repos.plans.applyRollout(record, deps.now());
     if (applied.kind === 'service-missing') throw new Error(`service '${record.serviceId}' of rollout '${record.rolloutId}' is gone`);
     const written = applied.kind === 'applied' ? applied.application.ended : applied.ended;
     const previous = written?.rolloutId === record.previous?.rolloutId ? written : undefined;
@@ -136,7 +136,7 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
       const end = endOf(record);
       if (await repos.rollouts.markEnded(record.previous.rolloutId, end)) countEndedChange(record, end, previous);
     }
-    if (record.mode === 'automatic') await repos.services.clearQueuedPromotion(record.serviceId, record.releaseId);
+    if (record.mode === 'automatic') await repos.automationQueue.clearQueuedPromotion(record.serviceId, record.releaseId);
     await repos.rollouts.markApplied(record.rolloutId);
     await forgetReportsBefore(record);
   }
@@ -157,7 +157,7 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
   }
 
   const readPlanInputs = async (req: RolloutRequest): Promise<PlanInputs> => {
-    const [found, release] = await Promise.all([repos.services.findWithHold(req.serviceId), repos.releases.findById(req.releaseId)]);
+    const [found, release] = await Promise.all([repos.plans.findWithHold(req.serviceId), repos.releases.findById(req.releaseId)]);
     return { found, release };
   };
 
@@ -199,7 +199,7 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
 
   /** Lost the compare-and-swap: the winner's values (after finishing its rollout if needed). */
   async function generationTaken (req: RolloutRequest, generation: number, service: IService): Promise<AppError> {
-    const read = async (): Promise<IService | undefined> => (await repos.services.findWithHold(req.serviceId))?.service;
+    const read = async (): Promise<IService | undefined> => (await repos.plans.findWithHold(req.serviceId))?.service;
     let winner = (await read()) ?? service;
     if (currentGeneration(winner) < generation) {
       // The winner's rollout is recorded, its plan perhaps not written yet: finish it if it is still

@@ -40,7 +40,7 @@ export interface LifecycleLog {
 }
 
 export interface LifecycleDeps {
-  repos: Pick<Repositories, 'services' | 'rollouts' | 'releases' | 'events'>;
+  repos: Pick<Repositories, 'automationQueue' | 'events' | 'lifecycles' | 'releases' | 'rollouts' | 'statusEvents' | 'statusSummaries'>;
   rollouts: RolloutIssuer;
   telemetry: Telemetry;
   now: Clock;
@@ -91,7 +91,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
     const now = deps.now();
 
     if (hasProgressed(lifecycle.progress, summary.totals)) {
-      await repos.services.recordProgress(target, summary.totals, now);
+      await repos.lifecycles.recordProgress(target, summary.totals, now);
       const { observed, healthy, verified } = summary.totals;
       const p = lifecycle.progress;
       const progress = { observed: Math.max(p.observed, observed), healthy: Math.max(p.healthy, healthy), verified: Math.max(p.verified, verified), at: now };
@@ -102,7 +102,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
     // replaced meanwhile ('not-current') has its milestones decided by its replacement, from its last state.
     if (isSuccess(aggregate.status) && lifecycle.succeededAt === undefined && lifecycle.deadline === undefined) {
       const at = summary.updatedAt;
-      const written = await repos.services.markSucceeded(target, at, verifiedReleaseOf(plan, at), succeededEvent(plan, at));
+      const written = await repos.lifecycles.markSucceeded(target, at, verifiedReleaseOf(plan, at), succeededEvent(plan, at));
       if (written === 'decided') {
         await relayQuietly(repos, view.serviceId);
         await countSucceeded(deps, plan, view.serviceId, at);
@@ -113,7 +113,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
 
     if (isFailure(aggregate.status) && lifecycle.failure === undefined && lifecycle.succeededAt === undefined) {
       const failure: FailureMilestone = { status: aggregate.status, reason: aggregate.mismatchReason ?? 'replica-failed', at: summary.updatedAt, by: 'report' };
-      const written = await repos.services.markFailure(target, failure, failedEvent(plan, failure));
+      const written = await repos.lifecycles.markFailure(target, failure, failedEvent(plan, failure));
       if (written === 'decided') {
         await relayQuietly(repos, view.serviceId);
         countFailure(deps, plan, view.serviceId, failure);
@@ -128,13 +128,13 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
       const decision = { at: now, reason, lastProgressAt: lifecycle.progress.at, deadlineSeconds: policy.progressDeadlineSeconds };
       const failure: FailureMilestone | undefined = lifecycle.failure ? undefined : { status: 'failed', reason, at: now, by: 'deadline' };
       const events = [deadlineEvent(plan, decision), ...(failure ? [failedEvent(plan, failure)] : [])];
-      if (await repos.services.decideDeadline(target, summary.seq, decision, failure, events)) {
+      if (await repos.lifecycles.decideDeadline(target, summary.seq, decision, failure, events)) {
         deps.fault?.('after-deadline-decision');
         telemetry.milestone(plan.mode, 'deadline-exceeded');
         if (failure && plan.mode !== 'rollback') telemetry.changeFailure(view.serviceId);
         log.warn({ serviceId: view.serviceId, rolloutId: plan.rolloutId, ...decision }, 'rollout failed: progress deadline exceeded');
         await relayQuietly(repos, view.serviceId);
-        const after = await repos.services.readStatusState(view.serviceId, plan.rolloutId);
+        const after = await repos.statusSummaries.readStatusState(view.serviceId, plan.rolloutId);
         if (after) await publish(view.serviceId, plan, after);
         return { lifecycle, again: true, replaced: false };
       }
@@ -188,7 +188,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
     // Lost to another rollout (or to an earlier attempt for this rollout, made for an older push): the
     // push keeps waiting, for whichever rollout is current now to settle. Refused for good: forgotten.
     if (!result.ok && STILL_WAITING.has(result.error.code)) return `refused: ${result.error.code}; the push keeps waiting`;
-    await repos.services.clearQueuedPromotion(view.serviceId, queued.releaseId);
+    await repos.automationQueue.clearQueuedPromotion(view.serviceId, queued.releaseId);
     if (!result.ok) return `refused: ${result.error.code}`;
     if (!result.value.issued) return `skipped: ${result.value.skip}`;
     log.info({ serviceId: view.serviceId, releaseId: queued.releaseId, rolloutId: result.value.rolloutId }, 'automatic promotion of a waiting push');
@@ -202,8 +202,8 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
     if (!plan || !state) return;
     const target: LifecycleTarget = { serviceId: view.serviceId, rolloutId: plan.rolloutId };
     if (!state.summary.lifecycle) {
-      await repos.services.ensureLifecycle(target, state.summary.updatedAt);
-      const again = await repos.services.findLifecycle(view.serviceId);
+      await repos.lifecycles.ensureLifecycle(target, state.summary.updatedAt);
+      const again = await repos.lifecycles.findLifecycle(view.serviceId);
       if (again && pass < MAX_PASSES) await reconcile(again, pass + 1);
       return;
     }
@@ -212,7 +212,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
     // Replaced meanwhile: its replacement decided its milestones and wrote them to its history.
     if (decided.replaced) return;
     if (decided.again && pass < MAX_PASSES) {
-      const again = await repos.services.findLifecycle(view.serviceId);
+      const again = await repos.lifecycles.findLifecycle(view.serviceId);
       if (again) await reconcile(again, pass + 1);
       return;
     }
@@ -233,24 +233,24 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
       const outcome = await rollBackAutomatically(view, plan, cause);
       if (outcome === undefined) followUpsDone = false;
       else if (outcome.startsWith('issued')) return; // The rollback is the service's rollout now: this one's lifecycle is over.
-      else await repos.services.markFollowUp(target, 'autoRollback', { at: now, outcome });
+      else await repos.lifecycles.markFollowUp(target, 'autoRollback', { at: now, outcome });
     }
     const settled = isSettled(aggregate.status, lifecycle, policy, now);
     if (settled && view.automationQueue && !view.automationHold && lifecycle.deferredPromotion === undefined && followUpsDone) {
       const outcome = await promoteQueued(view, plan);
       if (outcome === undefined) followUpsDone = false;
       else if (outcome.startsWith('issued')) return;
-      else await repos.services.markFollowUp(target, 'deferredPromotion', { at: now, outcome });
+      else await repos.lifecycles.markFollowUp(target, 'deferredPromotion', { at: now, outcome });
     }
 
     // Closed once succeeded or decided by the deadline, and followed up; a failed rollout stays open (it may recover).
     const final = succeededAt !== undefined || deadline !== undefined;
     const waiting = view.automationQueue !== undefined && !view.automationHold && lifecycle.deferredPromotion === undefined;
     if (final && followUpsDone && !(settled && waiting)) {
-      const fresh = await repos.services.findLifecycle(view.serviceId);
+      const fresh = await repos.lifecycles.findLifecycle(view.serviceId);
       const changes = fresh?.state?.summary.lifecycle?.changes;
       const freshWaiting = fresh?.automationQueue !== undefined && !fresh.automationHold && fresh.state?.summary.lifecycle?.deferredPromotion === undefined;
-      if (changes !== undefined && !freshWaiting) await repos.services.closeLifecycle(target, changes);
+      if (changes !== undefined && !freshWaiting) await repos.lifecycles.closeLifecycle(target, changes);
     }
   }
 
@@ -258,7 +258,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
   async function afterStatusChange (serviceId: string, plan: IImmutableImageDeploymentPlan, state: StatusState): Promise<void> {
     if (!needsPass(plan, state)) return;
     try {
-      const view = await repos.services.findLifecycle(serviceId);
+      const view = await repos.lifecycles.findLifecycle(serviceId);
       if (view) await reconcile(view);
     } catch (err) {
       log.warn({ serviceId, err }, 'rollout lifecycle pass failed; the sweeper will take it up');
@@ -280,7 +280,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
     let looked = 0;
     for (;;) {
       const after = sweepCursor;
-      const views = await repos.services.openLifecycles(SWEEP_BATCH, after);
+      const views = await repos.lifecycles.openLifecycles(SWEEP_BATCH, after);
       let done = 0;
       let interrupted = false;
       for (const view of views) {

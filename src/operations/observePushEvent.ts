@@ -27,7 +27,7 @@ import type { Telemetry } from '../domain/ports/telemetry.js';
  */
 
 export interface ObservePushEventDeps {
-  repos: Pick<Repositories, 'services' | 'releases' | 'pushEvents'>;
+  repos: Pick<Repositories, 'automationQueue' | 'catalogue' | 'lifecycles' | 'pushEvents' | 'releases'>;
   rollouts: RolloutIssuer;
   telemetry: Telemetry;
   now: Clock;
@@ -82,13 +82,13 @@ export function observePushEvent (deps: ObservePushEventDeps) {
    * (src/operations/lifecycle.ts). undefined: nothing in progress, promote now.
    */
   async function queueBehindRollout (service: IService, release: IImageRelease, event: IImmutableRegistryPushEvent, actor: Actor, policy: EffectivePolicy) {
-    const view = await repos.services.findLifecycle(service.id);
+    const view = await repos.lifecycles.findLifecycle(service.id);
     const plan = view?.plan;
     if (!plan || !view.state || view.automationHold || plan.releaseId === release.id) return undefined;
     if (isSettled(aggregateOf(plan, view.state.summary).status, view.state.summary.lifecycle, policy, deps.now())) return undefined;
     const current = await repos.releases.findById(plan.releaseId);
     if (current && release.data.firstObservedAt < current.data.firstObservedAt) return { outcome: 'skipped', reason: 'older-than-current' } as const;
-    const queued = await repos.services.queuePromotion({ serviceId: service.id, rolloutId: plan.rolloutId }, {
+    const queued = await repos.automationQueue.queuePromotion({ serviceId: service.id, rolloutId: plan.rolloutId }, {
       releaseId: release.id,
       firstObservedAt: release.data.firstObservedAt,
       tag: event.tag,
@@ -148,7 +148,7 @@ export function observePushEvent (deps: ObservePushEventDeps) {
   return async function observe (event: IImmutableRegistryPushEvent, actor: Actor): Promise<Result<ReportImmutableRegistryPushEventResponse>> {
     const problems = pushEventProblems(event, deps.now());
     if (problems.length > 0) return invalid(problems);
-    const service = await repos.services.findById(event.serviceId);
+    const service = await repos.catalogue.findById(event.serviceId);
     if (!service) return refusal(errors.serviceNotFound(event.serviceId));
     const mismatch = registryTargetRefusal(service, event);
     if (mismatch) return refusal(mismatch);

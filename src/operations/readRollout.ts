@@ -47,7 +47,9 @@ const deploymentsOf = (records: readonly ReportRecord[]): StoredDeployments['dep
 /** The whole history the delivery metrics look at, at most (newest first). */
 const METRICS_HISTORY_LIMIT = 10_000;
 
-export function rolloutReads ({ repos, now }: { repos: Pick<Repositories, 'services' | 'rollouts' | 'reports' | 'releases'>, now: Clock }) {
+type ReadPorts = Pick<Repositories, 'catalogue' | 'releases' | 'reports' | 'rollouts' | 'statusEvents' | 'statusSummaries'>;
+
+export function rolloutReads ({ repos, now }: { repos: ReadPorts, now: Clock }) {
   /** The current rollout's reports (by `_id`: the reporters its status names). */
   const rolloutReports = (rolloutId: string, reporterIds: readonly string[]): Promise<ReportRecord[]> =>
     repos.reports.findRecords(reporterIds.map((reporterId) => rolloutRecordId(rolloutId, reporterId)));
@@ -55,7 +57,7 @@ export function rolloutReads ({ repos, now }: { repos: Pick<Repositories, 'servi
   return {
     /** The plan, the status, each reporter's evidence and what blocks success (GET /v1/services/:id/rollout). */
     async readRollout (serviceId: string): Promise<Result<RolloutView>> {
-      const state = await repos.services.findRolloutState(serviceId);
+      const state = await repos.statusSummaries.findRolloutState(serviceId);
       if (!state) return refusal(errors.serviceNotFound(serviceId));
       const { imageDeployment: plan, imageRolloutStatus: status } = state.service.data;
       return success(rolloutView({
@@ -77,7 +79,7 @@ export function rolloutReads ({ repos, now }: { repos: Pick<Repositories, 'servi
      * policy, what each reporter last stated for the current rollout; without it, for the service.
      */
     async readDeployments (serviceId: string): Promise<Result<StoredDeployments>> {
-      const scope = await repos.services.findDeploymentScope(serviceId);
+      const scope = await repos.catalogue.findDeploymentScope(serviceId);
       if (!scope) return refusal(errors.serviceNotFound(serviceId));
       const { immutableImageRequired, rolloutId, reporterIds } = scope;
       if (!immutableImageRequired || rolloutId === undefined) {
@@ -88,13 +90,13 @@ export function rolloutReads ({ repos, now }: { repos: Pick<Repositories, 'servi
 
     /** The stored status changes after `revision` (what an SSE stream starts from). */
     async readStatusEvents (serviceId: string, revision: number): Promise<Result<StatusSnapshot>> {
-      const snapshot = await repos.services.statusEventsAfter(serviceId, revision);
+      const snapshot = await repos.statusEvents.statusEventsAfter(serviceId, revision);
       return snapshot ? success(snapshot) : refusal(errors.serviceNotFound(serviceId));
     },
 
     /** Deployment frequency, lead time, change-failure rate and time to restore over a window (src/domain/deliveryMetrics.ts). */
     async readDeliveryMetrics (serviceId: string, query: DeliveryMetricsQuery): Promise<Result<DeliveryMetrics>> {
-      if (!(await repos.services.exists(serviceId))) return refusal(errors.serviceNotFound(serviceId));
+      if (!(await repos.catalogue.exists(serviceId))) return refusal(errors.serviceNotFound(serviceId));
       const { from, to } = metricsWindow(query, now());
       const rollouts = await repos.rollouts.listOutcomes(serviceId, METRICS_HISTORY_LIMIT);
       const firstObservedAt = await repos.releases.firstObservedAt(rollouts.map((r) => r.releaseId));
@@ -103,7 +105,7 @@ export function rolloutReads ({ repos, now }: { repos: Pick<Repositories, 'servi
 
     /** The audit trail: every rollout of a service, newest generation first, keyset-paged by generation. */
     async readRolloutHistory (serviceId: string, query: RolloutHistoryQuery): Promise<Result<RolloutHistoryPage>> {
-      if (!(await repos.services.exists(serviceId))) return refusal(errors.serviceNotFound(serviceId));
+      if (!(await repos.catalogue.exists(serviceId))) return refusal(errors.serviceNotFound(serviceId));
       const limit = query.limit ?? 50;
       const records = await repos.rollouts.list(serviceId, limit + 1, query.cursor === undefined ? undefined : Number(query.cursor));
       const page = records.slice(0, limit);

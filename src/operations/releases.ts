@@ -5,8 +5,8 @@ import { errors } from '../errors.js';
 import { invalid, refusal, success, type Result } from '../domain/result.js';
 
 /** Read a service's image releases (newest observation first) and its tag ledger (DESIGN §5 "History"). */
-export function releaseReads ({ repos }: { repos: Pick<Repositories, 'services' | 'releases' | 'pushEvents'> }) {
-  const exists = (serviceId: string): Promise<boolean> => repos.services.exists(serviceId);
+export function releaseReads ({ repos }: { repos: Pick<Repositories, 'catalogue' | 'pushEvents' | 'releases'> }) {
+  const exists = (serviceId: string): Promise<boolean> => repos.catalogue.exists(serviceId);
 
   return {
     /** Upstream `getServiceImageReleases`: newest observation first, at most `upstreamListingCap`. */

@@ -38,7 +38,7 @@ export type ReportOutcome =
   | { kind: 'replayed', status: Omit<IImageRolloutStatus, 'reporters'> };
 
 export interface ReportSnapshotDeps {
-  repos: Pick<Repositories, 'services' | 'clusters' | 'reports' | 'rollouts' | 'events'>;
+  repos: Pick<Repositories, 'clusters' | 'events' | 'reports' | 'rollouts' | 'statusEvents' | 'statusSummaries'>;
   telemetry: Telemetry;
   now: Clock;
   fault: FaultHook;
@@ -98,13 +98,13 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const write = { serviceId: record.serviceId, rolloutId: plan.rolloutId, key, entry };
       const delta = entryDelta(previous, entry);
-      const result = await repos.services.applyStatusEntry({ ...write, expectedVersion: previous?.v, delta, now: deps.now() });
+      const result = await repos.statusSummaries.applyStatusEntry({ ...write, expectedVersion: previous?.v, delta, now: deps.now() });
       if (result.kind === 'applied') return result.state;
       if (result.kind === 'not-current') {
-        const target = await repos.services.findReportTarget(record.serviceId);
+        const target = await repos.statusSummaries.findReportTarget(record.serviceId);
         if (target?.plan?.rolloutId !== plan.rolloutId) return staleReport(`rollout '${plan.rolloutId}' was superseded while being reported on`, target?.plan);
         // A plan written before status summaries existed: start its summary.
-        await repos.services.initStatusSummary(record.serviceId, plan, deps.now());
+        await repos.statusSummaries.initStatusSummary(record.serviceId, plan, deps.now());
         previous = undefined;
         continue;
       }
@@ -112,7 +112,8 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
       deps.telemetry.statusConflict();
       if (result.stored && result.stored.v >= record.version) {
         // This record (or a later one of the reporter) is in the summary already.
-        return (await repos.services.readStatusState(record.serviceId, plan.rolloutId)) ?? staleReport(`rollout '${plan.rolloutId}' was superseded`, plan);
+        return (await repos.statusSummaries.readStatusState(record.serviceId, plan.rolloutId)) ??
+          staleReport(`rollout '${plan.rolloutId}' was superseded`, plan);
       }
       previous = result.stored;
     }
@@ -131,9 +132,9 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
 
   /** A replay: the record is usually in the status already; a crash may have left it behind, or its event unpublished. */
   async function settleReplay (plan: IImmutableImageDeploymentPlan, record: ReportHead): Promise<Result<RolloutAggregate>> {
-    const held = await repos.services.readStatusEntry(record.serviceId, plan.rolloutId, reporterKeyOf(record.reporterId));
+    const held = await repos.statusSummaries.readStatusEntry(record.serviceId, plan.rolloutId, reporterKeyOf(record.reporterId));
     if (held.current && held.stored && held.stored.v >= accountedVersion(record)) {
-      const state = await repos.services.readStatusState(record.serviceId, plan.rolloutId);
+      const state = await repos.statusSummaries.readStatusState(record.serviceId, plan.rolloutId);
       if (state) {
         await publish(record.serviceId, plan, state);
         return success(aggregateOf(plan, state.summary));
@@ -349,7 +350,7 @@ export function reportSnapshot (deps: ReportSnapshotDeps) {
     const nodes = 'scope' in scoped ? reportedNodes(input, scoped.scope) : [];
     const reporterId = reporterIdOf(principal);
     const [target, owners] = await Promise.all([
-      repos.services.findReportTarget(input.serviceId, reporterKeyOf(reporterId)),
+      repos.statusSummaries.findReportTarget(input.serviceId, reporterKeyOf(reporterId)),
       repos.clusters.findRegisteredNodeOwners(nodes),
     ]);
     if (!target) return refusal(errors.serviceNotFound(input.serviceId));

@@ -10,7 +10,7 @@ import { invalid, refusal, success, type Result } from '../domain/result.js';
  * fields only: they never touch the plan, the status or the generation.
  */
 export interface ServiceDeps {
-  repos: Pick<Repositories, 'services'>;
+  repos: Pick<Repositories, 'catalogue'>;
   now: Clock;
 }
 
@@ -21,21 +21,21 @@ export function serviceOperations ({ repos, now }: ServiceDeps) {
       const problems = rolloutPolicyProblems(serviceData.rolloutPolicy, '/rolloutPolicy');
       if (problems.length > 0) return invalid(problems);
       const service: IService = { id: newServiceId(), data: serviceData as IServiceData };
-      const inserted = await repos.services.insert(service, now());
+      const inserted = await repos.catalogue.insert(service, now());
       if (inserted.kind === 'name-taken') return refusal(errors.serviceAlreadyExists(serviceData.name, inserted.serviceId));
       return success({ service });
     },
 
     /** The service and whether automatic promotion is on hold. */
     async readService (serviceId: string): Promise<Result<ServiceWithHold>> {
-      const found = await repos.services.findServiceView(serviceId);
+      const found = await repos.catalogue.findServiceView(serviceId);
       return found ? success(found) : refusal(errors.serviceNotFound(serviceId));
     },
 
     async updateService (serviceId: string, serviceData: TServiceWritableData): Promise<Result<{ service: IService }>> {
       const problems = rolloutPolicyProblems(serviceData.rolloutPolicy, '/rolloutPolicy');
       if (problems.length > 0) return invalid(problems);
-      const replaced = await repos.services.replaceWritableData(serviceId, serviceData, now());
+      const replaced = await repos.catalogue.replaceWritableData(serviceId, serviceData, now());
       if (replaced.kind === 'missing') return refusal(errors.serviceNotFound(serviceId));
       if (replaced.kind === 'name-taken') return refusal(errors.serviceAlreadyExists(serviceData.name, replaced.serviceId));
       return success({ service: replaced.service });
@@ -46,7 +46,7 @@ export function serviceOperations ({ repos, now }: ServiceDeps) {
       const afterName = query.cursor === undefined ? undefined : decodeNameCursor(query.cursor);
       if (query.cursor !== undefined && afterName === undefined) return invalid([{ field: '/cursor', message: 'is not a cursor returned by this API' }]);
       const limit = query.limit ?? 50;
-      const rows = await repos.services.list({ name: query.name, afterName, limit: limit + 1 });
+      const rows = await repos.catalogue.list({ name: query.name, afterName, limit: limit + 1 });
       const services = rows.slice(0, limit);
       const last = services.at(-1);
       return success(rows.length > limit && last ? { services, nextCursor: encodeNameCursor(last.name) } : { services });

@@ -27,7 +27,7 @@ export async function relayQuietly ({ events }: Pick<Repositories, 'events'>, se
 /** The status a published aggregate key names (src/domain/rolloutStatus.ts `aggregateKey`: the status first). */
 const statusOfKey = (key: string): RolloutAggregate['status'] | null => (JSON.parse(key) as [RolloutAggregate['status']])[0] ?? null;
 
-export function statusPublisher ({ repos, now }: { repos: Pick<Repositories, 'services' | 'events'>, now: Clock }) {
+export function statusPublisher ({ repos, now }: { repos: Pick<Repositories, 'events' | 'statusEvents' | 'statusSummaries'>, now: Clock }) {
   return async function publish (serviceId: string, plan: IImmutableImageDeploymentPlan, state: StatusState): Promise<void> {
     let head: StatusState | null = state;
     for (let round = 0; head && head.summary.rolloutId === plan.rolloutId && round < MAX_ROUNDS; round++) {
@@ -41,11 +41,11 @@ export function statusPublisher ({ repos, now }: { repos: Pick<Repositories, 'se
       const at = now();
       const event = statusEventOf(aggregate, revision + 1, at);
       const domainEvent = statusChangedEvent(plan, published ? statusOfKey(published.key) : null, aggregate, revision + 1, at);
-      if (await repos.services.publishStatus({ serviceId, rolloutId: plan.rolloutId, seq, key, revision, event, domainEvent })) {
+      if (await repos.statusEvents.publishStatus({ serviceId, rolloutId: plan.rolloutId, seq, key, revision, event, domainEvent })) {
         await relayQuietly(repos, serviceId);
         return;
       }
-      head = await repos.services.readStatusState(serviceId, plan.rolloutId);
+      head = await repos.statusSummaries.readStatusState(serviceId, plan.rolloutId);
     }
   };
 }

@@ -4,7 +4,7 @@ import type { EventLog } from '../domain/ports/eventLog.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import { collections } from './indexPlan.js';
 import type { Database } from './mongo.js';
-import type { ServiceDocument } from './serviceStore.js';
+import type { ServiceDocument } from './serviceDocument.js';
 
 /** One event of the log: `_id` = `<serviceId>:<seq>`, so a service's events are read by `_id` alone (`$in`). */
 export interface EventDocument {

@@ -12,7 +12,10 @@ import { PushEventStore } from './pushEventStore.js';
 import { ReleaseStore } from './releaseStore.js';
 import { ReportStore } from './reportStore.js';
 import { RolloutStore } from './rolloutStore.js';
-import { ServiceStore } from './serviceStore.js';
+import { ServiceCatalogueStore } from './catalogueStore.js';
+import { LifecycleStore } from './lifecycleStore.js';
+import { ServicePlanStore } from './planStore.js';
+import { StatusStore } from './statusStore.js';
 
 /** The store as the app composes it: the repositories, the database's health, and its lifecycle. */
 export interface Store {
@@ -30,8 +33,16 @@ export interface Store {
 export function openStore (options: DatabaseOptions): Store {
   const database = new Database(options);
   const guarded = <T extends object>(repository: T): T => withDomainErrors(gatedByConformance(repository, database));
+  // The service roles (src/domain/ports/services.ts): four stores over the services collection.
+  const status = guarded(new StatusStore(database));
+  const lifecycles = guarded(new LifecycleStore(database));
   const repositories: Repositories = {
-    services: guarded(new ServiceStore(database)),
+    catalogue: guarded(new ServiceCatalogueStore(database)),
+    plans: guarded(new ServicePlanStore(database)),
+    statusSummaries: status,
+    statusEvents: status,
+    lifecycles,
+    automationQueue: lifecycles,
     releases: guarded(new ReleaseStore(database)),
     pushEvents: guarded(new PushEventStore(database)),
     clusters: guarded(new ClusterStore(database)),
