@@ -9,7 +9,7 @@ import {
   type AutomaticPromotionSkip, type Issuer, type RolloutEnd, type RolloutIntent, type RolloutRecord, type RolloutTrigger,
 } from '../domain/rollouts.js';
 import { lastVerifiedRelease } from '../domain/lifecycle.js';
-import { errors, type AppError, type ErrorCode } from '../errors.js';
+import { errors, rolloutRefusalOf, type AppError } from '../errors.js';
 import type { FaultHook } from '../faults.js';
 import { refusal, success, type Result } from '../domain/result.js';
 import type { Telemetry } from '../domain/ports/telemetry.js';
@@ -65,12 +65,6 @@ export type IssueOutcome =
 
 /** Idempotency records outlive the 24 h the IETF draft asks for. */
 const RETENTION_MS = 48 * 60 * 60 * 1000;
-
-/** Refusals that follow from the request and the state it met: stored and replayed for the same key. */
-const deterministic = new Set<ErrorCode>([
-  'service-not-found', 'release-not-found', 'rollout-generation-conflict', 'current-rollout-mismatch',
-  'no-current-rollout', 'rollback-target-not-accepted', 'rollback-target-is-current', 'invalid-deployment-plan', 'no-verified-release',
-]);
 
 /** What planning reads: the service (with its hold) and the release. */
 interface PlanInputs {
@@ -262,7 +256,7 @@ export function rolloutIssuer (deps: IssueRolloutDeps) {
     const pending = earlier || !inputs.found ? [] : await repos.rollouts.findPending(req.serviceId, currentGeneration(inputs.found.service));
     const decided = earlier ?? await plan(req, rolloutRef, inputs, pending);
     if (decided instanceof Error) {
-      if (deterministic.has(decided.code)) return outcomeOfRefusal(decided);
+      if (rolloutRefusalOf(decided.code).replay) return outcomeOfRefusal(decided);
       throw decided;
     }
     if ('skipped' in decided) return { kind: 'success', body: decided };

@@ -7,7 +7,7 @@ import {
 import { deadlineEvent, failedEvent, succeededEvent } from '../domain/events.js';
 import type { Clock, LifecycleTarget, LifecycleView, Repositories, StatusState } from '../domain/ports/index.js';
 import { aggregateOf, type RolloutAggregate } from '../domain/rolloutStatus.js';
-import { isAppError } from '../errors.js';
+import { isAppError, rolloutRefusalOf } from '../errors.js';
 import type { RolloutIssuer } from './issueRollout.js';
 import { countFailure, countSucceeded } from './milestoneCounts.js';
 import { relayQuietly, statusPublisher } from './statusEvents.js';
@@ -52,9 +52,6 @@ export interface LifecycleDeps {
 /** Open lifecycles read per page of a sweep, and looked at per sweep at most (the rest at the next, from where it stopped). */
 const SWEEP_BATCH = 500;
 const SWEEP_MAX = 5_000;
-
-/** A waiting push whose promotion is refused with these is not forgotten: it waits for the next rollout to settle. */
-const STILL_WAITING = new Set<string>(['rollout-generation-conflict', 'current-rollout-mismatch', 'idempotency-key-reused']);
 
 /** How deep one pass follows its own decisions (a deadline decided, then its follow-ups). */
 const MAX_PASSES = 3;
@@ -187,7 +184,7 @@ export function rolloutLifecycle (deps: LifecycleDeps) {
     if (!result.ok && result.error.code === 'idempotency-request-in-progress') return undefined;
     // Lost to another rollout (or to an earlier attempt for this rollout, made for an older push): the
     // push keeps waiting, for whichever rollout is current now to settle. Refused for good: forgotten.
-    if (!result.ok && STILL_WAITING.has(result.error.code)) return `refused: ${result.error.code}; the push keeps waiting`;
+    if (!result.ok && rolloutRefusalOf(result.error.code).waiting === 'keep-waiting') return `refused: ${result.error.code}; the push keeps waiting`;
     await repos.automationQueue.clearQueuedPromotion(view.serviceId, queued.releaseId);
     if (!result.ok) return `refused: ${result.error.code}`;
     if (!result.value.issued) return `skipped: ${result.value.skip}`;

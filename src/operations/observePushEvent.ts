@@ -8,7 +8,7 @@ import {
 import { effectiveRolloutPolicy, isSettled, tagFilterRefusal, type EffectivePolicy } from '../domain/lifecycle.js';
 import { aggregateOf } from '../domain/rolloutStatus.js';
 import { automaticPromotionSkip } from '../domain/rollouts.js';
-import { errors, type AppError } from '../errors.js';
+import { errors, rolloutRefusalOf, type AppError } from '../errors.js';
 import type { RolloutIssuer } from './issueRollout.js';
 import { invalid, refusal, success, type Actor, type Result } from '../domain/result.js';
 import type { Telemetry } from '../domain/ports/telemetry.js';
@@ -192,10 +192,10 @@ function automaticOutcome (result: Awaited<ReturnType<RolloutIssuer['issueRollou
     return { outcome: 'promoted', rolloutId: plan?.rolloutId, rolloutGeneration: plan?.rolloutGeneration, ...replayed };
   }
   const { error } = result;
-  if (error.code === 'rollout-generation-conflict' || error.code === 'current-rollout-mismatch') {
-    return { outcome: 'conflict', reason: error.message, ...replayed };
-  }
-  if (error.code === 'invalid-deployment-plan') return { outcome: 'skipped', reason: `invalid-deployment-plan: ${error.message}`, ...replayed };
+  // What the refusal means for an automatic promotion is the error catalogue's (src/errors.ts `rollout.automatic`).
+  const meaning = rolloutRefusalOf(error.code).automatic;
+  if (meaning === 'conflict') return { outcome: 'conflict', reason: error.message, ...replayed };
+  if (meaning === 'skipped') return { outcome: 'skipped', reason: `${error.code}: ${error.message}`, ...replayed };
   // Any other refusal (the event's automatic promotion is still in progress elsewhere, …) is the event's answer.
   return error;
 }

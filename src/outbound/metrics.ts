@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import type { TImmutableImageRolloutMode } from '../contracts/index.js';
-import { errorCatalogue, errors, isAppError, type AppError, type ErrorCode } from '../errors.js';
+import { errorCatalogue, errors, isAppError, rolloutRefusalOf, type AppError, type ErrorCode } from '../errors.js';
 import type { Result } from '../domain/result.js';
 import { UNMATCHED_ROUTE, type HttpTelemetry, type RequestLabels, type Telemetry } from '../domain/ports/telemetry.js';
 
@@ -34,9 +34,6 @@ const SKIPPED = 'automatic-promotion-skipped';
 
 /** An automatic promotion's outcome that issued nothing (src/operations/issueRollout.ts `IssueOutcome`). */
 const isSkipped = (value: unknown): boolean => typeof value === 'object' && value !== null && (value as { issued?: unknown }).issued === false;
-
-/** The CAS conflicts a promotion or rollback answers with (the third kind is a report's status revision). */
-const CAS_CODES: ReadonlySet<string> = new Set<CasConflictKind>(['rollout-generation-conflict', 'current-rollout-mismatch']);
 
 /** The error an attempt that threw is answered with (as the error handler would: the store already coded outages). */
 const thrownError = (err: unknown): AppError => (isAppError(err) ? err : errors.internalError(err));
@@ -172,9 +169,10 @@ export class Metrics implements Telemetry, HttpTelemetry {
     if (replayed) {
       outcome = 'replayed';
       this.idempotentReplays.inc({ operation: mode });
-    } else if (CAS_CODES.has(code)) {
+    } else if (rolloutRefusalOf(code).casConflict === true) {
+      // The catalogue's lost compare-and-swaps of a promotion or rollback (the third kind is a report's status revision).
       outcome = 'conflict';
-      this.casConflicts.inc({ kind: code });
+      this.casConflicts.inc({ kind: code as CasConflictKind });
     } else {
       outcome = errorCatalogue[code].status >= 500 ? 'error' : 'refused';
     }
