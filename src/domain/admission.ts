@@ -3,7 +3,7 @@ import { errors, type AppError } from '../errors.js';
 import { placementRefusal, type ClusterNodes } from './clusters.js';
 import type { VerifiedRelease } from './lifecycle.js';
 import {
-  automaticPromotionSkip, automaticPromotionSkipDetail, currentGeneration, currentRolloutOf,
+  automaticPromotionSkip, automaticPromotionSkipDetail, currentGeneration, currentRolloutOf, isSameImage,
   type AutomaticPromotionSkip, type AutomationHold, type RolloutIntent,
 } from './rollouts.js';
 
@@ -49,9 +49,6 @@ const isAutomatic = (intent: RolloutIntent): boolean => intent.kind === 'promoti
 const isRollback = (intent: RolloutIntent): boolean => intent.kind === 'rollback';
 const toLastVerified = (intent: RolloutIntent): boolean => intent.kind === 'rollback' && intent.toLastVerified === true;
 
-const sameImage = (plan: NonNullable<IService['data']['imageDeployment']>, release: IImageRelease): boolean =>
-  plan.requestedDigest === release.data.registryRootDigest && plan.registryHost === release.data.registryHost && plan.repository === release.data.repository;
-
 /** deployOnPush, no operator's hold, not the digest deployed now, never an older release. */
 export const automationAllowed = (_intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {
   const skip = automaticPromotionSkip(f.service, f.hold, f.release, f.currentRelease);
@@ -92,7 +89,7 @@ export const rollbackTargetAccepted = (_intent: RolloutIntent, f: AdmissionFacts
 /** A rollback target is not the digest deployed now. */
 export const rollbackTargetNotCurrent = (_intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {
   const current = f.service.data.imageDeployment;
-  return current && f.release && sameImage(current, f.release) ? errors.rollbackTargetIsCurrent(f.releaseId, currentRolloutOf(f.service)) : undefined;
+  return current && f.release && isSameImage(current, f.release) ? errors.rollbackTargetIsCurrent(f.releaseId, currentRolloutOf(f.service)) : undefined;
 };
 
 /** The placement's clusters are registered (a rollback goes to the registered ones). */

@@ -94,55 +94,11 @@ export type RolloutIntent =
 /** The operation name of an intent: idempotency records, metrics and fingerprints use it. */
 export const operationOf = (intent: RolloutIntent): TImmutableImageRolloutMode => (intent.kind === 'rollback' ? 'rollback' : intent.mode);
 
-export interface PreconditionInput {
-  service: IService;
-  release: IImageRelease | null;
-  releaseId: string;
-  expectedRolloutGeneration: number;
-  intent: RolloutIntent;
-}
-
-const isSameImage = (plan: IImmutableImageDeploymentPlan, release: IImageRelease): boolean =>
+/** The plan deploys exactly this release's image. */
+export const isSameImage = (plan: IImmutableImageDeploymentPlan, release: IImageRelease): boolean =>
   plan.requestedDigest === release.data.registryRootDigest &&
   plan.registryHost === release.data.registryHost &&
   plan.repository === release.data.repository;
-
-/** Rollback targets: a release of this service that was accepted before and is not the digest deployed now. */
-function rollbackRefusal (service: IService, release: IImageRelease, releaseId: string): AppError | undefined {
-  if (release.data.acceptedAt === undefined) return errors.rollbackTargetNotAccepted(releaseId);
-  const current = service.data.imageDeployment;
-  if (current && isSameImage(current, release)) return errors.rollbackTargetIsCurrent(releaseId, currentRolloutOf(service));
-  return undefined;
-}
-
-/** The compare-and-swap preconditions: a rollout to roll back, the expected generation, the expected current rollout. */
-export function casRefusal (service: IService, expectedRolloutGeneration: number, intent: RolloutIntent): AppError | undefined {
-  const current = service.data.imageDeployment;
-  const generation = currentGeneration(service);
-  if (intent.kind === 'rollback' && !current) return errors.noCurrentRollout(service.id, currentRolloutOf(service));
-  if (expectedRolloutGeneration !== generation) {
-    const detail = `expected rollout generation ${expectedRolloutGeneration} but the service is at ${generation}`;
-    return errors.rolloutGenerationConflict(detail, currentRolloutOf(service));
-  }
-  if (intent.expectedCurrentRolloutId !== undefined && intent.expectedCurrentRolloutId !== current?.rolloutId) {
-    return errors.currentRolloutMismatch(intent.expectedCurrentRolloutId, currentRolloutOf(service));
-  }
-  return undefined;
-}
-
-/**
- * The preconditions against the current service and release, in a fixed order: the first
- * that fails is the refusal. Every refusal is deterministic for the request, so the
- * idempotency record stores it.
- */
-export function preconditionRefusal (input: PreconditionInput): { release: IImageRelease } | { refusal: AppError } {
-  const { service, release, releaseId, expectedRolloutGeneration, intent } = input;
-  const cas = casRefusal(service, expectedRolloutGeneration, intent);
-  if (cas) return { refusal: cas };
-  if (!release || release.data.serviceId !== service.id) return { refusal: errors.releaseNotFound(service.id, releaseId) };
-  const refusal = intent.kind === 'rollback' ? rollbackRefusal(service, release, releaseId) : undefined;
-  return refusal ? { refusal } : { release };
-}
 
 /** Why a push event does not promote automatically; undefined when it may. */
 export type AutomaticPromotionSkip = 'not-enabled' | 'on-hold' | 'already-current' | 'older-than-current';

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { IImageRelease, IService } from '../contracts/index.js';
-import { computeTargetScope, placementRefusal } from '../domain/clusters.js';
+import { admit, isSkip, type AdmissionFacts } from '../domain/admission.js';
+import { computeTargetScope } from '../domain/clusters.js';
 import type { Clock, Log, Repositories, ServiceWithHold, StoredOutcome } from '../domain/ports/index.js';
 import type { EndedRollout } from '../domain/rolloutApplication.js';
 import {
-  automaticPromotionSkip, automaticPromotionSkipDetail, buildPlan, casRefusal, currentGeneration, currentRolloutOf, idempotencyRecordId, operationOf,
-  preconditionRefusal, requestFingerprint, rolloutRefFor, serviceAfterRollout,
+  buildPlan, currentGeneration, currentRolloutOf, idempotencyRecordId, operationOf, requestFingerprint, rolloutRefFor, serviceAfterRollout,
   type AutomaticPromotionSkip, type Issuer, type RolloutEnd, type RolloutIntent, type RolloutRecord, type RolloutTrigger,
 } from '../domain/rollouts.js';
 import { lastVerifiedRelease } from '../domain/lifecycle.js';
@@ -18,7 +18,7 @@ import { relayQuietly } from './statusEvents.js';
 
 /**
  * Promotion and rollback (manual or automatic) as a sequence of single-document writes that
- * is safe to crash anywhere and to run in any number of processes at once (DESIGN §5):
+ * is safe to crash anywhere and to run in any number of processes at once (docs/architecture.md):
  *
  *   1. claim the idempotency record            (unique _id: one owner per key)
  *   2. insert the rollout record, state pending (unique (serviceId, generation): THE commit point —
@@ -31,6 +31,9 @@ import { relayQuietly } from './statusEvents.js';
  * touches the service next (the client's retry, any other promotion, rollback or report)
  * finishes steps 3–5 for it. A crash before 2 leaves no effect, and the retry takes over the
  * idempotency record once its lease runs out. No transactions are needed.
+ *
+ * Whether a rollout may be issued at all is admission (src/domain/admission.ts): one ordered list of
+ * pure rules, the same for every kind of rollout; `planRollout` reads the facts and runs it.
  */
 
 export interface IssueRolloutDeps {
@@ -87,236 +90,255 @@ function fromStored (outcome: StoredOutcome, replayed: boolean): Result<IssueOut
   return success({ issued: true, service: body.service, rolloutId: body.service.data.imageDeployment?.rolloutId ?? '' }, replayed);
 }
 
-export function rolloutIssuer (deps: IssueRolloutDeps) {
-  const { repos, fault } = deps;
-
-  /**
-   * A promotion rolled back or aborted is a failed change (src/domain/deliveryMetrics.ts) — counted
-   * here, once (by the writer of its end), unless its failure before success was counted already.
-   */
-  function countEndedChange (record: RolloutRecord, end: RolloutEnd, previous: EndedRollout | undefined): void {
-    if (!previous || previous.mode === 'rollback' || end.by === 'superseded') return;
-    const failure = previous.milestones.failure;
-    const succeededAt = previous.milestones.succeededAt;
-    const countedAlready = failure !== undefined && (succeededAt === undefined || failure.at < succeededAt);
-    if (!countedAlready) deps.telemetry.changeFailure(record.serviceId);
-  }
-
-  /** How the previous rollout ended: this rollout replaced it. */
-  const endOf = (record: RolloutRecord): RolloutEnd => ({
-    at: record.createdAt,
-    by: record.trigger?.kind === 'abort' ? 'aborted' : record.mode === 'rollback' ? 'rolled-back' : 'superseded',
-    rolloutId: record.rolloutId,
-  });
-
-  /** Steps 3–5 for one recorded rollout. Safe to run twice and in several processes at once. */
-  async function finish (record: RolloutRecord): Promise<void> {
-    const applied = await repos.plans.applyRollout(record, deps.now());
-    if (applied.kind === 'service-missing') throw new Error(`service '${record.serviceId}' of rollout '${record.rolloutId}' is gone`);
-    const written = applied.kind === 'applied' ? applied.application.ended : applied.ended;
-    const previous = written?.rolloutId === record.previous?.rolloutId ? written : undefined;
-    const { endedPlan, decided } = applied.kind === 'applied' ? applied.application : { endedPlan: undefined, decided: {} };
-    if (endedPlan) await countDecided(deps, endedPlan, record.serviceId, decided);
-    fault('after-plan-write');
-    // The history copies the milestones of the rollout this one ended (decided by its lifecycle, or by this write).
-    if (previous) await repos.rollouts.recordMilestones(previous.rolloutId, previous.milestones);
-    await relayQuietly(repos, record.serviceId);
-    if (record.mode !== 'rollback') {
-      const count = await repos.rollouts.countPromotions(record.releaseId);
-      await repos.releases.recordPromotion(record.releaseId, record.createdAt, count);
-    }
-    fault('after-release-update');
-    if (record.previous) {
-      const end = endOf(record);
-      if (await repos.rollouts.markEnded(record.previous.rolloutId, end)) countEndedChange(record, end, previous);
-    }
-    if (record.mode === 'automatic') await repos.automationQueue.clearQueuedPromotion(record.serviceId, record.releaseId);
-    await repos.rollouts.markApplied(record.rolloutId);
-    await forgetReportsBefore(record);
-  }
-
-  /**
-   * The snapshot reports of the rollout two generations back are no evidence of anything current
-   * (the previous rollout's stay, for whoever compares): remove them. Idempotent.
-   */
-  async function forgetReportsBefore (record: RolloutRecord): Promise<void> {
-    if (record.generation < 3) return;
-    const old = await repos.rollouts.findByGeneration(record.serviceId, record.generation - 2);
-    if (old) await repos.reports.removeRollout(old.rolloutId);
-  }
-
-  /** Finishes rollouts in generation order (each safe to finish twice). */
-  async function finishAll (records: RolloutRecord[]): Promise<void> {
-    for (const record of records) await finish(record);
-  }
-
-  const readPlanInputs = async (req: RolloutRequest): Promise<PlanInputs> => {
-    const [found, release] = await Promise.all([repos.plans.findWithHold(req.serviceId), repos.releases.findById(req.releaseId)]);
-    return { found, release };
-  };
-
-  /** The record of the rollout a plan issues (not yet inserted). */
-  interface RecordInputs {
-    req: RolloutRequest;
-    rolloutRef: string;
-    found: ServiceWithHold;
-    release: IImageRelease;
-    targetScope: RolloutRecord['plan']['targetScope'];
-  }
-
-  function recordOf ({ req, rolloutRef, found, release, targetScope }: RecordInputs) {
-    const { service, automationHold } = found;
-    const now = deps.now();
-    const built = buildPlan({ service, release, intent: req.intent, targetScope, rolloutId: `ro_${randomUUID()}`, now });
-    if ('refusal' in built) return built;
-    const { plan } = built;
-    const current = service.data.imageDeployment;
-    const record: RolloutRecord = {
-      rolloutId: plan.rolloutId,
-      serviceId: service.id,
-      generation: plan.rolloutGeneration,
-      mode: plan.mode,
-      releaseId: release.id,
-      plan,
-      previous: current ? { rolloutId: current.rolloutId, releaseId: current.releaseId, requestedDigest: current.requestedDigest } : undefined,
-      issuedBy: req.issuer,
-      reason: req.reason,
-      hold: req.intent.kind === 'rollback' ? 'set' : req.intent.mode === 'promotion' && automationHold ? 'cleared' : 'unchanged',
-      idempotencyRecordId: rolloutRef,
-      serviceAfter: serviceAfterRollout(service, plan),
-      state: 'pending',
-      createdAt: now,
-      ...(req.trigger ? { trigger: req.trigger } : {}),
-    };
-    return { record };
-  }
-
-  /** Lost the compare-and-swap: the winner's values (after finishing its rollout if needed). */
-  async function generationTaken (req: RolloutRequest, generation: number, service: IService): Promise<AppError> {
-    const read = async (): Promise<IService | undefined> => (await repos.plans.findWithHold(req.serviceId))?.service;
-    let winner = (await read()) ?? service;
-    if (currentGeneration(winner) < generation) {
-      // The winner's rollout is recorded, its plan perhaps not written yet: finish it if it is still
-      // pending (it may have been finished meanwhile), then read the service it made.
-      await finishAll(await repos.rollouts.findPending(req.serviceId, currentGeneration(winner)));
-      winner = (await read()) ?? winner;
-    }
-    return errors.rolloutGenerationConflict(`generation ${generation} was taken by a concurrent rollout`, currentRolloutOf(winner));
-  }
-
-  /**
-   * Step 2: decide and record the rollout. `inputs` were read before the pending rollouts were
-   * settled; when there were some (a crashed process left them), both are read again, since
-   * finishing a rollout moves the service and marks its release accepted.
-   */
-  async function plan (req: RolloutRequest, rolloutRef: string, inputs: PlanInputs, pending: RolloutRecord[]): Promise<RolloutRecord | AppError | SkippedBody> {
-    await finishAll(pending);
-    const { found, release } = pending.length === 0 ? inputs : await readPlanInputs(req);
-    if (!found) return errors.serviceNotFound(req.serviceId);
-    const current = found.service.data.imageDeployment;
-    if (req.intent.kind === 'promotion' && req.intent.mode === 'automatic') {
-      const currentRelease = current ? await repos.releases.findById(current.releaseId) : null;
-      const skip = automaticPromotionSkip(found.service, found.automationHold, release, currentRelease);
-      if (skip) return { skipped: skip, detail: automaticPromotionSkipDetail(skip, found.automationHold) };
-    }
-    const expected = req.expectedRolloutGeneration ?? currentGeneration(found.service);
-    let target = { release, releaseId: req.releaseId };
-    if (req.intent.kind === 'rollback' && req.intent.toLastVerified) {
-      // Abort / automatic rollback: the target is the last verified release, once the compare-and-swap holds.
-      const cas = casRefusal(found.service, expected, req.intent);
-      if (cas) return cas;
-      const verified = lastVerifiedRelease(found.verifiedReleases, current);
-      if (!verified) return errors.noVerifiedRelease(req.serviceId, currentRolloutOf(found.service));
-      target = { release: await repos.releases.findById(verified.releaseId), releaseId: verified.releaseId };
-    }
-    const checked = preconditionRefusal({
-      service: found.service, release: target.release, releaseId: target.releaseId, expectedRolloutGeneration: expected, intent: req.intent,
-    });
-    if ('refusal' in checked) return checked.refusal;
-    const placement = found.service.data.placement;
-    const clusters = await repos.clusters.findClustersWithNodes(placement?.clusterIds ?? []);
-    const unplaced = placementRefusal(req.serviceId, placement, clusters, req.intent.kind);
-    if (unplaced) return unplaced;
-    const built = recordOf({ req, rolloutRef, found, release: checked.release, targetScope: computeTargetScope(placement, clusters) });
-    if ('refusal' in built) return built.refusal;
-    const inserted = await repos.rollouts.insert(built.record);
-    if (inserted.kind === 'exists-for-record') return inserted.record;
-    if (inserted.kind === 'generation-taken') return generationTaken(req, built.record.generation, found.service);
-    fault('after-rollout-record');
-    return built.record;
-  }
-
-  /**
-   * One round trip's worth of independent reads (the rollout an earlier attempt with this key
-   * recorded, the service, the release), then the service's pending rollouts (by its generation),
-   * then plan or finish.
-   */
-  async function execute (req: RolloutRequest, rolloutRef: string): Promise<StoredOutcome> {
-    const [earlier, inputs] = await Promise.all([repos.rollouts.findByIdempotencyRecord(rolloutRef), readPlanInputs(req)]);
-    const pending = earlier || !inputs.found ? [] : await repos.rollouts.findPending(req.serviceId, currentGeneration(inputs.found.service));
-    const decided = earlier ?? await plan(req, rolloutRef, inputs, pending);
-    if (decided instanceof Error) {
-      if (rolloutRefusalOf(decided.code).replay) return outcomeOfRefusal(decided);
-      throw decided;
-    }
-    if ('skipped' in decided) return { kind: 'success', body: decided };
-    await finish(decided);
-    return { kind: 'success', body: { service: decided.serviceAfter } };
-  }
-
-  const fingerprintOf = (req: RolloutRequest): string => requestFingerprint([
-    operationOf(req.intent), req.serviceId, req.releaseId, req.expectedRolloutGeneration ?? null,
-    req.intent.kind === 'rollback' || req.intent.mode === 'promotion' ? req.intent.expectedCurrentRolloutId ?? null : null,
-    ...(req.fingerprintExtra ?? []),
-  ]);
-
-  /** Promotion or rollback with Idempotency-Key semantics. */
-  async function issueRollout (req: RolloutRequest): Promise<Result<IssueOutcome>> {
-    const operation = operationOf(req.intent);
-    const recordId = idempotencyRecordId(req.serviceId, req.idempotencyKey);
-    const owner = randomUUID();
-    const claim = await repos.idempotency.claim({
-      recordId,
-      serviceId: req.serviceId,
-      key: req.idempotencyKey,
-      operation,
-      fingerprint: fingerprintOf(req),
-      owner,
-      now: deps.now(),
-      leaseMs: deps.leaseMs,
-      retentionMs: RETENTION_MS,
-    });
-    if (claim.kind === 'replay') return fromStored(claim.outcome, true);
-    if (claim.kind === 'in-progress') return refusal(errors.idempotencyRequestInProgress(claim.retryAfterMs));
-    if (claim.kind === 'reused') return refusal(errors.idempotencyKeyReused(claim.operation));
-    fault('after-idempotency-record');
-    // The rollout is bound to this lifetime of the key: once the record has expired (48 h), the
-    // same key starts a new request instead of finding the rollout an old one issued.
-    let outcome: StoredOutcome;
-    try {
-      outcome = await execute(req, rolloutRefFor(recordId, claim.createdAt));
-    } catch (err) {
-      // Transient failure (database away): store nothing, give the key back for the retry.
-      await repos.idempotency.release(recordId, owner).catch(() => undefined);
-      throw err;
-    }
-    await repos.idempotency.complete(recordId, outcome, deps.now());
-    return fromStored(outcome, false);
-  }
-
-  /**
-   * Whether a request under this key has already taken effect: its outcome stored, or its rollout
-   * committed by an attempt a crash interrupted (then `issueRollout` with the key completes it).
-   */
-  async function committedUnder (serviceId: string, idempotencyKey: string): Promise<boolean> {
-    const recordId = idempotencyRecordId(serviceId, idempotencyKey);
-    const held = await repos.idempotency.find(recordId, deps.now());
-    if (!held) return false;
-    if (held.state === 'completed') return true;
-    return (await repos.rollouts.findByIdempotencyRecord(rolloutRefFor(recordId, held.createdAt))) !== null;
-  }
-
-  return { issueRollout, committedUnder };
+/**
+ * A promotion rolled back or aborted is a failed change (src/domain/deliveryMetrics.ts) — counted
+ * here, once (by the writer of its end), unless its failure before success was counted already.
+ */
+function countEndedChange (deps: IssueRolloutDeps, record: RolloutRecord, end: RolloutEnd, previous: EndedRollout | undefined): void {
+  if (!previous || previous.mode === 'rollback' || end.by === 'superseded') return;
+  const failure = previous.milestones.failure;
+  const succeededAt = previous.milestones.succeededAt;
+  const countedAlready = failure !== undefined && (succeededAt === undefined || failure.at < succeededAt);
+  if (!countedAlready) deps.telemetry.changeFailure(record.serviceId);
 }
+
+/** How the previous rollout ended: this rollout replaced it. */
+const endOf = (record: RolloutRecord): RolloutEnd => ({
+  at: record.createdAt,
+  by: record.trigger?.kind === 'abort' ? 'aborted' : record.mode === 'rollback' ? 'rolled-back' : 'superseded',
+  rolloutId: record.rolloutId,
+});
+
+/** Steps 3–5 for one recorded rollout. Safe to run twice and in several processes at once. */
+async function finishRollout (deps: IssueRolloutDeps, record: RolloutRecord): Promise<void> {
+  const { repos, fault } = deps;
+  const applied = await repos.plans.applyRollout(record, deps.now());
+  if (applied.kind === 'service-missing') throw new Error(`service '${record.serviceId}' of rollout '${record.rolloutId}' is gone`);
+  const written = applied.kind === 'applied' ? applied.application.ended : applied.ended;
+  const previous = written?.rolloutId === record.previous?.rolloutId ? written : undefined;
+  const { endedPlan, decided } = applied.kind === 'applied' ? applied.application : { endedPlan: undefined, decided: {} };
+  if (endedPlan) await countDecided(deps, endedPlan, record.serviceId, decided);
+  fault('after-plan-write');
+  // The history copies the milestones of the rollout this one ended (decided by its lifecycle, or by this write).
+  if (previous) await repos.rollouts.recordMilestones(previous.rolloutId, previous.milestones);
+  await relayQuietly(repos, record.serviceId);
+  if (record.mode !== 'rollback') {
+    const count = await repos.rollouts.countPromotions(record.releaseId);
+    await repos.releases.recordPromotion(record.releaseId, record.createdAt, count);
+  }
+  fault('after-release-update');
+  if (record.previous) {
+    const end = endOf(record);
+    if (await repos.rollouts.markEnded(record.previous.rolloutId, end)) countEndedChange(deps, record, end, previous);
+  }
+  if (record.mode === 'automatic') await repos.automationQueue.clearQueuedPromotion(record.serviceId, record.releaseId);
+  await repos.rollouts.markApplied(record.rolloutId);
+  await forgetReportsBefore(deps, record);
+}
+
+/**
+ * The snapshot reports of the rollout two generations back are no evidence of anything current
+ * (the previous rollout's stay, for whoever compares): remove them. Idempotent.
+ */
+async function forgetReportsBefore ({ repos }: IssueRolloutDeps, record: RolloutRecord): Promise<void> {
+  if (record.generation < 3) return;
+  const old = await repos.rollouts.findByGeneration(record.serviceId, record.generation - 2);
+  if (old) await repos.reports.removeRollout(old.rolloutId);
+}
+
+/** Finishes rollouts in generation order (each safe to finish twice). */
+async function finishAll (deps: IssueRolloutDeps, records: RolloutRecord[]): Promise<void> {
+  for (const record of records) await finishRollout(deps, record);
+}
+
+async function readPlanInputs ({ repos }: IssueRolloutDeps, req: RolloutRequest): Promise<PlanInputs> {
+  const [found, release] = await Promise.all([repos.plans.findWithHold(req.serviceId), repos.releases.findById(req.releaseId)]);
+  return { found, release };
+}
+
+/** The record of the rollout a plan issues (not yet inserted). */
+interface RecordInputs {
+  req: RolloutRequest;
+  rolloutRef: string;
+  found: ServiceWithHold;
+  release: IImageRelease;
+  targetScope: RolloutRecord['plan']['targetScope'];
+}
+
+function recordOf (deps: IssueRolloutDeps, { req, rolloutRef, found, release, targetScope }: RecordInputs) {
+  const { service, automationHold } = found;
+  const now = deps.now();
+  const built = buildPlan({ service, release, intent: req.intent, targetScope, rolloutId: `ro_${randomUUID()}`, now });
+  if ('refusal' in built) return built;
+  const { plan } = built;
+  const current = service.data.imageDeployment;
+  const record: RolloutRecord = {
+    rolloutId: plan.rolloutId,
+    serviceId: service.id,
+    generation: plan.rolloutGeneration,
+    mode: plan.mode,
+    releaseId: release.id,
+    plan,
+    previous: current ? { rolloutId: current.rolloutId, releaseId: current.releaseId, requestedDigest: current.requestedDigest } : undefined,
+    issuedBy: req.issuer,
+    reason: req.reason,
+    hold: req.intent.kind === 'rollback' ? 'set' : req.intent.mode === 'promotion' && automationHold ? 'cleared' : 'unchanged',
+    idempotencyRecordId: rolloutRef,
+    serviceAfter: serviceAfterRollout(service, plan),
+    state: 'pending',
+    createdAt: now,
+    ...(req.trigger ? { trigger: req.trigger } : {}),
+  };
+  return { record };
+}
+
+/** Lost the compare-and-swap: the winner's values (after finishing its rollout if needed). */
+async function generationTaken (deps: IssueRolloutDeps, req: RolloutRequest, generation: number, service: IService): Promise<AppError> {
+  const { repos } = deps;
+  const read = async (): Promise<IService | undefined> => (await repos.plans.findWithHold(req.serviceId))?.service;
+  let winner = (await read()) ?? service;
+  if (currentGeneration(winner) < generation) {
+    // The winner's rollout is recorded, its plan perhaps not written yet: finish it if it is still
+    // pending (it may have been finished meanwhile), then read the service it made.
+    await finishAll(deps, await repos.rollouts.findPending(req.serviceId, currentGeneration(winner)));
+    winner = (await read()) ?? winner;
+  }
+  return errors.rolloutGenerationConflict(`generation ${generation} was taken by a concurrent rollout`, currentRolloutOf(winner));
+}
+
+/**
+ * What admission looks at: the service, the target release (for an abort the last verified release),
+ * the release deployed now (automatic promotion only) and the placement's clusters.
+ */
+async function admissionFactsOf (
+  { repos }: IssueRolloutDeps, req: RolloutRequest, found: ServiceWithHold, release: IImageRelease | null
+): Promise<AdmissionFacts> {
+  const { service } = found;
+  const current = service.data.imageDeployment;
+  const automatic = req.intent.kind === 'promotion' && req.intent.mode === 'automatic';
+  let target = { release, releaseId: req.releaseId };
+  if (req.intent.kind === 'rollback' && req.intent.toLastVerified) {
+    // Abort / automatic rollback: the target is the last verified release ('' when there is none).
+    const verified = lastVerifiedRelease(found.verifiedReleases, current);
+    target = verified ? { release: await repos.releases.findById(verified.releaseId), releaseId: verified.releaseId } : { release: null, releaseId: '' };
+  }
+  const [currentRelease, clusters] = await Promise.all([
+    automatic && current ? repos.releases.findById(current.releaseId) : Promise.resolve(null),
+    repos.clusters.findClustersWithNodes(service.data.placement?.clusterIds ?? []),
+  ]);
+  return {
+    service,
+    hold: found.automationHold,
+    verifiedReleases: found.verifiedReleases ?? [],
+    ...target,
+    currentRelease,
+    clusters,
+    expectedRolloutGeneration: req.expectedRolloutGeneration ?? currentGeneration(service),
+  };
+}
+
+/**
+ * Step 2: admit and record the rollout. `inputs` were read before the pending rollouts were
+ * settled; when there were some (a crashed process left them), both are read again, since
+ * finishing a rollout moves the service and marks its release accepted.
+ */
+async function planRollout (
+  deps: IssueRolloutDeps, req: RolloutRequest, rolloutRef: string, inputs: PlanInputs, pending: RolloutRecord[]
+): Promise<RolloutRecord | AppError | SkippedBody> {
+  await finishAll(deps, pending);
+  const { found, release } = pending.length === 0 ? inputs : await readPlanInputs(deps, req);
+  if (!found) return errors.serviceNotFound(req.serviceId);
+  const facts = await admissionFactsOf(deps, req, found, release);
+  const verdict = admit(req.intent, facts);
+  if (isSkip(verdict)) return { skipped: verdict.skip, detail: verdict.detail };
+  if (verdict) return verdict;
+  // Admitted: the release is the service's (the release rule holds).
+  const admitted = facts.release as IImageRelease;
+  const built = recordOf(deps, { req, rolloutRef, found, release: admitted, targetScope: computeTargetScope(found.service.data.placement, facts.clusters) });
+  if ('refusal' in built) return built.refusal;
+  const inserted = await deps.repos.rollouts.insert(built.record);
+  if (inserted.kind === 'exists-for-record') return inserted.record;
+  if (inserted.kind === 'generation-taken') return generationTaken(deps, req, built.record.generation, found.service);
+  deps.fault('after-rollout-record');
+  return built.record;
+}
+
+/**
+ * One round trip's worth of independent reads (the rollout an earlier attempt with this key
+ * recorded, the service, the release), then the service's pending rollouts (by its generation),
+ * then plan or finish.
+ */
+async function execute (deps: IssueRolloutDeps, req: RolloutRequest, rolloutRef: string): Promise<StoredOutcome> {
+  const { repos } = deps;
+  const [earlier, inputs] = await Promise.all([repos.rollouts.findByIdempotencyRecord(rolloutRef), readPlanInputs(deps, req)]);
+  const pending = earlier || !inputs.found ? [] : await repos.rollouts.findPending(req.serviceId, currentGeneration(inputs.found.service));
+  const decided = earlier ?? await planRollout(deps, req, rolloutRef, inputs, pending);
+  if (decided instanceof Error) {
+    // Deterministic refusals are stored with the key and replayed (src/errors.ts `rollout.replay`); others are thrown.
+    if (rolloutRefusalOf(decided.code).replay) return outcomeOfRefusal(decided);
+    throw decided;
+  }
+  if ('skipped' in decided) return { kind: 'success', body: decided };
+  await finishRollout(deps, decided);
+  return { kind: 'success', body: { service: decided.serviceAfter } };
+}
+
+const fingerprintOf = (req: RolloutRequest): string => requestFingerprint([
+  operationOf(req.intent), req.serviceId, req.releaseId, req.expectedRolloutGeneration ?? null,
+  req.intent.kind === 'rollback' || req.intent.mode === 'promotion' ? req.intent.expectedCurrentRolloutId ?? null : null,
+  ...(req.fingerprintExtra ?? []),
+]);
+
+/** Promotion or rollback with Idempotency-Key semantics. */
+export async function issueRollout (deps: IssueRolloutDeps, req: RolloutRequest): Promise<Result<IssueOutcome>> {
+  const { repos } = deps;
+  const recordId = idempotencyRecordId(req.serviceId, req.idempotencyKey);
+  const owner = randomUUID();
+  const claim = await repos.idempotency.claim({
+    recordId,
+    serviceId: req.serviceId,
+    key: req.idempotencyKey,
+    operation: operationOf(req.intent),
+    fingerprint: fingerprintOf(req),
+    owner,
+    now: deps.now(),
+    leaseMs: deps.leaseMs,
+    retentionMs: RETENTION_MS,
+  });
+  if (claim.kind === 'replay') return fromStored(claim.outcome, true);
+  if (claim.kind === 'in-progress') return refusal(errors.idempotencyRequestInProgress(claim.retryAfterMs));
+  if (claim.kind === 'reused') return refusal(errors.idempotencyKeyReused(claim.operation));
+  deps.fault('after-idempotency-record');
+  // The rollout is bound to this lifetime of the key: once the record has expired (48 h), the
+  // same key starts a new request instead of finding the rollout an old one issued.
+  let outcome: StoredOutcome;
+  try {
+    outcome = await execute(deps, req, rolloutRefFor(recordId, claim.createdAt));
+  } catch (err) {
+    // Transient failure (database away): store nothing, give the key back for the retry.
+    await repos.idempotency.release(recordId, owner).catch(() => undefined);
+    throw err;
+  }
+  await repos.idempotency.complete(recordId, outcome, deps.now());
+  return fromStored(outcome, false);
+}
+
+/**
+ * Whether a request under this key has already taken effect: its outcome stored, or its rollout
+ * committed by an attempt a crash interrupted (then `issueRollout` with the key completes it).
+ */
+export async function committedUnder ({ repos, now }: IssueRolloutDeps, serviceId: string, idempotencyKey: string): Promise<boolean> {
+  const recordId = idempotencyRecordId(serviceId, idempotencyKey);
+  const held = await repos.idempotency.find(recordId, now());
+  if (!held) return false;
+  if (held.state === 'completed') return true;
+  return (await repos.rollouts.findByIdempotencyRecord(rolloutRefFor(recordId, held.createdAt))) !== null;
+}
+
+/** The use cases bound to their dependencies, as the other use cases and the routes call them. */
+export const rolloutIssuer = (deps: IssueRolloutDeps) => ({
+  issueRollout: (req: RolloutRequest): Promise<Result<IssueOutcome>> => issueRollout(deps, req),
+  committedUnder: (serviceId: string, idempotencyKey: string): Promise<boolean> => committedUnder(deps, serviceId, idempotencyKey),
+});
 
 export type RolloutIssuer = ReturnType<typeof rolloutIssuer>;
