@@ -44,8 +44,12 @@ const service = (deployed: boolean, extra: Partial<IService['data']> = {}): ISer
     ...(deployed
       ? {
           imageDeployment: {
-            rolloutId: 'ro_1', rolloutGeneration: 1, releaseId: current.id, requestedDigest: current.data.registryRootDigest,
-            registryHost: current.data.registryHost, repository: current.data.repository,
+            rolloutId: 'ro_1',
+            rolloutGeneration: 1,
+            releaseId: current.id,
+            requestedDigest: current.data.registryRootDigest,
+            registryHost: current.data.registryHost,
+            repository: current.data.repository,
           } as NonNullable<IService['data']['imageDeployment']>,
         }
       : {}),
