@@ -174,7 +174,8 @@ interface Composition {
 
 function composeOperations ({ repos, telemetry, config, fault, log, now }: Composition): Operations {
   const rollouts = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log });
-  const lifecycle = rolloutLifecycle({ repos, rollouts, telemetry, now, log, fault });
+  const eventsRetentionMs = config.EVENTS_RETENTION_DAYS * 24 * 60 * 60 * 1000;
+  const lifecycle = rolloutLifecycle({ repos, rollouts, telemetry, now, log, fault, eventsRetentionMs });
   return {
     lifecycle,
     abort: abort({ rollouts, telemetry }),
@@ -325,7 +326,8 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(rolloutStatusRoutes, { rollouts: operations.rollouts, verifier, hub });
   await app.register(consolePlugin);
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);
-  // Progress deadlines, milestones and follow-ups of rollouts in progress: every process sweeps (compare-and-swap decides).
+  // Progress deadlines, milestones and follow-ups of rollouts in progress, and the domain-event log's
+  // relays and retention: every process sweeps (compare-and-swap decides).
   let sweeper: { stop: () => Promise<void> } | undefined;
   app.addHook('onReady', async () => { sweeper = operations.lifecycle.startSweeper(config.LIFECYCLE_SWEEP_INTERVAL_MS); });
   app.addHook('preClose', async () => { await sweeper?.stop(); });

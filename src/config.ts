@@ -98,6 +98,12 @@ export const EnvSchema = Type.Object({
     default: 5_000,
     description: 'how often each process looks at rollouts in progress: progress deadlines, milestones, automatic rollback, waiting pushes',
   }),
+  EVENTS_RETENTION_DAYS: Type.Integer({
+    minimum: 1,
+    maximum: 36_500,
+    default: 30,
+    description: 'how long the domain-event log keeps an event (days); each process\'s lifecycle sweep removes older ones',
+  }),
   METRICS_TOKEN: Type.Optional(Type.String({
     minLength: 16,
     maxLength: 4096,

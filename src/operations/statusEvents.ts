@@ -7,16 +7,6 @@ import { aggregateKey, aggregateOf, statusEventOf, type RolloutAggregate } from 
 const MAX_ROUNDS = 16;
 
 /**
- * Appends the status event of the newest summary state (the SSE log) when its aggregate differs
- * from the one published last. The append is a compare-and-swap on the status revision AND on
- * the summary still being at the state's seq, so only the newest state is ever appended: a state
- * overtaken by a later report is not published (the later report's publication, or this one's
- * next round on the head it re-reads, speaks for it). A state whose aggregate equals the
- * published one writes nothing: the service document it would rewrite is the largest write of
- * a report. `state` was read atomically with its own summary write, so its `published` is what
- * was published up to that seq; any later append is of a later state. Any process may publish.
- */
-/**
  * Moves the service's recorded events into the log (src/domain/ports/eventLog.ts). Never fails the
  * change that recorded them: they are in its write already, and the sweeper relays what is left.
  */
@@ -27,6 +17,16 @@ export async function relayQuietly ({ events }: Pick<Repositories, 'events'>, se
 /** The status a published aggregate key names (src/domain/rolloutStatus.ts `aggregateKey`: the status first). */
 const statusOfKey = (key: string): RolloutAggregate['status'] | null => (JSON.parse(key) as [RolloutAggregate['status']])[0] ?? null;
 
+/**
+ * Appends the status event of the newest summary state (the SSE log) when its aggregate differs
+ * from the one published last. The append is a compare-and-swap on the status revision AND on
+ * the summary still being at the state's seq, so only the newest state is ever appended: a state
+ * overtaken by a later report is not published (the later report's publication, or this one's
+ * next round on the head it re-reads, speaks for it). A state whose aggregate equals the
+ * published one writes nothing: the service document it would rewrite is the largest write of
+ * a report. `state` was read atomically with its own summary write, so its `published` is what
+ * was published up to that seq; any later append is of a later state. Any process may publish.
+ */
 export function statusPublisher ({ repos, now }: { repos: Pick<Repositories, 'events' | 'statusEvents' | 'statusSummaries'>, now: Clock }) {
   return async function publish (serviceId: string, plan: IImmutableImageDeploymentPlan, state: StatusState): Promise<void> {
     let head: StatusState | null = state;

@@ -42,127 +42,148 @@ const requireIdempotencyKey = (payload: unknown): AppError | undefined => {
   return key === undefined || key === '' ? errors.idempotencyKeyMissing('request.idempotencyKey') : undefined;
 };
 
+/** One method per function, each given the use cases (it reads the ones it calls when it is built, as the app builds it once). */
+type MethodOf = (operations: Operations) => TypedRequestMethod;
+
+const registerCluster: MethodOf = ({ clusters }) => define({
+  method: clusterContracts.registerCluster.method,
+  permission: permissions.registerClusters,
+  payload: clusterContracts.registerCluster.payload,
+  response: clusterContracts.registerCluster.response,
+  precheck: (payload) => duplicateNodeNamesRefusal(payload, '/request'),
+  run: ({ clusterId, name, nodeNames }) => clusters.registerCluster(clusterId, { name, nodeNames }),
+});
+
+const getCluster: MethodOf = ({ clusters }) => define({
+  method: clusterContracts.getCluster.method,
+  permission: permissions.readClusters,
+  payload: clusterContracts.getCluster.payload,
+  response: clusterContracts.getCluster.response,
+  run: ({ clusterId }) => clusters.readCluster(clusterId),
+});
+
+const listClusters: MethodOf = ({ clusters }) => define({
+  method: clusterContracts.listClusters.method,
+  permission: permissions.readClusters,
+  payload: clusterContracts.listClusters.payload,
+  response: clusterContracts.listClusters.response,
+  run: ({ limit, after }) => clusters.listClusters({ limit: limit ?? clusterListLimits.default, after }),
+});
+
+const getServiceById: MethodOf = ({ services }) => define({
+  method: typedRequestContracts.getServiceById.method,
+  permission: permissions.readServices,
+  payload: typedRequestContracts.getServiceById.payload,
+  response: typedRequestContracts.getServiceById.response,
+  run: async ({ serviceId }) => project(await services.readService(serviceId), ({ service }) => ({ service })),
+});
+
+const createService: MethodOf = ({ services }) => define({
+  method: typedRequestContracts.createService.method,
+  permission: permissions.createServices,
+  payload: typedRequestContracts.createService.payload,
+  response: typedRequestContracts.createService.response,
+  precheck: (payload) => serverManagedFieldRefusal(serviceDataOf(payload), '/request/serviceData'),
+  inputAt: '/request/serviceData',
+  run: ({ serviceData }) => services.createService(serviceData),
+});
+
+const updateService: MethodOf = ({ services }) => define({
+  method: typedRequestContracts.updateService.method,
+  permission: permissions.updateServices,
+  payload: typedRequestContracts.updateService.payload,
+  response: typedRequestContracts.updateService.response,
+  precheck: (payload) => serverManagedFieldRefusal(serviceDataOf(payload), '/request/serviceData'),
+  inputAt: '/request/serviceData',
+  run: ({ serviceId, serviceData }) => services.updateService(serviceId, serviceData),
+});
+
+const listServices: MethodOf = ({ services }) => define({
+  method: serviceTypedRequestContracts.listServices.method,
+  permission: permissions.readServices,
+  payload: serviceTypedRequestContracts.listServices.payload,
+  response: serviceTypedRequestContracts.listServices.response,
+  run: (query) => services.listServices(query),
+});
+
+const reportImmutableRegistryPushEvent: MethodOf = (operations) => define({
+  method: releaseTypedRequestContracts.reportImmutableRegistryPushEvent.method,
+  permission: permissions.pushRegistryEvents,
+  payload: releaseTypedRequestContracts.reportImmutableRegistryPushEvent.payload,
+  response: releaseTypedRequestContracts.reportImmutableRegistryPushEvent.response,
+  inputAt: '/request/event',
+  run: ({ event }, actor) => operations.observePushEvent(event, actor),
+});
+
+const promoteServiceImageRelease: MethodOf = (operations) => define({
+  method: typedRequestContracts.promoteServiceImageRelease.method,
+  permission: permissions.promote,
+  payload: typedRequestContracts.promoteServiceImageRelease.payload,
+  response: typedRequestContracts.promoteServiceImageRelease.response,
+  precheck: requireIdempotencyKey,
+  run: async (input, actor) => project(await operations.promote(input, actor), ({ service }) => ({ service })),
+});
+
+const rollbackServiceImageRelease: MethodOf = (operations) => define({
+  method: typedRequestContracts.rollbackServiceImageRelease.method,
+  permission: permissions.rollBack,
+  payload: typedRequestContracts.rollbackServiceImageRelease.payload,
+  response: typedRequestContracts.rollbackServiceImageRelease.response,
+  precheck: requireIdempotencyKey,
+  run: async (input, actor) => project(await operations.rollBack(input, actor), ({ service }) => ({ service })),
+});
+
+const abortServiceRollout: MethodOf = (operations) => define({
+  method: serviceTypedRequestContracts.abortServiceRollout.method,
+  permission: permissions.rollBack,
+  payload: serviceTypedRequestContracts.abortServiceRollout.payload,
+  response: serviceTypedRequestContracts.abortServiceRollout.response,
+  precheck: requireIdempotencyKey,
+  run: async (input, actor) => project(await operations.abort(input, actor), ({ service }) => ({ service })),
+});
+
+const reportDeploymentSnapshots: MethodOf = (operations) => define({
+  method: typedRequestContracts.reportDeploymentSnapshots.method,
+  permission: permissions.reportSnapshots,
+  payload: ReportDeploymentSnapshotsInput,
+  response: typedRequestContracts.reportDeploymentSnapshots.response,
+  precheck: operations.reportSnapshot.precheck,
+  // Upstream answers `Record<string, never>`: the outcome stays on the server.
+  run: async (input, actor) => project(await operations.reportSnapshot(input, actor), () => ({})),
+});
+
+const getServiceImageReleases: MethodOf = ({ releases }) => define({
+  method: typedRequestContracts.getServiceImageReleases.method,
+  permission: permissions.readReleases,
+  payload: typedRequestContracts.getServiceImageReleases.payload,
+  response: typedRequestContracts.getServiceImageReleases.response,
+  run: ({ serviceId }) => releases.listReleases(serviceId),
+});
+
+const getServiceImageReleasesPage: MethodOf = ({ releases }) => define({
+  method: releaseTypedRequestContracts.getServiceImageReleasesPage.method,
+  permission: permissions.readReleases,
+  payload: releaseTypedRequestContracts.getServiceImageReleasesPage.payload,
+  response: releaseTypedRequestContracts.getServiceImageReleasesPage.response,
+  run: ({ serviceId, ...query }) => releases.listReleasePage(serviceId, query),
+});
+
+const getServiceImageTagHistory: MethodOf = ({ releases }) => define({
+  method: releaseTypedRequestContracts.getServiceImageTagHistory.method,
+  permission: permissions.readReleases,
+  payload: releaseTypedRequestContracts.getServiceImageTagHistory.payload,
+  response: releaseTypedRequestContracts.getServiceImageTagHistory.response,
+  run: ({ serviceId, tag, ...query }) => releases.tagHistory(serviceId, tag, query),
+});
+
+/** Every method, in the order the route lists them. */
+const methods: readonly MethodOf[] = [
+  registerCluster, getCluster, listClusters,
+  getServiceById, createService, updateService, listServices,
+  reportImmutableRegistryPushEvent, promoteServiceImageRelease, rollbackServiceImageRelease, abortServiceRollout, reportDeploymentSnapshots,
+  getServiceImageReleases, getServiceImageReleasesPage, getServiceImageTagHistory,
+];
+
 export function typedRequestMethods (operations: Operations): TypedRequestMethod[] {
-  const c = typedRequestContracts;
-  const rc = releaseTypedRequestContracts;
-  const cc = clusterContracts;
-  const { services, clusters, releases } = operations;
-  return [
-    define({
-      method: cc.registerCluster.method,
-      permission: permissions.registerClusters,
-      payload: cc.registerCluster.payload,
-      response: cc.registerCluster.response,
-      precheck: (payload) => duplicateNodeNamesRefusal(payload, '/request'),
-      run: ({ clusterId, name, nodeNames }) => clusters.registerCluster(clusterId, { name, nodeNames }),
-    }),
-    define({
-      method: cc.getCluster.method,
-      permission: permissions.readClusters,
-      payload: cc.getCluster.payload,
-      response: cc.getCluster.response,
-      run: ({ clusterId }) => clusters.readCluster(clusterId),
-    }),
-    define({
-      method: cc.listClusters.method,
-      permission: permissions.readClusters,
-      payload: cc.listClusters.payload,
-      response: cc.listClusters.response,
-      run: ({ limit, after }) => clusters.listClusters({ limit: limit ?? clusterListLimits.default, after }),
-    }),
-    define({
-      method: c.getServiceById.method,
-      permission: permissions.readServices,
-      payload: c.getServiceById.payload,
-      response: c.getServiceById.response,
-      run: async ({ serviceId }) => project(await services.readService(serviceId), ({ service }) => ({ service })),
-    }),
-    define({
-      method: c.createService.method,
-      permission: permissions.createServices,
-      payload: c.createService.payload,
-      response: c.createService.response,
-      precheck: (payload) => serverManagedFieldRefusal(serviceDataOf(payload), '/request/serviceData'),
-      inputAt: '/request/serviceData',
-      run: ({ serviceData }) => services.createService(serviceData),
-    }),
-    define({
-      method: c.updateService.method,
-      permission: permissions.updateServices,
-      payload: c.updateService.payload,
-      response: c.updateService.response,
-      precheck: (payload) => serverManagedFieldRefusal(serviceDataOf(payload), '/request/serviceData'),
-      inputAt: '/request/serviceData',
-      run: ({ serviceId, serviceData }) => services.updateService(serviceId, serviceData),
-    }),
-    define({
-      method: serviceTypedRequestContracts.listServices.method,
-      permission: permissions.readServices,
-      payload: serviceTypedRequestContracts.listServices.payload,
-      response: serviceTypedRequestContracts.listServices.response,
-      run: (query) => services.listServices(query),
-    }),
-    define({
-      method: rc.reportImmutableRegistryPushEvent.method,
-      permission: permissions.pushRegistryEvents,
-      payload: rc.reportImmutableRegistryPushEvent.payload,
-      response: rc.reportImmutableRegistryPushEvent.response,
-      inputAt: '/request/event',
-      run: ({ event }, actor) => operations.observePushEvent(event, actor),
-    }),
-    define({
-      method: c.promoteServiceImageRelease.method,
-      permission: permissions.promote,
-      payload: c.promoteServiceImageRelease.payload,
-      response: c.promoteServiceImageRelease.response,
-      precheck: requireIdempotencyKey,
-      run: async (input, actor) => project(await operations.promote(input, actor), ({ service }) => ({ service })),
-    }),
-    define({
-      method: c.rollbackServiceImageRelease.method,
-      permission: permissions.rollBack,
-      payload: c.rollbackServiceImageRelease.payload,
-      response: c.rollbackServiceImageRelease.response,
-      precheck: requireIdempotencyKey,
-      run: async (input, actor) => project(await operations.rollBack(input, actor), ({ service }) => ({ service })),
-    }),
-    define({
-      method: serviceTypedRequestContracts.abortServiceRollout.method,
-      permission: permissions.rollBack,
-      payload: serviceTypedRequestContracts.abortServiceRollout.payload,
-      response: serviceTypedRequestContracts.abortServiceRollout.response,
-      precheck: requireIdempotencyKey,
-      run: async (input, actor) => project(await operations.abort(input, actor), ({ service }) => ({ service })),
-    }),
-    define({
-      method: c.reportDeploymentSnapshots.method,
-      permission: permissions.reportSnapshots,
-      payload: ReportDeploymentSnapshotsInput,
-      response: c.reportDeploymentSnapshots.response,
-      precheck: operations.reportSnapshot.precheck,
-      // Upstream answers `Record<string, never>`: the outcome stays on the server.
-      run: async (input, actor) => project(await operations.reportSnapshot(input, actor), () => ({})),
-    }),
-    define({
-      method: c.getServiceImageReleases.method,
-      permission: permissions.readReleases,
-      payload: c.getServiceImageReleases.payload,
-      response: c.getServiceImageReleases.response,
-      run: ({ serviceId }) => releases.listReleases(serviceId),
-    }),
-    define({
-      method: rc.getServiceImageReleasesPage.method,
-      permission: permissions.readReleases,
-      payload: rc.getServiceImageReleasesPage.payload,
-      response: rc.getServiceImageReleasesPage.response,
-      run: ({ serviceId, ...query }) => releases.listReleasePage(serviceId, query),
-    }),
-    define({
-      method: rc.getServiceImageTagHistory.method,
-      permission: permissions.readReleases,
-      payload: rc.getServiceImageTagHistory.payload,
-      response: rc.getServiceImageTagHistory.response,
-      run: ({ serviceId, tag, ...query }) => releases.tagHistory(serviceId, tag, query),
-    }),
-  ];
+  return methods.map((method) => method(operations));
 }
