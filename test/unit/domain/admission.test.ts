@@ -31,6 +31,7 @@ const service = (deployed: boolean, extra: Partial<IService['data']> = {}): ISer
   id: 'svc',
   data: {
     name: 'app',
+    description: 'the app',
     imageId: 'image-1',
     imageVersion: '1',
     environment: {},
