@@ -1,9 +1,10 @@
 import type { Collection, Db } from 'mongodb';
 import type { IImageRolloutReporterStatus, IImageRolloutStatus, IImmutableImageDeploymentPlan } from '../contracts/index.js';
 import { contractLimits } from '../contracts/index.js';
+import type { ReportedDeployment } from '../contracts/reports.js';
 import { initialLifecycle } from '../domain/lifecycle.js';
 import { rolloutRecordId, serviceRecordId } from '../domain/reports.js';
-import { contributionOf, entryDelta, reporterKeyOf, type StatusSummary, type SummaryEntry, zeroTotals } from '../domain/rolloutStatus.js';
+import { contributionOf, emptySummary, entryDelta, reporterKeyOf, type StatusSummary, type SummaryEntry, zeroTotals } from '../domain/rolloutStatus.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import { collections } from './indexPlan.js';
 import type { ReleaseDocument } from './releaseStore.js';
@@ -47,9 +48,16 @@ export interface MigrationDocument {
 
 export const MIGRATIONS_COLLECTION = 'migrations';
 
+/** A report record as written before fences, or before `deploymentsJson` (the deployments as nested documents). */
+interface EarlierReportDocument extends Omit<ReportDocument, 'fence' | 'deploymentsJson'> {
+  fence?: string;
+  deploymentsJson?: string;
+  deployments?: ReportedDeployment[];
+}
+
 /** Records without a fence, or with the deployments as nested documents: fenced (`<_id>@<version>`), the deployments as one JSON text. */
 async function fenceReportRecords (db: Db): Promise<number> {
-  const reports: Collection<ReportDocument> = db.collection(collections.reports);
+  const reports: Collection<EarlierReportDocument> = db.collection(collections.reports);
   const earlier = reports.find({ $or: [{ fence: { $exists: false } }, { deployments: { $exists: true } }] }, { projection: { version: 1, deployments: 1 } });
   let migrated = 0;
   for await (const doc of earlier) {
@@ -87,7 +95,8 @@ async function contributionEntries (db: Db): Promise<number> {
  */
 async function summariesOfEarlierPlans (db: Db, now: number): Promise<number> {
   const services: Collection<ServiceDocument> = db.collection(collections.services);
-  const planned = services.find({ 'data.imageDeployment': { $exists: true } }, { projection: { 'data.imageDeployment': 1, 'data.imageRolloutStatus': 1, 'rolloutStatus.rolloutId': 1 } });
+  const projection = { 'data.imageDeployment': 1, 'data.imageRolloutStatus': 1, 'rolloutStatus.rolloutId': 1 };
+  const planned = services.find({ 'data.imageDeployment': { $exists: true } }, { projection });
   let migrated = 0;
   for await (const doc of planned) {
     const plan = doc.data.imageDeployment;
@@ -107,10 +116,7 @@ async function summaryFromRecords (db: Db, plan: IImmutableImageDeploymentPlan, 
   const reports: Collection<ReportDocument> = db.collection(collections.reports);
   const reporters = stored?.rolloutId === plan.rolloutId ? stored.reporters ?? [] : [];
   const updatedAt = stored?.rolloutId === plan.rolloutId ? stored.updatedAt ?? now : now;
-  const summary: StatusSummary = {
-    rolloutId: plan.rolloutId, rolloutGeneration: plan.rolloutGeneration, totals: zeroTotals(), mismatched: {}, entries: {}, seq: 0, updatedAt,
-    lifecycle: initialLifecycle(updatedAt),
-  };
+  const summary: StatusSummary = { ...emptySummary(plan, updatedAt), totals: zeroTotals() };
   for (const reporter of reporters) {
     const id = rolloutRecordId(plan.rolloutId, reporter.reporterId);
     const record = await reports.findOne({ _id: id }, { projection: { version: 1, entry: 1 } });
@@ -131,14 +137,12 @@ async function summaryFromRecords (db: Db, plan: IImmutableImageDeploymentPlan, 
 /** Summaries written before lifecycles existed: their lifecycle started at the summary's last change (as the sweeper started it). */
 async function startLifecycles (db: Db): Promise<number> {
   const services: Collection<ServiceDocument> = db.collection(collections.services);
-  const without = services.find({ rolloutStatus: { $exists: true }, 'rolloutStatus.lifecycle': { $exists: false } }, { projection: { 'rolloutStatus.updatedAt': 1 } });
+  const filter = { rolloutStatus: { $exists: true }, 'rolloutStatus.lifecycle': { $exists: false } };
+  const without = services.find(filter, { projection: { 'rolloutStatus.updatedAt': 1 } });
   let migrated = 0;
   for await (const doc of without) {
     const at = doc.rolloutStatus?.updatedAt ?? 0;
-    const result = await services.updateOne(
-      { _id: doc._id, rolloutStatus: { $exists: true }, 'rolloutStatus.lifecycle': { $exists: false } },
-      { $set: { 'rolloutStatus.lifecycle': initialLifecycle(at) } }
-    );
+    const result = await services.updateOne({ _id: doc._id, ...filter }, { $set: { 'rolloutStatus.lifecycle': initialLifecycle(at) } });
     migrated += result.modifiedCount;
   }
   return migrated;
@@ -153,7 +157,8 @@ async function startLifecycles (db: Db): Promise<number> {
  */
 async function clusterServiceRecords (db: Db): Promise<number> {
   const reports: Collection<ReportDocument> = db.collection(collections.reports);
-  const unscoped = await reports.find({ rolloutId: { $exists: false } }, { projection: { _id: 1, serviceId: 1, clusterId: 1, 'position.receivedAt': 1 } }).toArray();
+  const projection = { _id: 1, serviceId: 1, clusterId: 1, 'position.receivedAt': 1 };
+  const unscoped = await reports.find({ rolloutId: { $exists: false } }, { projection }).toArray();
   const existing = new Set(unscoped.map((r) => r._id));
   const newest = new Map<string, (typeof unscoped)[number]>();
   for (const record of unscoped) {
