@@ -281,6 +281,11 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
     timeoutMs: config.MONGODB_TIMEOUT_MS,
     onMonitorHung: (info) => { app.log.error(info, 'the database driver\'s server monitor hung; reconnecting the client'); },
     checkConformance: opts.checkDatabase ?? true,
+    onMigrated: (applied) => {
+      for (const m of applied) {
+        app.log.info({ migration: m.version, migrated: m.migrated }, `database migration ${m.version} (${m.name}): ${m.migrated} documents rewritten`);
+      }
+    },
   }));
   app.addHook('onClose', async () => { await store.close(); });
   store.onHeartbeatFailed(() => { metrics.databaseHeartbeatFailures.inc(); });

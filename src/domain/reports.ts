@@ -7,7 +7,7 @@ import type { Principal } from './principal.js';
 import { countReporterReplicas, type ReplicaDetail } from './rolloutStatus.js';
 
 /**
- * Pure rules of Coreflow snapshot reports (DESIGN §5 "Snapshot reports", "Rollout status"):
+ * Pure rules of Coreflow snapshot reports (docs/api.md "Snapshot reports and rollout status"):
  * who the reporter is, which deployments a report may name, which envelopes are current, and
  * the reporter's entry in the rollout status. src/operations/reportSnapshot.ts sequences the
  * reads and writes. Refusals are returned, never thrown.
@@ -267,7 +267,8 @@ export const rolloutRecordId = (rolloutId: string, reporterId: string): string =
 /**
  * The stored deployments of a service without the immutable policy are kept per reporting cluster
  * (a full report replaces all of the cluster's, whichever of its tokens reported them). Records
- * written before were kept per reporter (`service:<serviceId>:<clusterId>/<sub>`).
+ * written before were kept per reporter (`service:<serviceId>:<clusterId>/<sub>`); the start-up migrations
+ * (src/store/migrations.ts, version 5) made the newest of each cluster its cluster's record.
  */
 export const serviceRecordId = (serviceId: string, clusterId: string): string => `service:${serviceId}:${clusterId}`;
 export const earlierServiceRecordId = (serviceId: string, reporterId: string): string => `service:${serviceId}:${reporterId}`;

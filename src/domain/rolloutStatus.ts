@@ -9,7 +9,7 @@ import { pick } from './objects.js';
 
 /**
  * Rollout status as a pure function of the plan and each reporter's latest accepted report
- * (DESIGN §5 "Rollout status"), and the read models that describe it. The README's
+ * (docs/api.md "Snapshot reports and rollout status"), and the read models that describe it. The README's
  * transition table is `statusOf`'s case analysis:
  *
  *   the progress deadline passed (decided once, sticky)  → failed, with the reason it names
@@ -111,7 +111,7 @@ export interface StatusSummary {
   /** +1 on every entry change: orders the states for the status events. */
   seq: number;
   updatedAt: number;
-  /** Progress, milestones and follow-ups (absent in a summary written before they existed). */
+  /** Progress, milestones and follow-ups (every stored summary has them since the start-up migrations: src/store/migrations.ts). */
   lifecycle?: RolloutLifecycle;
 }
 

@@ -60,9 +60,6 @@ export class ServiceCatalogueStore implements ServiceCatalogue {
         'data.imageDeployment.rolloutId': 1,
         'rolloutStatus.rolloutId': 1,
         'rolloutStatus.entries': 1,
-        // A document written before summaries existed: its stored status names the reporters.
-        'data.imageRolloutStatus.rolloutId': 1,
-        'data.imageRolloutStatus.reporters.reporterId': 1,
       },
     });
     if (!doc) return null;
@@ -70,10 +67,7 @@ export class ServiceCatalogueStore implements ServiceCatalogue {
     const rolloutId = doc.data?.imageDeployment?.rolloutId;
     if (rolloutId === undefined) return { immutableImageRequired, reporterIds: [] };
     const summary = doc.rolloutStatus;
-    const stored = doc.data?.imageRolloutStatus;
-    const reporterIds = summary?.rolloutId === rolloutId
-      ? countedReporters(summary)
-      : stored?.rolloutId === rolloutId ? (stored.reporters ?? []).map((r) => r.reporterId) : [];
+    const reporterIds = summary?.rolloutId === rolloutId ? countedReporters(summary) : [];
     return { immutableImageRequired, rolloutId, reporterIds };
   }
 

@@ -2,7 +2,7 @@
  * The index plan: every query the service makes is served by one of these
  * indexes (README "Index plan" lists the queries next to them). Created at
  * start-up, idempotently. No partial indexes, and nothing relies on TTL expiry:
- * the local development database supports neither (DESIGN §2).
+ * the local development database supports neither (docs/architecture.md "The local development database").
  */
 export interface IndexPlanEntry {
   collection: string;

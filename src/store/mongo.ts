@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Db, MongoClient, MongoClientOptions } from 'mongodb';
 import type { ConformanceCheck, ConformanceReport, DatabaseHealth, IndexPlanOutcome } from '../domain/ports/database.js';
 import { errors } from '../errors.js';
@@ -7,6 +9,7 @@ import { serverAnswer } from './conformanceChecks.js';
 import { endWritesWithTheirConnection } from './driverConnection.js';
 import { isDatabaseUnavailableError } from './driverErrors.js';
 import { indexOptions, indexPlan } from './indexPlan.js';
+import { runMigrations, type AppliedMigration } from './migrations.js';
 
 export interface DatabaseOptions {
   uri: string;
@@ -23,6 +26,8 @@ export interface DatabaseOptions {
    * (src/store/index.ts gates them); default false (the tests' apps, on the suite's own database).
    */
   checkConformance?: boolean;
+  /** Told which start-up migrations this process applied, with their counts (./migrations.ts), once they all are. */
+  onMigrated?: (applied: AppliedMigration[]) => void;
 }
 
 /** How long the conformance check may take (connections included) before it counts as not concluded (a database that answers but hangs midway). */
@@ -52,6 +57,12 @@ export class Database implements DatabaseHealth {
   #recovering = false;
   #closed = false;
   readonly #watchdog: NodeJS.Timeout;
+  /** The start-up migrations are recorded applied (by this process or another). */
+  #migrated = false;
+  #migrating: Promise<void> | undefined;
+  /** This process, as the owner of a migration's claim. */
+  readonly #owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  readonly #onMigrated: ((applied: AppliedMigration[]) => void) | undefined;
 
   constructor (opts: DatabaseOptions) {
     endWritesWithTheirConnection();
@@ -79,6 +90,7 @@ export class Database implements DatabaseHealth {
       ignoreUndefined: true,
     });
     this.db = this.client.db(opts.dbName);
+    this.#onMigrated = opts.onMigrated;
     // Bounded: a database that answers but hangs midway is not checked for longer than this (then: not concluded, tried again).
     this.#probe = opts.checkConformance === true
       ? { uri: opts.uri, dbName: opts.dbName, clientOptions: connection, timeoutMs: conformanceBoundMs(opts.timeoutMs) }
@@ -145,8 +157,27 @@ export class Database implements DatabaseHealth {
    * else the check under way, which rejects with why they may not.
    */
   conformanceGate (): Promise<unknown> | undefined {
-    if (this.#probe === undefined || (this.#conformance !== undefined && this.#conformance.refused === undefined)) return undefined;
-    return this.verifyConformance();
+    if (this.#probe === undefined || (this.#conformance !== undefined && this.#conformance.refused === undefined)) {
+      // The read and report paths know the current shape of documents only: they wait for the migrations too.
+      return this.#migrated ? undefined : this.migrate();
+    }
+    return this.verifyConformance().then(() => this.migrate());
+  }
+
+  /**
+   * Runs the start-up migrations (./migrations.ts) not yet recorded applied, once per process: shared by
+   * every caller that waits for them (start-up, /readyz, the repositories); a failure (the database away)
+   * is not kept, the next caller tries again.
+   */
+  async migrate (): Promise<void> {
+    if (this.#migrated) return;
+    this.#migrating ??= runMigrations(this.db, { owner: this.#owner })
+      .then((applied) => {
+        this.#migrated = true;
+        this.#onMigrated?.(applied);
+      })
+      .finally(() => { this.#migrating = undefined; });
+    await this.#migrating;
   }
 
   async verifyConformance (): Promise<ConformanceReport | undefined> {
@@ -169,10 +200,12 @@ export class Database implements DatabaseHealth {
   }
 
   /**
-   * Creates each index of the plan on its own (idempotent: re-creating an identical index is a no-op),
+   * Runs the start-up migrations (./migrations.ts), then creates each index of the plan on its own (idempotent: re-creating an identical index is a no-op),
    * so that one refused index (a TTL option FerretDB does not implement) leaves the others created.
    */
   async ensureIndexes (): Promise<IndexPlanOutcome> {
+    // The migrations first: the database counts as ready (`ready`) only once its documents have the current shape.
+    await this.migrate();
     const outcome: IndexPlanOutcome = { created: 0, refused: [] };
     for (const entry of indexPlan) {
       const { collection, name, key, unique, expireAfterSeconds } = entry;

@@ -39,7 +39,7 @@ function toRelease (doc: ReleaseDocument): IImageRelease {
       registryRootDigest: d.registryRootDigest,
       digestPinnedImageReference: d.digestPinnedImageReference,
       manifestMediaType: d.manifestMediaType,
-      // The newest tags within the contract's limit (a release written before tags were bounded may hold more).
+      // The newest tags within the contract's limit: a push adds its tag, then trims (withTagsBounded), so between the two one more may be stored.
       observedTags: d.observedTags.slice(-contractLimits.observedTags).sort(),
       firstObservedAt: d.firstObservedAt,
       lastObservedAt: d.lastObservedAt,

@@ -19,12 +19,10 @@ export interface ReportDocument extends Omit<ReportRecord, 'id' | 'deployments'>
    * `<_id>@<version>`, under a unique index: the compare-and-swap of a report replaces the record
    * by its fence — an equality on a unique index, which every MongoDB-compatible server (the local
    * development database included) serves from the index; `{ _id, version }` would scan the whole
-   * collection there. Absent on records written before fences existed (the sparse index skips them).
+   * collection there. (Records written before fences existed are fenced by the start-up migrations: ./migrations.ts.)
    */
-  fence?: string;
-  deploymentsJson?: string;
-  /** The deployments as nested documents: how records were written before `deploymentsJson` (read, never written). */
-  deployments?: ReportedDeployment[];
+  fence: string;
+  deploymentsJson: string;
 }
 
 /** A node or session of a rollout, held by the first reporter that claimed it: `_id` = `<rolloutId>/<kind>/<name>`. */
@@ -39,14 +37,11 @@ const claimId = (rolloutId: string, kind: 'node' | 'session', name: string): str
 
 const fenceOf = (id: string, version: number): string => `${id}@${version}`;
 
-const toRecord = ({ _id, deploymentsJson, deployments, fence: _fence, ...rest }: ReportDocument): ReportRecord =>
-  ({ id: _id, ...rest, deployments: deploymentsJson === undefined ? deployments ?? [] : JSON.parse(deploymentsJson) as ReportedDeployment[] });
+const toRecord = ({ _id, deploymentsJson, fence: _fence, ...rest }: ReportDocument): ReportRecord =>
+  ({ id: _id, ...rest, deployments: JSON.parse(deploymentsJson) as ReportedDeployment[] });
 
-/** What the report path reads of a record: everything but the deployments (either form). */
-const withoutDeployments = { deployments: 0, deploymentsJson: 0 } as const;
-
-/** Records read without a fence (written before fences existed) whose next write must find them by `{ _id, version }`: at most this many remembered. */
-const UNFENCED_KEPT = 4096;
+/** What the report path reads of a record: everything but the deployments. */
+const withoutDeployments = { deploymentsJson: 0 } as const;
 
 /** The largest record this store writes: the database's 16 MiB document limit, less room for what a write adds around it. */
 const RECORD_BYTES_LIMIT = 16 * 1024 * 1024 - 64 * 1024;
@@ -80,8 +75,6 @@ export class ReportStore implements ReportRepository {
   /** The head of each rollout record as this process last wrote or read it (oldest first), and their replicas in all. */
   readonly #heads = new Map<string, ReportHead>();
   #headReplicas = 0;
-  /** Ids of records this process read without a fence (their next compare-and-swap cannot use one). */
-  readonly #unfenced = new Set<string>();
 
   constructor (database: Database, readonly collection: Collection<ReportDocument> = database.db.collection(collections.reports)) {
     this.claims = database.db.collection(collections.reportClaims);
@@ -89,7 +82,6 @@ export class ReportStore implements ReportRepository {
 
   async findRecord (id: string): Promise<ReportRecord | null> {
     const doc = await this.collection.findOne({ _id: id });
-    if (doc) this.#noteFence(doc);
     return doc ? toRecord(doc) : null;
   }
 
@@ -99,21 +91,10 @@ export class ReportStore implements ReportRepository {
       this.#forget(id);
       return null;
     }
-    this.#noteFence(doc);
-    const { _id, deployments: _none, deploymentsJson: _text, fence: _fence, ...rest } = doc;
+    const { _id, deploymentsJson: _text, fence: _fence, ...rest } = doc;
     const head = { id: _id, ...rest };
     this.#remember(head);
     return head;
-  }
-
-  /** Remembers a record read without a fence, so that its next write finds it the old way. */
-  #noteFence (doc: ReportDocument): void {
-    if (doc.fence !== undefined) {
-      this.#unfenced.delete(doc._id);
-      return;
-    }
-    if (this.#unfenced.size >= UNFENCED_KEPT) this.#unfenced.clear();
-    this.#unfenced.add(doc._id);
   }
 
   knownHead (id: string): ReportHead | undefined {
@@ -137,7 +118,7 @@ export class ReportStore implements ReportRepository {
   async writeRecord (record: ReportRecord, expectedVersion: number): Promise<boolean> {
     // Until the write is known to have happened (or not), this process knows nothing of the record.
     this.#forget(record.id);
-    const written = await this.#write(record, expectedVersion);
+    const written = await this.#writes({ document: this.#documentOf(record), expectedVersion });
     if (written) this.#remember(headOf(record));
     return written;
   }
@@ -160,19 +141,6 @@ export class ReportStore implements ReportRepository {
     return BSON.calculateObjectSize(this.#documentOf(record)) > RECORD_BYTES_LIMIT ? RECORD_BYTES_LIMIT : undefined;
   }
 
-  async #write (record: ReportRecord, expectedVersion: number): Promise<boolean> {
-    const id = record.id;
-    const document = this.#documentOf(record);
-    if (await this.#writes({ document, expectedVersion })) return true;
-    if (expectedVersion === 0 || !this.#unfenced.has(id)) return false;
-    // A record written before fences existed: found by `{ _id, version }` once (a collection scan on the
-    // local development database), and fenced from then on.
-    const { _id, ...rest } = document;
-    const legacy = await this.collection.replaceOne({ _id: id, version: expectedVersion, fence: { $exists: false } }, rest);
-    if (legacy.matchedCount === 1) this.#unfenced.delete(id);
-    return legacy.matchedCount === 1;
-  }
-
   /**
    * The records written in one turn of the event loop go in one unordered bulk write
    * (src/store/coalesce.ts), each with its own compare-and-swap: a first record is inserted (the
@@ -182,7 +150,7 @@ export class ReportStore implements ReportRepository {
    * won", any other refusal is that report's error, the rest are written.
    */
   readonly #writes = coalesced<RecordWrite, boolean>((calls) => this.#bulkWrite(calls), {
-    weigh: ({ document }) => (document.deploymentsJson?.length ?? 0) + document.replicas.length * 256, maxWeight: WRITE_BATCH_BYTES,
+    weigh: ({ document }) => document.deploymentsJson.length + document.replicas.length * 256, maxWeight: WRITE_BATCH_BYTES,
   });
 
   async #bulkWrite (calls: readonly RecordWrite[]): Promise<Array<boolean | Error>> {

@@ -1,5 +1,5 @@
 import { type Collection } from 'mongodb';
-import type { IImageRolloutReporterStatus, IService, IServiceData, ServiceSummary } from '../contracts/index.js';
+import type { IImageRolloutStatus, IService, IServiceData, ServiceSummary } from '../contracts/index.js';
 import { VERIFIED_RELEASES_KEPT, type QueuedPromotion, type VerifiedRelease } from '../domain/lifecycle.js';
 import type { DomainEvent } from '../domain/events.js';
 import type { LifecycleTarget, LifecycleView, StatusState } from '../domain/ports/index.js';
@@ -9,8 +9,8 @@ import type { ReporterEvidence } from '../domain/rolloutView.js';
 import { pick } from '../domain/objects.js';
 import { rolloutRecordId } from '../domain/reports.js';
 import {
-  aggregateOf, composeStatus, contributionOf, replicaCountKeys, reporterIdOfKey, STATUS_EVENTS_KEPT,
-  type RolloutAggregate, type StatusEvent, type StatusSummary, type SummaryEntry,
+  aggregateOf, composeStatus, replicaCountKeys, reporterIdOfKey, STATUS_EVENTS_KEPT,
+  type RolloutAggregate, type StatusEvent, type StatusSummary,
 } from '../domain/rolloutStatus.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
@@ -109,12 +109,6 @@ export const serviceWithStatus = { data: 1, rolloutStatus: 1 } as const;
 export const serviceWithHold = { data: 1, automationHold: 1, verifiedReleases: 1 } as const;
 export const rolloutState = { data: 1, rolloutStatus: 1, statusRevision: 1, automationHold: 1, automationQueue: 1 } as const;
 
-/** A summary entry as written before entries were contributions (`{ entry, version }`), read as one. */
-export interface LegacySummaryEntry { entry: IImageRolloutReporterStatus, version: number }
-
-export const contributionIn = (stored: SummaryEntry | LegacySummaryEntry | undefined): SummaryEntry | undefined =>
-  stored && 'entry' in stored ? contributionOf(stored.entry, stored.version) : stored;
-
 export const stateOf = (doc: ServiceDocument): StatusState | null => {
   const summary = doc.rolloutStatus;
   return summary ? { summary, statusRevision: doc.statusRevision ?? 0, published: doc.statusPublished } : null;
@@ -208,8 +202,8 @@ export class ServiceViews {
   /**
    * The service as the API shows it: `data.imageRolloutStatus` composed from the summary of the
    * current rollout and the entries in the report records of the reporters it counts (read by
-   * `_id` `$in`, the entries only); a document written before summaries existed keeps the status
-   * it stored.
+   * `_id` `$in`, the entries only). (A plan written before summaries existed, its status stored
+   * whole, was given its summary by the start-up migrations: ./migrations.ts.)
    */
   async toService (doc: ServiceDocument): Promise<IService> {
     return (await this.composed(doc, false)).service;
@@ -217,10 +211,10 @@ export class ServiceViews {
 
   /** The service (as `toService`) and, with `withEvidence`, the current rollout's per-replica evidence from the same read of the records. */
   async composed (doc: ServiceDocument, withEvidence: boolean): Promise<{ service: IService, evidence: ReporterEvidence[] }> {
-    const { imageRolloutStatus: stored, ...data } = doc.data;
+    const { imageRolloutStatus: _none, ...data } = doc.data;
     const plan = data.imageDeployment;
     const summary = doc.rolloutStatus;
-    let imageRolloutStatus = stored;
+    let imageRolloutStatus: IImageRolloutStatus | undefined;
     let evidence: ReporterEvidence[] = [];
     if (plan && summary?.rolloutId === plan.rolloutId) {
       const records = await this.recordsOf(plan.rolloutId, summary, withEvidence);

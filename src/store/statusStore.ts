@@ -7,7 +7,7 @@ import { emptySummary, type SummaryEntry } from '../domain/rolloutStatus.js';
 import { coalesced } from './coalesce.js';
 import type { Database } from './mongo.js';
 import {
-  ServiceViews, asError, atStatusRevision, contributionIn, outboxOf, publishedBefore, pushEvent, rolloutState, stateOf, statusHead, type ServiceDocument,
+  ServiceViews, asError, atStatusRevision, outboxOf, publishedBefore, pushEvent, rolloutState, stateOf, statusHead, type ServiceDocument,
 } from './serviceDocument.js';
 import { collections } from './indexPlan.js';
 
@@ -92,7 +92,7 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     // (The plan read on a miss may be a newer rollout's already: the summary read with the id is then not its.)
     const state = reporterKey !== undefined && plan && doc.rolloutStatus?.rolloutId === plan.rolloutId ? stateOf(doc) : null;
     if (!state || reporterKey === undefined) return target;
-    return { ...target, held: { state, entry: contributionIn(doc.rolloutStatus?.entries?.[reporterKey]) } };
+    return { ...target, held: { state, entry: doc.rolloutStatus?.entries?.[reporterKey] } };
   }
 
   readonly #reportTargetDocs = coalesced<{ id: string, reporterKey?: string | undefined }, ServiceDocument | null>(async (calls) => {
@@ -120,10 +120,7 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     const inc: Record<string, number> = { 'rolloutStatus.seq': 1 };
     for (const [name, value] of Object.entries(write.delta.totals)) if (value !== 0) inc[`rolloutStatus.totals.${name}`] = value;
     for (const [reason, value] of Object.entries(write.delta.mismatched)) if (value) inc[`rolloutStatus.mismatched.${reason}`] = value;
-    // The expected version, in the entry's field or (an entry written before contributions) in `version`.
-    const expected = write.expectedVersion === undefined
-      ? { [path]: { $exists: false } }
-      : { $or: [{ [`${path}.v`]: write.expectedVersion }, { [`${path}.version`]: write.expectedVersion }] };
+    const expected = write.expectedVersion === undefined ? { [path]: { $exists: false } } : { [`${path}.v`]: write.expectedVersion };
     const doc = await this.collection.findOneAndUpdate(
       { _id: write.serviceId, 'rolloutStatus.rolloutId': write.rolloutId, ...expected },
       // `$max`: reports of different reporters never conflict, and the one whose clock read came first may land last.
@@ -144,7 +141,7 @@ export class StatusStore implements StatusSummaries, StatusEvents {
   async readStatusEntry (id: string, rolloutId: string, key: string): Promise<{ current: boolean, stored?: SummaryEntry }> {
     const doc = await this.collection.findOne({ _id: id }, { projection: { 'rolloutStatus.rolloutId': 1, [`rolloutStatus.entries.${key}`]: 1 } });
     const summary = doc?.rolloutStatus;
-    return summary?.rolloutId === rolloutId ? { current: true, stored: contributionIn(summary.entries?.[key]) } : { current: false };
+    return summary?.rolloutId === rolloutId ? { current: true, stored: summary.entries?.[key] } : { current: false };
   }
 
   async initStatusSummary (id: string, plan: NonNullable<IServiceData['imageDeployment']>, now: number): Promise<void> {

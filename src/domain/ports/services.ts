@@ -169,7 +169,11 @@ export interface StatusSummaries {
   readStatusState(id: string, rolloutId: string): Promise<StatusState | null>;
   /** One reporter's entry in the current rollout's summary. */
   readStatusEntry(id: string, rolloutId: string, key: string): Promise<{ current: boolean, stored?: SummaryEntry }>;
-  /** Starts the summary of the current plan's rollout where none is (a service whose plan predates summaries). */
+  /**
+   * Starts the summary of the current plan's rollout where none is. Since the start-up migrations
+   * (src/store/migrations.ts, version 3) every plan has its summary: kept only until its caller in
+   * src/operations/reportSnapshot.ts goes, then to be removed.
+   */
   initStatusSummary(id: string, plan: IImmutableImageDeploymentPlan, now: number): Promise<void>;
   findRolloutState(id: string): Promise<ServiceRolloutState | null>;
 }
@@ -187,7 +191,10 @@ export interface Lifecycles {
   findLifecycle(id: string): Promise<LifecycleView | null>;
   /** Services whose current rollout still has lifecycle work (deadline to watch, history to write, follow-ups), by id after `after`. */
   openLifecycles(limit: number, after?: string): Promise<LifecycleView[]>;
-  /** Starts the lifecycle of a summary written before lifecycles existed. */
+  /**
+   * Starts the lifecycle of a summary that has none. Since the start-up migrations (src/store/migrations.ts,
+   * version 4) every summary has one: kept only until its caller in src/operations/lifecycle.ts goes.
+   */
   ensureLifecycle(target: LifecycleTarget, at: number): Promise<void>;
   /** Raises the progress maxima to `totals` (where higher) and stamps the time; false: no count grew. */
   recordProgress(target: LifecycleTarget, totals: StatusTotals, at: number): Promise<boolean>;

@@ -13,6 +13,7 @@ import {
   IImageRolloutStatus as ImageRolloutStatusSchema, validateImageRolloutStatus, type IImageRolloutStatus, type IImmutableImageDeploymentPlan,
 } from '../../../src/contracts/index.js';
 import { reporterKeyOf } from '../../../src/domain/rolloutStatus.js';
+import { migrations } from '../../../src/store/migrations.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { bearer, createFixtureService, promote, pushRelease, registerCluster } from '../../support/fixtures.js';
 import { fullReplicas, reportBody } from '../../support/reports.js';
@@ -52,6 +53,9 @@ describe('rollout status storage', () => {
     const res = await t.app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(token), payload: body });
     expect(res.statusCode, res.body).toBe(200);
   };
+
+  /** What the start-up migrations do to documents of an earlier shape (they ran on the empty database at start-up). */
+  const migrate = async () => { for (const m of migrations) await m.apply(t.db, Date.now()); };
 
   const serviceDoc = async (serviceId: string) => {
     const doc = await t.db.collection('services').findOne({ _id: serviceId as never });
@@ -134,6 +138,7 @@ describe('rollout status storage', () => {
     await records.updateOne({ _id: record?._id }, {
       $set: { deployments: JSON.parse(String(record?.['deploymentsJson'])) as unknown[] }, $unset: { deploymentsJson: '' },
     });
+    await migrate();
     expect(await stored()).toEqual(ids);
     expect((await statusOf(serviceId)).reporters.find((r) => r.clusterId === first)?.verifiedReplicaCount).toBe(NODES * 2);
     await report(plan, serviceId, first, 2, 1);
@@ -151,6 +156,7 @@ describe('rollout status storage', () => {
     expect(record?.['fence']).toBe(`${String(record?._id)}@1`);
     // As records were written before fences: no fence field.
     await records.updateOne({ _id: record?._id }, { $unset: { fence: '' } });
+    await migrate();
     await report(plan, serviceId, first, 2, 1);
     const rewritten = await records.findOne({ _id: record?._id });
     expect({ version: rewritten?.['version'], fence: rewritten?.['fence'] }).toEqual({ version: 2, fence: `${String(record?._id)}@2` });
@@ -198,6 +204,7 @@ describe('rollout status storage', () => {
       { _id: serviceId as never },
       { $set: { [`rolloutStatus.entries.${key}`]: { entry: record['entry'], version: record['version'] } } }
     );
+    await migrate();
     // The same counts: nothing to write, the entry in the earlier format still counts.
     await report(plan, serviceId, first, 2);
     const all = 2 * NODES * 2;
