@@ -296,13 +296,8 @@ async function closeWhenFinished (deps: LifecycleDeps, view: LifecycleView, plan
 export async function reconcileLifecycle (deps: LifecycleDeps, view: LifecycleView, pass = 0): Promise<void> {
   const { plan, state } = view;
   if (!plan || !state) return;
-  const target: LifecycleTarget = { serviceId: view.serviceId, rolloutId: plan.rolloutId };
-  if (!state.summary.lifecycle) {
-    await deps.repos.lifecycles.ensureLifecycle(target, state.summary.updatedAt);
-    const again = await deps.repos.lifecycles.findLifecycle(view.serviceId);
-    if (again && pass < MAX_PASSES) await reconcileLifecycle(deps, again, pass + 1);
-    return;
-  }
+  // Every summary is written with its lifecycle (summaries of earlier versions got theirs from migration 4).
+  if (!state.summary.lifecycle) return;
   const policy = effectiveRolloutPolicy(view.policy);
   const decided = await decide(deps, view, plan, state, policy);
   // Replaced meanwhile: its replacement decided its milestones and wrote them to its history.

@@ -1,6 +1,6 @@
 import { type Collection } from 'mongodb';
 import {
-  initialLifecycle, VERIFIED_RELEASES_KEPT, type DeadlineDecision, type FailureMilestone, type FollowUp, type QueuedPromotion, type VerifiedRelease,
+  VERIFIED_RELEASES_KEPT, type DeadlineDecision, type FailureMilestone, type FollowUp, type QueuedPromotion, type VerifiedRelease,
 } from '../domain/lifecycle.js';
 import type { DomainEvent } from '../domain/events.js';
 import type { LifecycleTarget, LifecycleView, MilestoneWrite, QueueResult, AutomationQueue, Lifecycles } from '../domain/ports/index.js';
@@ -28,13 +28,6 @@ export class LifecycleStore implements Lifecycles, AutomationQueue {
     const filter = after === undefined ? { 'rolloutStatus.lifecycle.open': true } : { 'rolloutStatus.lifecycle.open': true, _id: { $gt: after } };
     const docs = await this.collection.find(filter, { projection: lifecycleProjection }).sort({ _id: 1 }).limit(limit).toArray();
     return docs.map(lifecycleViewOf);
-  }
-
-  async ensureLifecycle (target: LifecycleTarget, at: number): Promise<void> {
-    await this.collection.updateOne(
-      { ...currentRollout(target), 'rolloutStatus.lifecycle': { $exists: false } },
-      { $set: { 'rolloutStatus.lifecycle': initialLifecycle(at) } }
-    );
   }
 
   async recordProgress (target: LifecycleTarget, totals: StatusTotals, at: number): Promise<boolean> {

@@ -191,11 +191,6 @@ export interface Lifecycles {
   findLifecycle(id: string): Promise<LifecycleView | null>;
   /** Services whose current rollout still has lifecycle work (deadline to watch, history to write, follow-ups), by id after `after`. */
   openLifecycles(limit: number, after?: string): Promise<LifecycleView[]>;
-  /**
-   * Starts the lifecycle of a summary that has none. Since the start-up migrations (src/store/migrations.ts,
-   * version 4) every summary has one: kept only until its caller in src/operations/lifecycle.ts goes.
-   */
-  ensureLifecycle(target: LifecycleTarget, at: number): Promise<void>;
   /** Raises the progress maxima to `totals` (where higher) and stamps the time; false: no count grew. */
   recordProgress(target: LifecycleTarget, totals: StatusTotals, at: number): Promise<boolean>;
   /** The first success (sticky) with its event, and the release on the verified list. */
