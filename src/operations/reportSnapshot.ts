@@ -114,11 +114,8 @@ async function applyToStatus (
     if (result.kind === 'applied') return result.state;
     if (result.kind === 'not-current') {
       const target = await ctx.repos.statusSummaries.findReportTarget(record.serviceId);
-      if (target?.plan?.rolloutId !== plan.rolloutId) return staleReport(`rollout '${plan.rolloutId}' was superseded while being reported on`, target?.plan);
-      // A plan written before status summaries existed: start its summary.
-      await ctx.repos.statusSummaries.initStatusSummary(record.serviceId, plan, ctx.now());
-      previous = undefined;
-      continue;
+      // Every plan is written with its summary (plans of earlier versions got theirs from start-up migration 3).
+      return staleReport(`rollout '${plan.rolloutId}' was superseded while being reported on`, target?.plan);
     }
     // The summary holds another version of the reporter's contribution than assumed: a summary write that lost, retried.
     ctx.telemetry.statusConflict();

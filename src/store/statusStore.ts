@@ -1,9 +1,9 @@
 import { type Collection } from 'mongodb';
-import type { IImmutableImageDeploymentPlan, IServiceData } from '../contracts/index.js';
+import type { IImmutableImageDeploymentPlan } from '../contracts/index.js';
 import type {
   EntryWrite, EntryWriteResult, ReportTarget, StatusEvents, StatusSummaries, ServiceRolloutState, StatusPublication, StatusSnapshot, StatusState,
 } from '../domain/ports/index.js';
-import { emptySummary, type SummaryEntry } from '../domain/rolloutStatus.js';
+import type { SummaryEntry } from '../domain/rolloutStatus.js';
 import { coalesced } from './coalesce.js';
 import type { Database } from './mongo.js';
 import {
@@ -142,13 +142,6 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     const doc = await this.collection.findOne({ _id: id }, { projection: { 'rolloutStatus.rolloutId': 1, [`rolloutStatus.entries.${key}`]: 1 } });
     const summary = doc?.rolloutStatus;
     return summary?.rolloutId === rolloutId ? { current: true, stored: summary.entries?.[key] } : { current: false };
-  }
-
-  async initStatusSummary (id: string, plan: NonNullable<IServiceData['imageDeployment']>, now: number): Promise<void> {
-    await this.collection.updateOne(
-      { _id: id, 'data.imageDeployment.rolloutId': plan.rolloutId, 'rolloutStatus.rolloutId': { $ne: plan.rolloutId } },
-      { $set: { rolloutStatus: emptySummary(plan, now) } }
-    );
   }
 
   /** A new event at the next revision, if the status is still at that revision and the summary still at the state's seq. */

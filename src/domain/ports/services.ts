@@ -169,12 +169,6 @@ export interface StatusSummaries {
   readStatusState(id: string, rolloutId: string): Promise<StatusState | null>;
   /** One reporter's entry in the current rollout's summary. */
   readStatusEntry(id: string, rolloutId: string, key: string): Promise<{ current: boolean, stored?: SummaryEntry }>;
-  /**
-   * Starts the summary of the current plan's rollout where none is. Since the start-up migrations
-   * (src/store/migrations.ts, version 3) every plan has its summary: kept only until its caller in
-   * src/operations/reportSnapshot.ts goes, then to be removed.
-   */
-  initStatusSummary(id: string, plan: IImmutableImageDeploymentPlan, now: number): Promise<void>;
   findRolloutState(id: string): Promise<ServiceRolloutState | null>;
 }
 
