@@ -282,7 +282,8 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
     onMonitorHung: (info) => { app.log.error(info, 'the database driver\'s server monitor hung; reconnecting the client'); },
     checkConformance: opts.checkDatabase ?? true,
     onMigrated: (applied) => {
-      for (const m of applied) {
+      // A migration with nothing to rewrite (every fresh database) is recorded, not logged.
+      for (const m of applied.filter((a) => a.migrated > 0)) {
         app.log.info({ migration: m.version, migrated: m.migrated }, `database migration ${m.version} (${m.name}): ${m.migrated} documents rewritten`);
       }
     },
