@@ -29,17 +29,15 @@ import { typedRequestMethods } from './http/typedRequest/methods.js';
 import { typedRequestRoute } from './http/typedRequest/route.js';
 import { validatorCompiler } from './http/validator.js';
 import { Metrics } from './outbound/metrics.js';
-import { abort } from './operations/abort.js';
+import { abort, promote, rollBack } from './operations/manualRollout.js';
 import { clusterOperations } from './operations/clusters.js';
 import type { Operations } from './operations/index.js';
 import { rolloutIssuer } from './operations/issueRollout.js';
 import { rolloutLifecycle, type LifecycleLog } from './operations/lifecycle.js';
 import { observePushEvent } from './operations/observePushEvent.js';
-import { promote } from './operations/promote.js';
 import { rolloutReads } from './operations/readRollout.js';
 import { releaseReads } from './operations/releases.js';
 import { reportSnapshot } from './operations/reportSnapshot.js';
-import { rollBack } from './operations/rollBack.js';
 import { serviceOperations } from './operations/services.js';
 import type { Telemetry } from './domain/ports/telemetry.js';
 import { conformanceBoundMs, InvalidConnectionString, openStore } from './store/index.js';
@@ -173,18 +171,19 @@ interface Composition {
 }
 
 function composeOperations ({ repos, telemetry, config, fault, log, now }: Composition): Operations {
-  const rollouts = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log });
-  const lifecycle = rolloutLifecycle({ repos, rollouts, telemetry, now, log, fault });
+  // The one rollout issuer (compare-and-swap, Idempotency-Key): every use case that starts a rollout issues it through this.
+  const issuer = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log });
+  const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault });
   return {
     lifecycle,
-    abort: abort({ rollouts, telemetry }),
+    abort: abort({ issuer, telemetry }),
     services: serviceOperations({ repos, now }),
     clusters: clusterOperations({ repos, now }),
     releases: releaseReads({ repos }),
-    rollouts: rolloutReads({ repos, now }),
-    promote: promote({ rollouts, telemetry }),
-    rollBack: rollBack({ rollouts, telemetry }),
-    observePushEvent: observePushEvent({ repos, rollouts, telemetry, now }),
+    rolloutReads: rolloutReads({ repos, now }),
+    promote: promote({ issuer, telemetry }),
+    rollBack: rollBack({ issuer, telemetry }),
+    observePushEvent: observePushEvent({ repos, rollouts: issuer, telemetry, now }),
     reportSnapshot: reportSnapshot({ repos, telemetry, now, fault, afterStatusChange: lifecycle.afterStatusChange }),
   };
 }
@@ -303,7 +302,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   const hub = new StatusHub({
     source: {
       statusEventsAfter: async (id, revision) => {
-        const read = await operations.rollouts.readStatusEvents(id, revision);
+        const read = await operations.rolloutReads.readStatusEvents(id, revision);
         return read.ok ? read.value : null;
       },
     },
@@ -322,7 +321,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(releaseRoutes, { operations, verifier });
   await app.register(rolloutRoutes, { operations, verifier });
   await app.register(reportRoutes, { operations, verifier, bodyLimit: reportBodyLimit(config) });
-  await app.register(rolloutStatusRoutes, { rollouts: operations.rollouts, verifier, hub });
+  await app.register(rolloutStatusRoutes, { rolloutReads: operations.rolloutReads, verifier, hub });
   await app.register(consolePlugin);
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);
   // Progress deadlines, milestones and follow-ups of rollouts in progress: every process sweeps (compare-and-swap decides).
