@@ -1,21 +1,18 @@
-import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type Server } from 'node:http';
-import type { Socket } from 'node:net';
-import type { FastifyHttpOptions, FastifyInstance, FastifyLoggerOptions, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { FastifyInstance, FastifyLoggerOptions, FastifyServerOptions } from 'fastify';
 import Fastify from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { authKeyOf, ConfigError, faultPointsOf, type AppConfig } from './config.js';
 import { consolePlugin } from './console/plugin.js';
 import type { DatabaseHealth } from './domain/ports/database.js';
 import type { Repositories } from './domain/ports/index.js';
-import { errors, isAppError, type ErrorCode } from './errors.js';
+import { isAppError } from './errors.js';
 import { faultHookFromConfig, type FaultHook } from './faults.js';
-import { stripAccessToken } from './http/accessToken.js';
 import { createTokenVerifier } from './http/auth.js';
-import { problemDocument, registerErrorHandling } from './http/errorHandler.js';
+import { registerErrorHandling } from './http/errorHandler.js';
 import { instrumentRequests } from './http/instrumentation.js';
 import { registerJsonBody } from './http/jsonBody.js';
 import { registerOpenApi } from './http/openapi.js';
+import { serverOptions } from './http/serverOptions.js';
 import { clusterRoutes } from './http/rest/clusters.js';
 import { healthRoutes } from './http/rest/health.js';
 import { metricsRoutes } from './http/rest/metrics.js';
@@ -29,17 +26,15 @@ import { typedRequestMethods } from './http/typedRequest/methods.js';
 import { typedRequestRoute } from './http/typedRequest/route.js';
 import { validatorCompiler } from './http/validator.js';
 import { Metrics } from './outbound/metrics.js';
-import { abort } from './operations/abort.js';
+import { abort, promote, rollBack } from './operations/manualRollout.js';
 import { clusterOperations } from './operations/clusters.js';
 import type { Operations } from './operations/index.js';
 import { rolloutIssuer } from './operations/issueRollout.js';
 import { rolloutLifecycle, type LifecycleLog } from './operations/lifecycle.js';
 import { observePushEvent } from './operations/observePushEvent.js';
-import { promote } from './operations/promote.js';
 import { rolloutReads } from './operations/readRollout.js';
 import { releaseReads } from './operations/releases.js';
 import { reportSnapshot } from './operations/reportSnapshot.js';
-import { rollBack } from './operations/rollBack.js';
 import { serviceOperations } from './operations/services.js';
 import type { Telemetry } from './domain/ports/telemetry.js';
 import { conformanceBoundMs, InvalidConnectionString, openStore } from './store/index.js';
@@ -63,91 +58,12 @@ export interface BuildAppOptions {
   checkDatabase?: boolean;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
 /** Never logged: tokens, in headers and in TypedRequest identities. */
 export const redactPaths = ['req.headers.authorization', 'req.headers.cookie', 'request.identity.jwt', '*.identity.jwt', 'token'];
 
 /** The logger every process runs with: pino at LOG_LEVEL, secrets redacted. */
 export const loggerOptions = (config: AppConfig): FastifyLoggerOptions & { redact: { paths: string[], censor: string } } =>
   ({ level: config.LOG_LEVEL, redact: { paths: redactPaths, censor: '[redacted]' } });
-
-/**
- * Fastify's server options: request ids, body limit, timeouts and URL handling.
- * Slow or stuck clients cannot hold a connection forever. The request timeout must also reach
- * http.createServer: Node (20) enforces it on a trickled BODY only when headersTimeout <=
- * requestTimeout, which its constructor arranges but Fastify's later `server.requestTimeout = …`
- * does not (headersTimeout stayed 60 s and a body sent at 1 byte/s was never cut off). Node checks
- * these timeouts every connectionsCheckingInterval (default 30 s, which would double the limit):
- * check 10 times per period.
- */
-function serverOptions (config: AppConfig, onFrameworkError: (code: ErrorCode) => void): FastifyHttpOptions<Server> {
-  return {
-    // The start-up onReady hook runs the database check (bounded by conformanceBoundMs) and creates the
-    // index plan: Fastify's default 10 s for a hook is less than a loaded machine takes for both (a crash
-    // storm of 3 processes starting at once on 2 busy cores took longer), and a timed-out hook fails the start.
-    pluginTimeout: conformanceBoundMs(config.MONGODB_TIMEOUT_MS) + 30_000,
-    bodyLimit: config.BODY_LIMIT_BYTES,
-    // Ids in paths may be 128 characters (contracts `Id`); Fastify's default of 100 answers 414.
-    routerOptions: { maxParamLength: 256 },
-    requestIdHeader: 'x-request-id',
-    genReqId: (req) => {
-      const offered = req.headers['x-request-id'];
-      return typeof offered === 'string' && REQUEST_ID.test(offered) ? offered : randomUUID();
-    },
-    connectionTimeout: config.CONNECTION_TIMEOUT_MS,
-    requestTimeout: config.REQUEST_TIMEOUT_MS,
-    http: {
-      requestTimeout: config.REQUEST_TIMEOUT_MS,
-      headersTimeout: Math.min(60_000, config.REQUEST_TIMEOUT_MS),
-      connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(config.REQUEST_TIMEOUT_MS / 10))),
-    },
-    // An idle keep-alive connection is an idle connection: never kept past CONNECTION_TIMEOUT_MS either.
-    keepAliveTimeout: Math.min(5_000, config.CONNECTION_TIMEOUT_MS),
-    forceCloseConnections: 'idle',
-    // `?access_token=` (SSE only) leaves the URL before routing and logging: never logged.
-    rewriteUrl: stripAccessToken,
-    return503OnClosing: true,
-    // Malformed URLs and over-long path parameters are rejected by the router before any hook:
-    // answer them in the same coded problem+json shape as everything else.
-    frameworkErrors: (err, request, reply) => {
-      const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
-      const error = errors.validationFailed([{ field: '/params', message: tooLong ? 'longer than 256 characters' : 'malformed percent-encoding' }]);
-      onFrameworkError(error.code);
-      const raw = reply as unknown as FastifyReply;
-      void raw.code(400).type('application/problem+json').header('x-request-id', request.id).header('cache-control', 'no-store')
-        .send(problemDocument(error, request as unknown as FastifyRequest));
-    },
-    // What Node's HTTP parser refuses before Fastify sees a request — a head over 16 KiB, a malformed
-    // Content-Length or header, a request that did not arrive in time — is answered in the same coded
-    // problem+json shape as everything else (Fastify's default is a bare JSON without code or headers).
-    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Socket) => {
-      if (err.code === 'ECONNRESET' || socket.destroyed) return;
-      const error = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? errors.requestTimeout()
-        : err.code === 'HPE_HEADER_OVERFLOW'
-          ? errors.requestHeaderTooLarge()
-          : errors.validationFailed([{ field: '/headers', message: 'malformed HTTP request (a header, Content-Length or the request line)' }]);
-      onFrameworkError(error.code);
-      const requestId = randomUUID();
-      const body = JSON.stringify({
-        type: `urn:cloudly-release:error:${error.code}`,
-        title: error.title,
-        status: error.statusCode,
-        detail: error.message,
-        code: error.code,
-        requestId,
-        ...error.details
-      });
-      if (socket.writable) {
-        socket.write(`HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode] ?? ''}\r\nContent-Type: application/problem+json\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nx-request-id: ${requestId}\r\nConnection: close\r\n\r\n${body}`);
-      }
-      socket.destroy(err);
-    },
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
-  };
-}
 
 /** What a part built from one configuration variable throws when the value cannot be used: a ConfigError naming the variable. */
 function configured<T> (variable: string, refusal: abstract new (...args: never[]) => Error, build: () => T): T {
@@ -173,19 +89,20 @@ interface Composition {
 }
 
 function composeOperations ({ repos, telemetry, config, fault, log, now }: Composition): Operations {
-  const rollouts = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log });
+  // The one rollout issuer (compare-and-swap, Idempotency-Key): every use case that starts a rollout issues it through this.
+  const issuer = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log });
   const eventsRetentionMs = config.EVENTS_RETENTION_DAYS * 24 * 60 * 60 * 1000;
-  const lifecycle = rolloutLifecycle({ repos, rollouts, telemetry, now, log, fault, eventsRetentionMs });
+  const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault, eventsRetentionMs });
   return {
     lifecycle,
-    abort: abort({ rollouts, telemetry }),
+    abort: abort({ issuer, telemetry }),
     services: serviceOperations({ repos, now }),
     clusters: clusterOperations({ repos, now }),
     releases: releaseReads({ repos }),
-    rollouts: rolloutReads({ repos, now }),
-    promote: promote({ rollouts, telemetry }),
-    rollBack: rollBack({ rollouts, telemetry }),
-    observePushEvent: observePushEvent({ repos, rollouts, telemetry, now }),
+    rolloutReads: rolloutReads({ repos, now }),
+    promote: promote({ issuer, telemetry }),
+    rollBack: rollBack({ issuer, telemetry }),
+    observePushEvent: observePushEvent({ repos, rollouts: issuer, telemetry, now }),
     reportSnapshot: reportSnapshot({ repos, telemetry, now, fault, afterStatusChange: lifecycle.afterStatusChange }),
   };
 }
@@ -266,8 +183,11 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   if (!uri || !authKey) throw new Error('buildApp needs MONGODB_URI and a JWT key (AUTH_JWT_SECRET or AUTH_JWT_PUBLIC_KEY)');
   // One registry per app: buildApp runs many times in one test process.
   const metrics = new Metrics();
-  const app = Fastify({ logger: opts.logger ?? loggerOptions(config), ...serverOptions(config, (code) => { metrics.errorAnswered(code); }) })
-    .withTypeProvider<TypeBoxTypeProvider>();
+  const server = serverOptions(config, {
+    onFrameworkError: (code) => { metrics.errorAnswered(code); },
+    databaseCheckBoundMs: conformanceBoundMs(config.MONGODB_TIMEOUT_MS),
+  });
+  const app = Fastify({ logger: opts.logger ?? loggerOptions(config), ...server }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   // Before any route: every route declared from here on is timed under its pattern.
   instrumentRequests(app, metrics);
@@ -310,7 +230,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   const hub = new StatusHub({
     source: {
       statusEventsAfter: async (id, revision) => {
-        const read = await operations.rollouts.readStatusEvents(id, revision);
+        const read = await operations.rolloutReads.readStatusEvents(id, revision);
         return read.ok ? read.value : null;
       },
     },
@@ -329,7 +249,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(releaseRoutes, { operations, verifier });
   await app.register(rolloutRoutes, { operations, verifier });
   await app.register(reportRoutes, { operations, verifier, bodyLimit: reportBodyLimit(config) });
-  await app.register(rolloutStatusRoutes, { rollouts: operations.rollouts, verifier, hub });
+  await app.register(rolloutStatusRoutes, { rolloutReads: operations.rolloutReads, verifier, hub });
   await app.register(consolePlugin);
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);
   // Progress deadlines, milestones and follow-ups of rollouts in progress, and the domain-event log's

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { MongoClient, type Db } from 'mongodb';
 import { startLocalMongo } from '../../tools/dev-database/localMongo.js';
-import { mintToken, type MintOptions } from '../../src/http/auth.js';
+import { mintToken, type MintOptions } from '../../src/domain/tokens.js';
 import { HttpClient, closedLoop } from './load.js';
 import { distDir, findLocalMongoPid, procCpuProbe, selfCpuProbe, startNode, type Child, type CpuProbe } from './processes.js';
 import { emptySamples, merge, summarize, type Samples, type Summary } from './stats.js';

@@ -1,24 +1,9 @@
-import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import {
-  SignJWT, errors as joseErrors, importPKCS8, importSPKI, jwtVerify,
-  type CryptoKey, type JWTPayload, type KeyObject,
-} from 'jose';
+import { errors as joseErrors, importSPKI, jwtVerify, type CryptoKey, type JWTPayload, type KeyObject } from 'jose';
 import type { AuthKey } from '../config.js';
 import { errors } from '../errors.js';
-import { PrincipalType, Role, type Permission, type Principal } from '../domain/principal.js';
-
-const ClusterId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]*$' });
-
-/** The claims a token must carry; other registered claims (iat, iss, …) may be present. */
-export const TokenClaims = Type.Object({
-  sub: Type.String({ minLength: 1, maxLength: 256 }),
-  role: Role,
-  type: PrincipalType,
-  clusterId: Type.Optional(ClusterId),
-  exp: Type.Integer({ minimum: 1 }),
-});
-export type TokenClaims = Static<typeof TokenClaims>;
+import type { Permission, Principal } from '../domain/principal.js';
+import { TokenClaims } from '../domain/tokens.js';
 
 export interface TokenVerifier {
   /** Resolves to the verified principal or throws AppError `unauthenticated`. */
@@ -104,30 +89,4 @@ export function assertPermitted (principal: Principal, permission: Permission): 
   if (!permission.roles.includes(principal.role)) {
     throw errors.forbidden(`role '${principal.role}' may not ${permission.action} (allowed: ${permission.roles.join(', ')})`);
   }
-}
-
-export interface MintOptions {
-  subject: string;
-  role: Role;
-  type?: PrincipalType;
-  clusterId?: string;
-  ttlSeconds?: number;
-}
-
-/** Signs a token. With a secret: HS256. With a PKCS#8 private key PEM: the given algorithm. */
-export async function mintToken (
-  signing: { kind: 'secret', secret: string } | { kind: 'private-key', pem: string, algorithm: string },
-  opts: MintOptions
-): Promise<string> {
-  const claims: Record<string, unknown> = { role: opts.role, type: opts.type ?? (opts.role === 'admin' || opts.role === 'user' ? 'human' : 'machine') };
-  if (opts.clusterId !== undefined) claims['clusterId'] = opts.clusterId;
-  const jwt = new SignJWT(claims)
-    .setSubject(opts.subject)
-    .setIssuedAt()
-    .setExpirationTime(Math.floor(Date.now() / 1000) + (opts.ttlSeconds ?? 3600));
-  if (signing.kind === 'secret') {
-    return jwt.setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(new TextEncoder().encode(signing.secret));
-  }
-  const key = await importPKCS8(signing.pem, signing.algorithm);
-  return jwt.setProtectedHeader({ alg: signing.algorithm, typ: 'JWT' }).sign(key);
 }

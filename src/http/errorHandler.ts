@@ -40,19 +40,27 @@ export function toAppError (err: unknown, context: { bodyLimitBytes?: number, co
   return errors.internalError(err);
 }
 
-/** RFC 9457 problem document: `code` is the stable machine code, `requestId` finds the log lines. */
-export function problemDocument (error: AppError, request: FastifyRequest): Record<string, unknown> {
+/**
+ * The RFC 9457 problem document, the one builder of every error answer (the error handler, the
+ * router's and Node's parser's refusals in src/http/serverOptions.ts): `code` is the stable machine
+ * code, `requestId` finds the log lines, `instance` is the path asked for (absent when Node's parser
+ * refused the request before it had one).
+ */
+export function problemDocument (error: AppError, requestId: string, instance?: string): Record<string, unknown> {
   return {
     type: `urn:cloudly-release:error:${error.code}`,
     title: error.title,
     status: error.statusCode,
     detail: error.message,
     code: error.code,
-    instance: (request.url.split('?')[0] ?? '').slice(0, 512),
-    requestId: request.id,
+    ...(instance === undefined ? {} : { instance }),
+    requestId,
     ...error.details,
   };
 }
+
+/** A problem document's `instance`: the request's path, without its query, at most 512 characters. */
+export const instanceOf = (request: FastifyRequest): string => (request.url.split('?')[0] ?? '').slice(0, 512);
 
 export interface ErrorHandlingOptions {
   /** Told the code of every error answer (REST or TypedRequest): the metrics count them. */
@@ -79,13 +87,13 @@ export function registerErrorHandling (app: FastifyInstance, opts: ErrorHandling
       return reply.code(200).send(typedRequestFailure(error, request.body, request.id));
     }
     for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
-    return reply.code(error.statusCode).type('application/problem+json').send(problemDocument(error, request));
+    return reply.code(error.statusCode).type('application/problem+json').send(problemDocument(error, request.id, instanceOf(request)));
   });
 
   app.setNotFoundHandler(async (request, reply) => {
     const error = errors.notFound(request.method, request.url.split('?')[0] ?? '');
     opts.onErrorAnswered?.(error.code);
-    return reply.code(404).type('application/problem+json').send(problemDocument(error, request));
+    return reply.code(404).type('application/problem+json').send(problemDocument(error, request.id, instanceOf(request)));
   });
 }
 

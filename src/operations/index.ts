@@ -1,24 +1,23 @@
-import type { abort } from './abort.js';
 import type { ClusterOperations } from './clusters.js';
 import type { RolloutLifecycleControl } from './lifecycle.js';
 import type { observePushEvent } from './observePushEvent.js';
-import type { promote } from './promote.js';
+import type { abort, promote, rollBack } from './manualRollout.js';
 import type { RolloutReads } from './readRollout.js';
 import type { ReleaseReads } from './releases.js';
 import type { reportSnapshot } from './reportSnapshot.js';
-import type { rollBack } from './rollBack.js';
 import type { ServiceOperations } from './services.js';
 
 /**
  * Every use case, as the adapters (REST and TypedRequest) see them. Built in src/app.ts from
- * the module named after each: src/operations/promote.ts, rollBack.ts, observePushEvent.ts,
+ * the module named after each: src/operations/manualRollout.ts (promotion, rollback, abort), observePushEvent.ts,
  * reportSnapshot.ts, readRollout.ts, services.ts, clusters.ts, releases.ts.
  */
 export interface Operations {
   services: ServiceOperations;
   clusters: ClusterOperations;
   releases: ReleaseReads;
-  rollouts: RolloutReads;
+  /** Reads of rollouts: the view, the history, the delivery metrics, the status events. */
+  rolloutReads: RolloutReads;
   promote: ReturnType<typeof promote>;
   rollBack: ReturnType<typeof rollBack>;
   observePushEvent: ReturnType<typeof observePushEvent>;

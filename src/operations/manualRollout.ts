@@ -5,7 +5,7 @@ import { success, type Actor, type Result } from '../domain/result.js';
 import type { Telemetry } from '../domain/ports/telemetry.js';
 
 export interface ManualRolloutDeps {
-  rollouts: RolloutIssuer;
+  issuer: RolloutIssuer;
   telemetry: Telemetry;
 }
 
@@ -24,8 +24,65 @@ export interface ManualRolloutInput {
   reason?: string;
 }
 
-/** A rollout an operator or CI asked for: the same issuance, log line and counting for promotion and rollback. */
-export async function issueManualRollout (
+export interface PromoteInput extends ManualRolloutInput {
+  /** When given, the promotion only applies if this is still the current rollout. */
+  expectedCurrentRolloutId?: string;
+}
+
+export interface RollBackInput extends ManualRolloutInput {
+  /** The rollout being rolled back: the rollback only applies if it is still current. */
+  expectedCurrentRolloutId: string;
+}
+
+export interface AbortInput {
+  serviceId: string;
+  idempotencyKey: string;
+  /** The rollout being aborted and the service's generation: the abort applies only if both are still current. */
+  expectedCurrentRolloutId: string;
+  expectedRolloutGeneration: number;
+  reason?: string;
+}
+
+/**
+ * Promote a release (docs/api.md "How promotion and rollback stay correct"): a new immutable-digest
+ * rollout of the release, under compare-and-swap on the generation and Idempotency-Key semantics
+ * (src/operations/issueRollout.ts). An explicit promotion lifts the automation hold a rollback set.
+ */
+export const promote = (deps: ManualRolloutDeps) =>
+  async function promoteRelease (input: PromoteInput, actor: Actor): Promise<Result<RolloutAnswer>> {
+    return issueManualRollout(deps, input, { kind: 'promotion', mode: 'promotion', expectedCurrentRolloutId: input.expectedCurrentRolloutId }, actor);
+  };
+
+/**
+ * Roll back to a previously accepted release (docs/api.md "How promotion and rollback stay correct"):
+ * a rollout of mode `rollback` naming the rollout it replaces; it puts automatic promotion on hold
+ * until the next explicit promotion. Same compare-and-swap and Idempotency-Key rules as promotion.
+ */
+export const rollBack = (deps: ManualRolloutDeps) =>
+  async function rollBackRelease (input: RollBackInput, actor: Actor): Promise<Result<RolloutAnswer>> {
+    return issueManualRollout(deps, input, { kind: 'rollback', expectedCurrentRolloutId: input.expectedCurrentRolloutId }, actor);
+  };
+
+/**
+ * Abort the current rollout (docs/lifecycle.md "Abort"): a rollback to the last verified
+ * release — the newest release whose rollout succeeded, other than the digest deployed now —
+ * found when the rollback is planned. Same compare-and-swap, Idempotency-Key and automation hold
+ * as a rollback; `no-verified-release` when there is nothing to return to. The history names it
+ * an abort (the aborted rollout ends `aborted`).
+ */
+export const abort = (deps: ManualRolloutDeps) =>
+  async function abortRollout (input: AbortInput, actor: Actor): Promise<Result<RolloutAnswer>> {
+    return issueManualRollout(deps, {
+      serviceId: input.serviceId,
+      releaseId: '',
+      idempotencyKey: input.idempotencyKey,
+      expectedRolloutGeneration: input.expectedRolloutGeneration,
+      reason: input.reason,
+    }, { kind: 'rollback', expectedCurrentRolloutId: input.expectedCurrentRolloutId, toLastVerified: true }, actor, { kind: 'abort' });
+  };
+
+/** A rollout an operator or CI asked for: the same issuance, log line and counting for promotion, rollback and abort. */
+async function issueManualRollout (
   deps: ManualRolloutDeps,
   input: ManualRolloutInput,
   intent: RolloutIntent,
@@ -34,7 +91,7 @@ export async function issueManualRollout (
 ): Promise<Result<RolloutAnswer>> {
   const mode = intent.kind === 'rollback' ? 'rollback' : intent.mode;
   const what = trigger?.kind === 'abort' ? 'abort' : intent.kind === 'rollback' ? 'manual rollback' : 'manual promotion';
-  const result = await deps.telemetry.rollout(mode, deps.rollouts.issueRollout({
+  const result = await deps.telemetry.rollout(mode, deps.issuer.issueRollout({
     serviceId: input.serviceId,
     releaseId: input.releaseId,
     idempotencyKey: input.idempotencyKey,

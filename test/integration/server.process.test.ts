@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../../src/http/auth.js';
+import { mintToken } from '../../src/domain/tokens.js';
 import { serviceData } from '../support/app.js';
 import { inheritedEnv, runToExit, startServerProcess, type Exited } from '../support/fleet.js';
 

@@ -1,5 +1,5 @@
 import type { Role } from '../../src/domain/principal.js';
-import { mintToken, type MintOptions } from '../../src/http/auth.js';
+import { mintToken, type MintOptions } from '../../src/domain/tokens.js';
 
 /** Mints a valid token for a role; cluster tokens are for cluster `c1` unless `extra` says otherwise. */
 export type TokenMinter = (role: Role, extra?: Partial<MintOptions>) => Promise<string>;

@@ -15,7 +15,7 @@ import { serveOpening, type StatusHub } from '../sse/hub.js';
 import { SseStream } from '../sse/stream.js';
 
 export interface RolloutStatusRoutesOptions {
-  rollouts: RolloutReads;
+  rolloutReads: RolloutReads;
   verifier: TokenVerifier;
   /** This process's status hub (polls the database for every watched service). */
   hub: StatusHub;
@@ -93,7 +93,7 @@ const eventsSchema = {
 };
 
 /** The rollout view and the status event stream. */
-export const rolloutStatusRoutes: FastifyPluginAsyncTypebox<RolloutStatusRoutesOptions> = async (app, { rollouts, verifier, hub }) => {
+export const rolloutStatusRoutes: FastifyPluginAsyncTypebox<RolloutStatusRoutesOptions> = async (app, { rolloutReads, verifier, hub }) => {
   const viewSummary = 'The current rollout: plan, status, each reporter\'s evidence, and what blocks success';
   const viewDescription = 'What a CI script polls after a promotion: the plan, the aggregate status (`succeeded`, `failed`,' +
     ' `rolled-back`, …), each reporter\'s latest accepted evidence, and the reasons that block success (missing nodes, mismatches).';
@@ -104,7 +104,7 @@ export const rolloutStatusRoutes: FastifyPluginAsyncTypebox<RolloutStatusRoutesO
     // The view is built whole by src/domain/rolloutView.ts (nothing else can be in it): JSON.stringify writes its
     // hundreds of KB for a large rollout faster than a schema-driven serializer; the schema still documents it.
     serializerCompiler: () => JSON.stringify,
-  }, async (request, reply) => valueOf(await rollouts.readRollout(request.params.serviceId), reply, '/params'));
+  }, async (request, reply) => valueOf(await rolloutReads.readRollout(request.params.serviceId), reply, '/params'));
 
   const deploymentsSummary = 'The stored deployments: what each reporter\'s latest accepted report stated (for the current rollout)';
   app.get('/v1/services/:serviceId/deployments', guardWith(verifier)(permissions.readServices, {
@@ -113,13 +113,13 @@ export const rolloutStatusRoutes: FastifyPluginAsyncTypebox<RolloutStatusRoutesO
     description: 'Per reporter (cluster), the deployments its latest accepted snapshot report stated, as stored.',
     params: ServiceParams,
     response: replies(StoredDeployments, withInput, ['service-not-found']),
-  }), async (request, reply) => valueOf(await rollouts.readDeployments(request.params.serviceId), reply, '/params'));
+  }), async (request, reply) => valueOf(await rolloutReads.readDeployments(request.params.serviceId), reply, '/params'));
 
   app.get('/v1/services/:serviceId/rollout/events', guardWith(verifier, streamToken)(permissions.readRolloutStatus, eventsSchema), async (request, reply) => {
     const { serviceId } = request.params;
     const resumeFrom = request.headers['last-event-id'] ?? request.query.after;
     // One read: does the service exist, and what was already stored (the catch-up).
-    const snapshot = valueOf(await rollouts.readStatusEvents(serviceId, 0), reply, '/params');
+    const snapshot = valueOf(await rolloutReads.readStatusEvents(serviceId, 0), reply, '/params');
 
     reply.hijack();
     const res = reply.raw;

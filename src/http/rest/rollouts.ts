@@ -15,7 +15,7 @@ import { ServiceParams, ServiceReply, withBody, withInput } from '../schemas.js'
 import { guardWith, replies } from './guard.js';
 
 export interface RolloutRoutesOptions {
-  operations: Pick<Operations, 'promote' | 'rollBack' | 'abort' | 'rollouts'>;
+  operations: Pick<Operations, 'promote' | 'rollBack' | 'abort' | 'rolloutReads'>;
   verifier: TokenVerifier;
 }
 
@@ -141,7 +141,7 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
     params: ServiceParams,
     querystring: DeliveryMetricsQuery,
     response: replies(DeliveryMetrics, withInput, ['service-not-found']),
-  }), async ({ params, query }, reply) => valueOf(await operations.rollouts.readDeliveryMetrics(params.serviceId, query), reply, '/querystring'));
+  }), async ({ params, query }, reply) => valueOf(await operations.rolloutReads.readDeliveryMetrics(params.serviceId, query), reply, '/querystring'));
 
   app.get('/v1/services/:serviceId/rollouts', guard(permissions.readRolloutHistory, {
     tags,
@@ -150,5 +150,5 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
     params: ServiceParams,
     querystring: RolloutHistoryQuery,
     response: replies(RolloutHistoryPage, withInput, ['service-not-found']),
-  }), async ({ params, query }, reply) => valueOf(await operations.rollouts.readRolloutHistory(params.serviceId, query), reply, '/querystring'));
+  }), async ({ params, query }, reply) => valueOf(await operations.rolloutReads.readRolloutHistory(params.serviceId, query), reply, '/querystring'));
 };

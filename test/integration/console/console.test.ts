@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { mintToken } from '../../../src/http/auth.js';
+import { mintToken } from '../../../src/domain/tokens.js';
 import { bearer } from '../../support/fixtures.js';
 import { fullReplicas, verifiedReplica } from '../../support/reports.js';
 import {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { SignJWT, exportPKCS8, exportSPKI, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../../../src/http/auth.js';
+import { mintToken } from '../../../src/domain/tokens.js';
 import { buildTestApp, identity, serviceData, typedRequest, type TestApp } from '../../support/app.js';
 
 const b64url = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');

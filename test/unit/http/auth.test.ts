@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createTokenVerifier, mintToken } from '../../../src/http/auth.js';
+import { createTokenVerifier } from '../../../src/http/auth.js';
+import { mintToken } from '../../../src/domain/tokens.js';
 
 /**
  * The verifier keeps the tokens it accepted (an agent sends the same token with every report);
