@@ -170,6 +170,33 @@ async function prepareDatabase (app: FastifyInstance, health: DatabaseHealth): P
   }
 }
 
+/** The store, connected lazily; migrations that rewrote documents are logged. */
+function openServiceStore (app: FastifyInstance, uri: string, config: AppConfig, checkConformance: boolean): ReturnType<typeof openStore> {
+  return configured('MONGODB_URI', InvalidConnectionString, () => openStore({
+    uri,
+    dbName: config.MONGODB_DB,
+    timeoutMs: config.MONGODB_TIMEOUT_MS,
+    onMonitorHung: (info) => { app.log.error(info, 'the database driver\'s server monitor hung; reconnecting the client'); },
+    checkConformance,
+    onMigrated: (applied) => {
+      // A migration with nothing to rewrite (every fresh database) is recorded, not logged.
+      for (const m of applied.filter((a) => a.migrated > 0)) {
+        app.log.info({ migration: m.version, migrated: m.migrated }, `database migration ${m.version} (${m.name}): ${m.migrated} documents rewritten`);
+      }
+    },
+  }));
+}
+
+/** The verifier of access tokens; ConfigError naming AUTH_JWT_PUBLIC_KEY when the key is not one of its algorithm. */
+async function tokenVerifierOf (authKey: NonNullable<ReturnType<typeof authKeyOf>>): Promise<Awaited<ReturnType<typeof createTokenVerifier>>> {
+  return await createTokenVerifier(authKey).catch((err: unknown) => {
+    // Only a public key can be refused here (a secret is used as given): it is not a key of that algorithm.
+    const reason = err instanceof Error ? err.message.slice(0, 200) : 'not usable';
+    const algorithm = authKey.kind === 'public-key' ? authKey.algorithm : 'HS256';
+    throw new ConfigError(`AUTH_JWT_PUBLIC_KEY: not a public key for ${algorithm} (AUTH_JWT_ALGORITHM): ${reason}`);
+  });
+}
+
 /**
  * Composes the service and returns it un-started (tests use `inject` or `listen` on port 0):
  * the store, the use cases, the REST and TypedRequest adapters and the error handler. The
@@ -195,19 +222,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   app.removeContentTypeParser(['text/plain']);
   registerJsonBody(app);
 
-  const store = configured('MONGODB_URI', InvalidConnectionString, () => openStore({
-    uri,
-    dbName: config.MONGODB_DB,
-    timeoutMs: config.MONGODB_TIMEOUT_MS,
-    onMonitorHung: (info) => { app.log.error(info, 'the database driver\'s server monitor hung; reconnecting the client'); },
-    checkConformance: opts.checkDatabase ?? true,
-    onMigrated: (applied) => {
-      // A migration with nothing to rewrite (every fresh database) is recorded, not logged.
-      for (const m of applied.filter((a) => a.migrated > 0)) {
-        app.log.info({ migration: m.version, migrated: m.migrated }, `database migration ${m.version} (${m.name}): ${m.migrated} documents rewritten`);
-      }
-    },
-  }));
+  const store = openServiceStore(app, uri, config, opts.checkDatabase ?? true);
   app.addHook('onClose', async () => { await store.close(); });
   store.onHeartbeatFailed(() => { metrics.databaseHeartbeatFailures.inc(); });
   app.addHook('onReady', async () => { await prepareDatabase(app, store.health); });
@@ -220,12 +235,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   const operations = composeOperations({
     repos, telemetry: metrics, config, fault: opts.fault ?? faultHookFromConfig(faultPointsOf(config)), log: app.log, now: opts.now ?? Date.now,
   });
-  const verifier = await createTokenVerifier(authKey).catch((err: unknown) => {
-    // Only a public key can be refused here (a secret is used as given): it is not a key of that algorithm.
-    const reason = err instanceof Error ? err.message.slice(0, 200) : 'not usable';
-    const algorithm = authKey.kind === 'public-key' ? authKey.algorithm : 'HS256';
-    throw new ConfigError(`AUTH_JWT_PUBLIC_KEY: not a public key for ${algorithm} (AUTH_JWT_ALGORITHM): ${reason}`);
-  });
+  const verifier = await tokenVerifierOf(authKey);
   // One status hub per process: polls the database for services with SSE listeners.
   const hub = new StatusHub({
     source: {

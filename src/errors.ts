@@ -1,5 +1,5 @@
 /**
- * The error catalogue (DESIGN §3): every error the service answers, one entry per stable
+ * The error catalogue (docs/errors.md): every error the service answers, one entry per stable
  * code with its HTTP status and title, and ONE factory per code below, so that a code always
  * has one body shape. Documented code by code in docs/errors.md; test/unit/errors.test.ts
  * checks catalogue and documentation against each other in both directions.

@@ -4,8 +4,8 @@
  * `name`, `userId`, `type?`, `role?`, `expiresAt`, `jwt`.
  *
  * Only `jwt` matters to this service: the verified token is the identity, every
- * other field of a submitted `identity` is ignored (DESIGN §4). The role and type
- * vocabularies are the ones of DESIGN §4.
+ * other field of a submitted `identity` is ignored (docs/api.md "Authentication and roles"). The role and type
+ * vocabularies are the ones of docs/api.md "Authentication and roles".
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, Name, Timestamp, contractLimits, strictObject } from './common.js';

@@ -1,6 +1,6 @@
 /**
  * Project extension (not upstream): `data.promotionPolicy`, who may change a service and when
- * (DESIGN §5 "Governance"): the upstream stages a digest must have succeeded and soaked in
+ * (docs/lifecycle.md "Governance"): the upstream stages a digest must have succeeded and soaked in
  * (`pipeline`), the approvals a promotion needs (`approvals`), the times promotions are closed or
  * open (`windows`), and whether a freeze may be broken (`breakGlass`). Caller-writable like
  * `data.rolloutPolicy`; every member is optional and `effectivePromotionPolicy`

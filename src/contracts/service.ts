@@ -26,7 +26,7 @@ import { IRolloutPolicy } from './rolloutPolicy.js';
 
 /**
  * Map keys are stored as document field names: they must never start with `$` or
- * contain `.` (DESIGN §6), hence the key patterns below.
+ * contain `.` (docs/operations.md), hence the key patterns below.
  */
 const environmentVariableName = '^[A-Za-z_][A-Za-z0-9_]{0,255}$';
 const customPortName = '^[A-Za-z0-9_-]{1,128}$';
@@ -93,7 +93,7 @@ export const IService = strictObject({
 });
 export type IService = Static<typeof IService>;
 
-/** The `IService['data']` fields only the server may write (DESIGN: `server-managed-field`). */
+/** The `IService['data']` fields only the server may write (docs/errors.md: `server-managed-field`). */
 export const serverManagedServiceDataFields = [
   'immutableImageRequired',
   'imageDeployment',

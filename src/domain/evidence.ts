@@ -6,7 +6,7 @@ import {
 import type { ReplicaHealth, ReplicaVerification } from './rolloutStatus.js';
 
 /**
- * Fail-closed re-verification of one replica's runtime image evidence (DESIGN §5,
+ * Fail-closed re-verification of one replica's runtime image evidence (docs/lifecycle.md,
  * "Snapshot reports"). Coreflow sends raw Docker facts plus its own verdict
  * (`verificationStatus`, `mismatchReason`); the verdict is never read. The server
  * recomputes it from the raw fields against the current plan and names the upstream

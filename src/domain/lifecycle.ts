@@ -7,7 +7,7 @@ import {
 import type { Problem } from '../errors.js';
 
 /**
- * Pure rules of rollout lifecycle control (DESIGN §5 "Lifecycle control"): the effective
+ * Pure rules of rollout lifecycle control (docs/lifecycle.md "Lifecycle control"): the effective
  * settings of a service, when a replica counts as stable, what progress is and when the
  * progress deadline has passed, which outcome triggers an automatic rollback, and which pushed
  * tags may promote automatically. src/operations/lifecycle.ts sequences the writes.

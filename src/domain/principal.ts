@@ -1,7 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import { literalUnion } from '../contracts/literals.js';
 
-/** Who may call what (DESIGN §4). */
+/** Who may call what (docs/api.md "Authentication and roles"). */
 export const Role = literalUnion(['admin', 'user', 'api', 'cluster']);
 export type Role = Static<typeof Role>;
 
@@ -19,7 +19,7 @@ export interface Principal {
   expiresAt?: number;
 }
 
-/** Role sets of DESIGN §4, named by what they allow. */
+/** Role sets of docs/api.md "Authentication and roles", named by what they allow. */
 export const can = {
   read: ['admin', 'user', 'api'],
   release: ['admin', 'api'],
@@ -37,7 +37,7 @@ export interface Permission {
 const grant = <K extends string>(roles: readonly Role[], actions: Record<K, string>): Record<K, Permission> =>
   Object.fromEntries(Object.entries<string>(actions).map(([name, action]) => [name, { roles, action }])) as Record<K, Permission>;
 
-/** The authorization table (DESIGN §4): every adapter, REST or TypedRequest, asks this one table. */
+/** The authorization table (docs/api.md "Authentication and roles"): every adapter, REST or TypedRequest, asks this one table. */
 export const permissions = {
   ...grant(can.read, { readServices: 'read services', readReleases: 'read releases', readClusters: 'read clusters' }),
   ...grant(can.read, { readRolloutStatus: 'read rollout status', readRolloutHistory: 'read rollout history' }),

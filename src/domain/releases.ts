@@ -7,7 +7,7 @@ import { errors, type AppError, type Problem } from '../errors.js';
 import { compareNames } from './names.js';
 
 /**
- * Pure rules of image releases (DESIGN §5 "Releases", "History"): what identifies a release,
+ * Pure rules of image releases (docs/lifecycle.md "Releases", "History"): what identifies a release,
  * when a push event is consistent, whose registry target it names, and the opaque cursors of
  * the newest-first listings. src/operations/observePushEvent.ts sequences the writes.
  */

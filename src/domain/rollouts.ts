@@ -11,7 +11,7 @@ import type { DeadlineDecision, FailureMilestone } from './lifecycle.js';
 import type { Principal } from './principal.js';
 
 /**
- * Pure rules of promotion and rollback (DESIGN §5): preconditions, the plan, the reset
+ * Pure rules of promotion and rollback (docs/lifecycle.md): preconditions, the plan, the reset
  * rollout status, the response snapshot. No I/O here; src/operations/issueRollout.ts
  * sequences the writes. Refusals are returned, never thrown.
  */
@@ -104,7 +104,7 @@ export const isSameImage = (plan: IImmutableImageDeploymentPlan, release: IImage
 export type AutomaticPromotionSkip = 'not-enabled' | 'on-hold' | 'already-current' | 'older-than-current';
 
 /**
- * deployOnPush (DESIGN §5): only services with deployOnPush that were explicitly promoted once
+ * deployOnPush (docs/lifecycle.md): only services with deployOnPush that were explicitly promoted once
  * (immutableImageRequired), never while an operator's rollback holds automation, never to the
  * digest that is deployed already, never to a release first observed before the current one
  * (a late push of an old digest).

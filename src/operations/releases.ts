@@ -4,7 +4,7 @@ import { cursorProblem, decodeCursor, encodeCursor, tagHistoryQueryProblems } fr
 import { errors } from '../errors.js';
 import { invalid, refusal, success, type Result } from '../domain/result.js';
 
-/** Read a service's image releases (newest observation first) and its tag ledger (DESIGN §5 "History"). */
+/** Read a service's image releases (newest observation first) and its tag ledger (docs/lifecycle.md "History"). */
 export function releaseReads ({ repos }: { repos: Pick<Repositories, 'catalogue' | 'pushEvents' | 'releases'> }) {
   const exists = (serviceId: string): Promise<boolean> => repos.catalogue.exists(serviceId);
 

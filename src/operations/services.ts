@@ -6,7 +6,7 @@ import { errors } from '../errors.js';
 import { invalid, refusal, success, type Result } from '../domain/result.js';
 
 /**
- * Create, read, update and find services (DESIGN §3). Updates replace the caller-writable
+ * Create, read, update and find services (docs/api.md). Updates replace the caller-writable
  * fields only: they never touch the plan, the status or the generation.
  */
 export interface ServiceDeps {

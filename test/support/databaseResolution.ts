@@ -1,4 +1,4 @@
-// Which MongoDB the tests use (DESIGN §2): MONGODB_URI, else testcontainers when a Docker engine
+// Which MongoDB the tests use (docs/architecture.md "The local development database"): MONGODB_URI, else testcontainers when a Docker engine
 // answers, else the local development database (in memory).
 import { request } from 'node:http';
 import os from 'node:os';

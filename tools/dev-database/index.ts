@@ -1,4 +1,4 @@
-// The local development database for `npm start` (DESIGN §2, step 3): mongo-java-server with its
+// The local development database for `npm start` (docs/architecture.md "The local development database"): mongo-java-server with its
 // H2 backend, kept on disk under DATA_DIR. Development tooling: src/server.ts reaches it only when
 // MONGODB_URI is unset, through a dynamic import, and the production image does not carry it.
 import { createServer } from 'node:net';

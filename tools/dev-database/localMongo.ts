@@ -1,4 +1,4 @@
-// The local development database (DESIGN §2, step 3): mongo-java-server run as a child `java`
+// The local development database (docs/architecture.md "The local development database"): mongo-java-server run as a child `java`
 // process, built once from tools/mongo-dev with the machine's `mvn`.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';

@@ -6,7 +6,7 @@ import type { EffectivePromotionPolicy } from './policy.js';
 import { windowExemptIntents, windowState } from './windows.js';
 
 /**
- * The governance rules as admission rules (STYLE.md: each a pure function of the intent and the
+ * The governance rules as admission rules (docs/architecture.md: each a pure function of the intent and the
  * state, answering a refusal or nothing), in the order promotion admission runs them:
  *   1. freezeDecision  — stop-the-line, then the windows (global and the service's), which a
  *                        break-glass grant may pass;

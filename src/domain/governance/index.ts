@@ -1,5 +1,5 @@
 /**
- * Governance (DESIGN §5, docs/governance.md): pipelines, approvals, windows, break-glass and
+ * Governance (docs/lifecycle.md, docs/governance.md): pipelines, approvals, windows, break-glass and
  * stop-the-line as pure rules. Admission runs `freezeDecision`, `pipelineRefusal`, then
  * `approvalsFor` (gate.ts says the order and why).
  */

@@ -5,7 +5,7 @@ import { startCliFleet, type CliFleet } from './cliFleet.js';
 import { github, killCliChildren, runCli, startCli } from './harness.js';
 
 /**
- * The CLI against the server's rollout lifecycle control (DESIGN §5 "Lifecycle control"): abort,
+ * The CLI against the server's rollout lifecycle control (docs/lifecycle.md "Lifecycle control"): abort,
  * the history's outcomes and triggers, a rollout failed by its progress deadline, and the
  * stability window — the built CLI as a child process against a real server process whose
  * lifecycle sweeper runs every 100 ms (so a 2 s progress deadline is noticed at once).

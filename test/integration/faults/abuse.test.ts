@@ -8,7 +8,7 @@ import { eventually, sleep } from '../../support/wait.js';
 import { mapLimit, rawConnection, Tally, vmRssKb, type RawConnection } from './helpers.js';
 
 /**
- * DESIGN §6 "Bad input of any kind gets a clear 4xx … never a 500, and writes nothing. Bodies are
+ * docs/operations.md "Bad input of any kind gets a clear 4xx … never a 500, and writes nothing. Bodies are
  * size-limited" — against one real server process, with a well-behaved client (the bystander,
  * its own token) checking all along that the service keeps answering others:
  *

@@ -4,7 +4,7 @@ import { sleep } from '../../support/wait.js';
 import { prepareStorm, type Chaos } from './storm.js';
 
 /**
- * Crash storm on the report path and promotion (DESIGN §5 "How reports are stored", "Compare-and-swap",
+ * Crash storm on the report path and promotion (docs/api.md "How reports are stored", "Compare-and-swap",
  * "Idempotency"): 3 server processes on one database take the storm's load (./storm.ts) while a killer
  * SIGKILLs a random process every second or so and restarts every process that died, each time with a
  * fault point at random armed (FAULT_INJECTION: the process kills itself at that step boundary). Then

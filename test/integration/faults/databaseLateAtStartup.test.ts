@@ -8,7 +8,7 @@ import { eventually } from '../../support/wait.js';
 /**
  * docs/operations.md, "Start-up and exit codes": "A database that is unreachable at start-up with
  * MONGODB_URI set is not a start-up failure: the process starts, /readyz answers 503 until the
- * database answers, and the indexes are created then." DESIGN §6: the process "recovers by itself
+ * database answers, and the indexes are created then." docs/operations.md: the process "recovers by itself
  * when the database returns".
  *
  * Observed: the start-up `createIndexes` fails server selection, the driver closes its topology,

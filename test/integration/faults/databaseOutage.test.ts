@@ -19,7 +19,7 @@ import { eventually, sleep } from '../../support/wait.js';
 import { mapLimit, Tally } from './helpers.js';
 
 /**
- * DESIGN §6 "Database down" under load, with real processes and a real outage:
+ * docs/operations.md "Database down" under load, with real processes and a real outage:
  *
  * A local database we control (mongo-java-server, H2 backend on a temp file, so the data
  * survives the outage) and 2 server processes. 20 clients promote (a fresh Idempotency-Key per

@@ -7,7 +7,7 @@ import { startFleet, type Fleet } from '../../support/fleet.js';
 import { fullReplicas, reportBody } from '../../support/reports.js';
 
 /**
- * DESIGN §5 "How reports are stored": a crash at any step boundary of the report path leaves either
+ * docs/api.md "How reports are stored": a crash at any step boundary of the report path leaves either
  * no effect or one that the agent's retry of the same report completes. Real server processes,
  * killed with SIGKILL at each fault point of the path (claims written; the reporter's record
  * written; the status summary written), then the same report sent again to a fresh process.

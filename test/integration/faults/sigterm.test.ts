@@ -12,7 +12,7 @@ import { eventually, sleep } from '../../support/wait.js';
 import { childPids, commandLine, openRequest, processExists, rawRequest, Tally, type HttpResult, type OpenRequest } from './helpers.js';
 
 /**
- * DESIGN §6 "SIGTERM drains in-flight requests, then exits", with a real server process
+ * docs/operations.md "SIGTERM drains in-flight requests, then exits", with a real server process
  * (`node dist/src/server.js`, what `npm start` runs) under load.
  *
  * What src/server.ts does on SIGTERM: log "shutting down", then `app.close()` — Fastify marks

@@ -12,7 +12,7 @@ import { bearer, createFixtureService, registerCluster } from '../../support/fix
  * cluster record path (src/operations/reportSnapshot.ts `recordDeployments`) does not. Three node
  * groups of ~7 MiB each (every one within the default REPORT_BODY_LIMIT_BYTES of 8 MiB, each
  * report valid by every documented rule) make a merged record of ~21 MiB: the third report is
- * answered 500 internal-error (the driver refuses the document). DESIGN: bad input gets a coded
+ * answered 500 internal-error (the driver refuses the document). docs/operations.md: bad input gets a coded
  * 4xx, never a 500.
  */
 describe('node-scoped reports of a service without the immutable policy that add up past the document limit', () => {

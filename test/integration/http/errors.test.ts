@@ -156,7 +156,7 @@ describe('errors a person can act on', () => {
     expect(clean.json().warnings).toBeUndefined();
   });
 
-  it('a rollout request without its idempotency key is idempotency-key-missing in both dialects (DESIGN §3: the same code)', async () => {
+  it('a rollout request without its idempotency key is idempotency-key-missing in both dialects (docs/api.md: the same code)', async () => {
     const svc = await createFixtureService(t.app, admin);
     const release = await pushRelease(t.app, api, svc);
     const rest = await t.app.inject({

@@ -1,5 +1,5 @@
 /**
- * Defects of the report path found by an independent acceptance run (DESIGN §5 "Snapshot reports",
+ * Defects of the report path found by an independent acceptance run (docs/lifecycle.md "Snapshot reports",
  * "How reports are stored", "Rollout status"), reproduced through real server processes on one
  * database (two processes where concurrency matters).
  *

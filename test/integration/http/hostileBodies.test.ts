@@ -1,5 +1,5 @@
 /**
- * Property-based abuse of every write route, REST and TypedRequest (DESIGN §6: "Bad input of any
+ * Property-based abuse of every write route, REST and TypedRequest (docs/operations.md: "Bad input of any
  * kind gets a clear 4xx with the offending field, never a 500, and writes nothing").
  *
  * Bodies are random (`fc.anything`, `fc.json`, bare hostile values, text that is not JSON) or

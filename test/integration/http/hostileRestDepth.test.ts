@@ -1,6 +1,6 @@
 /**
  * Hostile JSON bodies that the property suite (hostileBodies.test.ts, ≤ 1000 levels, ≤ 200 KB) does
- * not reach, found by an independent acceptance run (DESIGN §6: "Bad input of any kind gets a clear
+ * not reach, found by an independent acceptance run (docs/operations.md: "Bad input of any kind gets a clear
  * 4xx with the offending field, never a 500, and writes nothing"; "`__proto__` is harmless"):
  *
  * - arrays nested 8 000 deep inside a `uniqueItems` array (cluster node names, placement cluster ids);

@@ -1,6 +1,6 @@
 /**
  * Found by an independent acceptance run (each test failed on the code before its fix): bad input that
- * never reaches a route (DESIGN §6 "Bad input of any kind gets a clear 4xx with the offending field";
+ * never reaches a route (docs/operations.md "Bad input of any kind gets a clear 4xx with the offending field";
  * docs/api.md "Every answer … carries Cache-Control: no-store and x-request-id"; docs/errors.md "RFC 9457
  * application/problem+json with … code"), and input the two dialects treat differently. Over a real socket
  * to a real server process.

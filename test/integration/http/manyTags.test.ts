@@ -9,7 +9,7 @@ import { bearer, createFixtureService, pushEvent, registerCluster } from '../../
  * sources collects a tag per push. The release schema caps `observedTags` at 1,024
  * (src/contracts/common.ts) and the TypedRequest route checks every answer against its schema, so
  * the 1,025th tag makes every answer that carries the release an `internal-error`: the Cloudly UI's
- * `getServiceImageReleases` fails for the whole service. DESIGN §6: "Bad input of any kind gets a
+ * `getServiceImageReleases` fails for the whole service. docs/operations.md: "Bad input of any kind gets a
  * clear 4xx with the offending field, never a 500"; the pushes were all accepted (201).
  */
 describe('a release pushed under more tags than the release schema allows', () => {

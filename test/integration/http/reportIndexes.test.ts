@@ -3,7 +3,7 @@
  * `reportClaims`, `nodes`) is served by an index on every MongoDB-compatible server — including
  * the local development database, which uses an index only for equality or `$in` on exactly the
  * fields of a unique index (`_id` included) and scans the whole collection for anything else
- * (DESIGN §6 "every query is served by an index"; issue: "the cost of a report does not depend on
+ * (docs/operations.md "every query is served by an index"; issue: "the cost of a report does not depend on
  * the rest of the fleet"). A compare-and-swap filtered on `{ _id, version }`, or a claim upserted
  * on `{ _id, reporterId }`, scans every record / claim of every rollout there: the cost of one
  * report then grows with all the reports and claims in the database.

@@ -1,6 +1,6 @@
 /**
  * Found by an independent acceptance run (each test failed on the code before its fix): snapshot reports
- * (DESIGN §5 "Snapshot reports", docs/api.md "Snapshot reports and rollout status", docs/lifecycle.md
+ * (docs/lifecycle.md "Snapshot reports", docs/api.md "Snapshot reports and rollout status", docs/lifecycle.md
  * "Stability window"). Each test pins one defect: it fails on the code it was written against, for the
  * reason its name states.
  */

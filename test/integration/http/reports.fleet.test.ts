@@ -8,7 +8,7 @@ import { reportBody, verifiedReplica } from '../../support/reports.js';
 import { eventually, sleep } from '../../support/wait.js';
 
 /**
- * DESIGN §5 "Snapshot reports" / "Rollout status" across real server processes:
+ * docs/lifecycle.md "Snapshot reports" / "Rollout status" across real server processes:
  * 3 clusters × 10 nodes × 2 replicas (60 required) reported concurrently by three
  * reporters through two server processes, with interleaved retries (replays, stale
  * re-sends, the same report to both processes at once, late duplicates racing the next

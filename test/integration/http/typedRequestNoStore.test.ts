@@ -1,5 +1,5 @@
 /**
- * DESIGN §3: "Every API answer carries `Cache-Control: no-store`: the real TypedRequest client caches
+ * docs/api.md: "Every API answer carries `Cache-Control: no-store`: the real TypedRequest client caches
  * successful answers per URL and replays them when the network fails, which would hand a caller
  * another request's answer."
  *

@@ -1,7 +1,7 @@
 /**
  * Found by an independent acceptance run (each test failed on the code before its fix): the real
  * `@api.global/typedrequest` 3.3.0 client (what the Cloudly web UI uses) must work for every method on
- * every service the server accepted (docs/api.md, DESIGN §3).  The client decodes EVERY object of a reply
+ * every service the server accepted (docs/api.md, docs/api.md).  The client decodes EVERY object of a reply
  * that has a truthy `_isVirtualStream` member into a `VirtualStream` (and starts a keep-alive loop that
  * POSTs `##VirtualStream##` to the server). The server accepts such a member in caller-writable maps (an
  * environment variable named `_isVirtualStream`) and hands it back verbatim, so the UI gets a stream

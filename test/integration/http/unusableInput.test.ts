@@ -5,7 +5,7 @@ import { reportVerified } from '../../support/reports.js';
 
 /**
  * Found by an independent acceptance run (the tests failed on the code before their fix).
- * DESIGN §6: "Bad input of any kind gets a clear 4xx with the offending field, never a 500, and writes
+ * docs/operations.md: "Bad input of any kind gets a clear 4xx with the offending field, never a 500, and writes
  * nothing." Two inputs are accepted that can never work and break what comes after.
  */
 describe('input that is accepted but can never work', () => {

@@ -8,7 +8,7 @@ import { reportBody, verifiedReplica } from '../../support/reports.js';
 import { eventually } from '../../support/wait.js';
 
 /**
- * Safe automatic promotion (DESIGN §5 "Lifecycle control"), through the real API on a clock the
+ * Safe automatic promotion (docs/lifecycle.md "Lifecycle control"), through the real API on a clock the
  * test moves (`now` of the use cases) with the lifecycle sweeper running every 100 ms: a push
  * never promotes an older release, pushes that arrive while a rollout is in progress wait and only
  * the newest of them is promoted once it settles (by success or by its progress deadline), and the
