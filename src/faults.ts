@@ -5,7 +5,7 @@
  */
 export type FaultPoint =
   | 'after-idempotency-record' | 'after-rollout-record' | 'after-plan-write' | 'after-release-update'
-  | 'after-report-claims' | 'after-report-record' | 'after-report-status' | 'after-cluster-record'
+  | 'after-report-claims' | 'after-report-record' | 'after-report-status'
   | 'after-deadline-decision';
 
 export type FaultHook = (point: FaultPoint) => void;

@@ -232,12 +232,6 @@ export interface ReportRecord {
    * rest). Absent on rollout records.
    */
   nodeSources?: NodeSource[];
-  /**
-   * A cluster's service record that started from a reporter's record of the earlier per-reporter
-   * kind: that record's id, until it is known removed (a crash between the two writes leaves it
-   * stored; the cluster's next report removes it, and reads ignore it meanwhile).
-   */
-  replaces?: string;
 }
 
 /** Who stated a node's deployments in a service record, and when. */
@@ -271,7 +265,6 @@ export const rolloutRecordId = (rolloutId: string, reporterId: string): string =
  * (src/store/migrations.ts, version 5) made the newest of each cluster its cluster's record.
  */
 export const serviceRecordId = (serviceId: string, clusterId: string): string => `service:${serviceId}:${clusterId}`;
-export const earlierServiceRecordId = (serviceId: string, reporterId: string): string => `service:${serviceId}:${reporterId}`;
 
 /** How the reporter's earlier report orders this one: apply it, answer it as a replay, or refuse it. */
 export type PositionVerdict = { kind: 'apply', retire?: string } | { kind: 'replay' } | { kind: 'refuse', error: AppError };

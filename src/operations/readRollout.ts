@@ -22,15 +22,6 @@ export const StoredDeployments = Type.Object({
 });
 export type StoredDeployments = Static<typeof StoredDeployments>;
 
-/**
- * A service's records without the immutable policy that are current: a record a cluster's record
- * replaced (`replaces`) is ignored while a crash keeps it stored (the cluster's next report removes it).
- */
-const currentServiceRecords = (records: readonly ReportRecord[]): ReportRecord[] => {
-  const replaced = new Set(records.flatMap((r) => r.replaces === undefined ? [] : [r.replaces]));
-  return records.filter((r) => !replaced.has(r.id));
-};
-
 const deploymentsOf = (records: readonly ReportRecord[]): StoredDeployments['deployments'] => records
   .flatMap((r) => {
     const scoped = new Map((r.nodeSources ?? []).map((s) => [s.nodeName, s]));
@@ -83,7 +74,7 @@ export async function readDeployments ({ repos }: ReadDeps, serviceId: string): 
   if (!scope) return refusal(errors.serviceNotFound(serviceId));
   const { immutableImageRequired, rolloutId, reporterIds } = scope;
   if (!immutableImageRequired || rolloutId === undefined) {
-    return success({ deployments: deploymentsOf(currentServiceRecords(await repos.reports.listServiceRecords(serviceId))) });
+    return success({ deployments: deploymentsOf(await repos.reports.listServiceRecords(serviceId)) });
   }
   return success({ rolloutId, deployments: deploymentsOf(await rolloutReports(repos, rolloutId, reporterIds)) });
 }

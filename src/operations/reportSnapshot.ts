@@ -3,7 +3,7 @@ import type { ReportDeploymentSnapshotsInput } from '../contracts/reports.js';
 import type { Clock, Repositories, ReportTarget, StatusState } from '../domain/ports/index.js';
 import {
   claimRefusal, deploymentProblems, envelopeRefusal, foreignNodeRefusal, mergedDeployments, missingCapabilityRefusal, positionVerdict,
-  accountedVersion, earlierServiceRecordId, inheritedVerdict, keptNodes, nodeSourcesAfter, RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes,
+  accountedVersion, inheritedVerdict, keptNodes, nodeSourcesAfter, RETIRED_SESSIONS_KEPT, reportNodeScope, reportedNodes,
   reporterEntryOf, reporterIdOf, rolloutRecordId, serviceRecordId, staleReport,
   type ReportHead, type ReportRecord,
 } from '../domain/reports.js';
@@ -306,16 +306,10 @@ async function recordDeployments (
   ctx: ReportContext, input: ReportDeploymentSnapshotsInput, reporter: Reporter, scope: string[] | undefined
 ): Promise<Result<ReportOutcome>> {
   const id = serviceRecordId(input.serviceId, reporter.clusterId);
-  const earlierId = earlierServiceRecordId(input.serviceId, reporter.reporterId);
   for (let round = 0; round < CLUSTER_RECORD_ROUNDS; round++) {
     // Every agent of a cluster writes this one record: after a few lost rounds, step aside a little.
     if (round >= 3) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 * round)));
-    const stored = await ctx.repos.reports.findRecord(id);
-    // The cluster's first record: the reporter's record of the earlier per-reporter kind, if any, is where it starts from.
-    const earlier = stored ? null : await ctx.repos.reports.findRecord(earlierId);
-    const previous = stored ?? earlier;
-    // The earlier record this cluster's record replaced and a crash left stored: removed now.
-    const leftover = stored?.replaces;
+    const previous = await ctx.repos.reports.findRecord(id);
     const position = { reportedAt: input.reportedAt, receivedAt: ctx.now() };
     // A scoped report leaves the rest of the record as it was: its reporter and position with it.
     const base = scope !== undefined && previous
@@ -327,28 +321,17 @@ async function recordDeployments (
       serviceId: input.serviceId,
       ...base,
       clusterId: reporter.clusterId,
-      version: (stored?.version ?? 0) + 1,
+      version: (previous?.version ?? 0) + 1,
       retiredSessions: [],
       nodeNames: [],
       replicas: [],
       deployments: mergedDeployments(previous?.deployments ?? [], input.deployments, scope),
       ...(nodeSources ? { nodeSources } : {}),
-      ...(earlier ? { replaces: earlierId } : {}),
     };
     // The cluster's node groups together must fit one document (as on a rollout).
     const limit = ctx.repos.reports.oversized(record);
     if (limit !== undefined) return refusal(errors.payloadTooLarge(limit, 'the deployments this cluster states for the service, on all its nodes together,'));
-    if (leftover !== undefined) {
-      // Before the record that no longer names it: a crash in between leaves it named, for the next report.
-      await ctx.repos.reports.removeRecord(leftover);
-    }
-    if (await ctx.repos.reports.writeRecord(record, stored?.version ?? 0)) {
-      if (earlier) {
-        ctx.fault('after-cluster-record');
-        await ctx.repos.reports.removeRecord(earlierId);
-      }
-      return success({ kind: 'recorded' });
-    }
+    if (await ctx.repos.reports.writeRecord(record, previous?.version ?? 0)) return success({ kind: 'recorded' });
   }
   // Still contended after that many rounds: retryable, like a write conflict.
   return refusal(errors.databaseUnavailable(new Error(`the deployments of cluster ${reporter.clusterId} kept being overtaken by its concurrent reports`)));

@@ -151,19 +151,23 @@ async function startLifecycles (db: Db): Promise<number> {
 /**
  * Service records of the earlier per-reporter kind (`service:<serviceId>:<reporterId>`): the newest
  * of a cluster that has no record of its own becomes the cluster's record (`service:<serviceId>:<clusterId>`),
- * naming the one it replaces (readers ignore a replaced record a crash left stored; the cluster's next
- * report removes it). The cluster's other per-reporter records, if any, stay as they were: read as they
- * are, as the report path left them.
+ * naming the per-reporter one it replaces, which is removed then (a crash in between leaves both; the
+ * migration, run again before any request reads, removes the one the cluster's record names). The
+ * cluster's other per-reporter records, if any, stay as they were: read as they are, as the report
+ * path left them.
  */
 async function clusterServiceRecords (db: Db): Promise<number> {
-  const reports: Collection<ReportDocument> = db.collection(collections.reports);
-  const projection = { _id: 1, serviceId: 1, clusterId: 1, 'position.receivedAt': 1 };
+  const reports: Collection<ReportDocument & { replaces?: string }> = db.collection(collections.reports);
+  const projection = { _id: 1, serviceId: 1, clusterId: 1, replaces: 1, 'position.receivedAt': 1 };
   const unscoped = await reports.find({ rolloutId: { $exists: false } }, { projection }).toArray();
-  const existing = new Set(unscoped.map((r) => r._id));
+  const byId = new Map(unscoped.map((r) => [r._id, r]));
   const newest = new Map<string, (typeof unscoped)[number]>();
   for (const record of unscoped) {
     const id = serviceRecordId(record.serviceId, record.clusterId);
-    if (record._id === id || existing.has(id)) continue;
+    if (record._id === id) continue;
+    // A run a crash interrupted wrote the cluster's record naming this one and did not remove it yet.
+    if (byId.get(id)?.replaces === record._id) await reports.deleteOne({ _id: record._id });
+    if (byId.has(id)) continue;
     const kept = newest.get(id);
     if (!kept || kept.position.receivedAt < record.position.receivedAt) newest.set(id, record);
   }
@@ -172,6 +176,7 @@ async function clusterServiceRecords (db: Db): Promise<number> {
     const whole = await reports.findOne({ _id: earlier._id });
     if (!whole) continue;
     const { _id: earlierId, fence: _fence, ...rest } = whole;
+    // `replaces` names the record this one replaces until it is removed (the next report rewrites the record without it).
     const inserted = await reports.insertOne({ ...rest, _id: id, fence: `${id}@${rest.version}`, replaces: earlierId }).then(() => true, (err: unknown) => {
       if ((err as { code?: unknown }).code === 11000) return false;
       throw err;

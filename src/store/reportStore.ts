@@ -106,11 +106,6 @@ export class ReportStore implements ReportRepository {
     return (await this.collection.find({ _id: { $in: [...ids] } }).toArray()).map(toRecord);
   }
 
-  async removeRecord (id: string): Promise<void> {
-    this.#forget(id);
-    await this.collection.deleteOne({ _id: id });
-  }
-
   async listServiceRecords (serviceId: string): Promise<ReportRecord[]> {
     return (await this.collection.find({ serviceId, rolloutId: { $exists: false } }).sort({ _id: 1 }).toArray()).map(toRecord);
   }

@@ -13,8 +13,6 @@ export interface ReportRepository {
   findRecords(ids: readonly string[]): Promise<ReportRecord[]>;
   /** The reports of a service without the immutable policy (one per reporting cluster; a few per reporter, from before: src/store/migrations.ts). */
   listServiceRecords(serviceId: string): Promise<ReportRecord[]>;
-  /** Removes one record (a service record of the earlier per-reporter kind, once its cluster's record replaced it). */
-  removeRecord(id: string): Promise<void>;
   /** The size limit the record would pass as stored (the database's document limit), or undefined when it fits. */
   oversized(record: ReportRecord): number | undefined;
   /** Writes the record if it is still at `expectedVersion` (0: if there is none). False: a concurrent report won. */

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImageRolloutStatus } from '../../../src/contracts/index.js';
 import { validateImageRolloutStatus } from '../../../src/contracts/index.js';
-import { canonical, earlierServiceRecord, expectedDeployments, storedDeploymentsOf, withoutReporter } from '../../support/deployments.js';
-import { bearer, createFixtureService, httpCaller, promotedService, registerCluster, type Caller } from '../../support/fixtures.js';
+import { canonical, expectedDeployments, storedDeploymentsOf, withoutReporter } from '../../support/deployments.js';
+import { bearer, httpCaller, promotedService, registerCluster, type Caller } from '../../support/fixtures.js';
 import { startFleet, type Fleet } from '../../support/fleet.js';
 import { fullReplicas, reportBody } from '../../support/reports.js';
 
@@ -75,32 +75,4 @@ describe('snapshot reports survive a crash at every step boundary (real processe
       expect(await statusOf(svc.id)).toEqual({ ...status, updatedAt: status.updatedAt });
     }, 60_000);
   }
-
-  it('killed after-cluster-record (no immutable policy): the reporter\'s earlier record is never shown beside its cluster\'s, ' +
-    'and the retry removes it', async () => {
-    const svc = await createFixtureService(healthy, admin, { clusterIds: ['k1'] });
-    const task = (id: string, nodeName: string) => ({ id, serviceId: svc.id, nodeName, status: 'running', deploymentLog: [] });
-    const db = await fleet.db();
-    // A reporter's record of the earlier per-reporter kind (as records were kept before they were kept per cluster).
-    const earlier = earlierServiceRecord(svc.id, 'k1/coreflow-k1', [task('old-1', 'k1-n1'), task('old-2', 'k1-n2')], 2);
-    const earlierId = earlier._id as string;
-    await db.collection('reports').insertOne(earlier);
-    const body = { serviceId: svc.id, deployments: [task('new-1', 'k1-n1')], reportedAt: Date.now() };
-    const stored = async () => ((await healthy.inject({ method: 'GET', url: `/v1/services/${svc.id}/deployments`, headers: bearer(admin) }))
-      .json().deployments as Array<{ deployment: { id: string } }>).map((d) => d.deployment.id);
-
-    const victim = fleet.servers[1]!;
-    await victim.restart({ FAULT_INJECTION: 'after-cluster-record' });
-    const crashed = await httpCaller(victim.url).inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(coreflow), payload: body })
-      .then((r) => r.statusCode, () => 'connection lost');
-    expect(crashed).toBe('connection lost');
-    await victim.restart();
-    expect(await db.collection('reports').countDocuments({ serviceId: svc.id })).toBe(2);
-    expect(await stored()).toEqual(['new-1']);
-
-    const retried = await httpCaller(victim.url).inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(coreflow), payload: body });
-    expect(retried.statusCode, retried.body).toBe(200);
-    expect(await stored()).toEqual(['new-1']);
-    expect(await db.collection('reports').countDocuments({ _id: earlierId as never })).toBe(0);
-  }, 60_000);
 });

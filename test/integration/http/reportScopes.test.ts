@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
 import { buildTestApp, serviceData, type TestApp } from '../../support/app.js';
+import { migrations } from '../../../src/store/migrations.js';
 import { earlierServiceRecord } from '../../support/deployments.js';
 import { bearer, createFixtureService, promote, promotedService, pushRelease, registerCluster, registryHost } from '../../support/fixtures.js';
 import { fullReplicas, reportBody, verifiedReplica } from '../../support/reports.js';
@@ -33,6 +34,8 @@ describe('snapshot reports: scopes, fail-closed counting, stability', () => {
     expect(res.statusCode, res.body).toBe(200);
     return res.json().service.data.imageRolloutStatus as Record<string, unknown> | undefined;
   };
+  /** What the start-up migrations do to documents of an earlier shape (they ran on the empty database at start-up). */
+  const migrate = async () => { for (const m of migrations) await m.apply(t.db, Date.now()); };
   const storedDeployments = async (serviceId: string) => {
     const res = await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/deployments`, headers: bearer(admin) });
     expect(res.statusCode, res.body).toBe(200);
@@ -114,37 +117,38 @@ describe('snapshot reports: scopes, fail-closed counting, stability', () => {
     expect(rows).toEqual(['a1 by c1/coreflow-c1 at 1000', 'b2 by c1/coreflow-c1-node-agent at 2000']);
   });
 
-  it('without the immutable policy: a reporter\'s record of the earlier per-reporter kind is where its cluster\'s record starts, and is removed', async () => {
+  it('without the immutable policy: a reporter\'s record of the earlier per-reporter kind becomes its cluster\'s record at start-up, ' +
+    'where the cluster\'s reports go on from', async () => {
     const svc = await createFixtureService(t.app, admin, { clusterIds: ['c1'] });
     const task = (id: string, nodeName: string) => ({ id, serviceId: svc.id, nodeName, status: 'running', deploymentLog: [] });
     // As records were written before they were kept per cluster: one per reporter.
     const earlier = earlierServiceRecord(svc.id, 'c1/coreflow-c1', [task('old-n1', 'n1'), task('old-n2', 'n2')]);
     const earlierId = earlier._id as string;
     await t.db.collection('reports').insertOne(earlier);
+    await migrate();
     expect(await storedDeployments(svc.id)).toEqual(['c1/n1/old-n1', 'c1/n2/old-n2']);
+    expect(await t.db.collection('reports').countDocuments({ _id: earlierId as never })).toBe(0);
     const scoped = await send(c1, { serviceId: svc.id, reporterNodeNames: ['n2'], deployments: [task('new-n2', 'n2')], reportedAt: Date.now() });
     expect(scoped.statusCode, scoped.body).toBe(200);
     expect(await storedDeployments(svc.id)).toEqual(['c1/n1/old-n1', 'c1/n2/new-n2']);
-    expect(await t.db.collection('reports').countDocuments({ _id: earlierId as never })).toBe(0);
   });
 
-  it('without the immutable policy: a crash between writing the cluster\'s record and removing the reporter\'s earlier ' +
-    'one leaves the earlier one stored; its deployments are not shown twice, and the next report removes it', async () => {
+  it('without the immutable policy: a migration interrupted between writing the cluster\'s record and removing the reporter\'s ' +
+    'earlier one is finished by the next start-up; the deployments are never shown twice', async () => {
     const svc = await createFixtureService(t.app, admin, { clusterIds: ['c1'] });
     const task = (id: string, nodeName: string) => ({ id, serviceId: svc.id, nodeName, status: 'running', deploymentLog: [] });
     const earlier = earlierServiceRecord(svc.id, 'c1/coreflow-c1', [task('old-n1', 'n1'), task('old-n2', 'n2')]);
     const earlierId = earlier._id as string;
     await t.db.collection('reports').insertOne(earlier);
-    const full = await send(c1, { serviceId: svc.id, deployments: [task('now-n1', 'n1')], reportedAt: Date.now() });
-    expect(full.statusCode, full.body).toBe(200);
-    // What a crash right after the cluster's record was written leaves (test/integration/faults/reportCrash.test.ts
-    // makes it with a real crash): the earlier record still stored.
+    await migrate();
+    // What a crash right after the cluster's record was written leaves: the earlier record still stored.
     await t.db.collection('reports').insertOne(earlier);
-    expect(await storedDeployments(svc.id)).toEqual(['c1/n1/now-n1']);
+    await migrate();
+    expect(await t.db.collection('reports').countDocuments({ _id: earlierId as never })).toBe(0);
+    expect(await storedDeployments(svc.id)).toEqual(['c1/n1/old-n1', 'c1/n2/old-n2']);
     const next = await send(c1, { serviceId: svc.id, deployments: [task('next-n1', 'n1')], reportedAt: Date.now() });
     expect(next.statusCode, next.body).toBe(200);
     expect(await storedDeployments(svc.id)).toEqual(['c1/n1/next-n1']);
-    expect(await t.db.collection('reports').countDocuments({ _id: earlierId as never })).toBe(0);
   });
 
   it('immutable policy: node-scoped reports whose record together would pass the document limit are refused (413), ' +
