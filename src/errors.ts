@@ -257,6 +257,11 @@ const trustRefusal = (code: 'signature-missing' | 'signature-untrusted' | 'signa
   (parts: TrustRefusalParts): AppError => new AppError(code, { detail: parts.detail, details: { image: parts.image, ...parts.found } });
 
 /** One factory per code: the only way errors are built. */
+/** What a caller who named a missing release most likely meant: a digest where a release id goes, or an image not pushed yet. */
+const releaseHint = (releaseId: string): string => /^sha256:[a-f0-9]{64}$/.test(releaseId)
+  ? 'a release is named by its id, not its digest: GET /v1/services/{serviceId}/image-releases lists them with their digests'
+  : 'releases are listed by GET /v1/services/{serviceId}/image-releases; a release exists once a push event for its image was received';
+
 export const errors = {
   validationFailed: (problems: readonly Problem[]): AppError => {
     const listed = problems.slice(0, MAX_PROBLEMS).map((p) => ({ field: excerpt(p.field, 256), message: excerpt(p.message, 512) }));
@@ -273,11 +278,13 @@ export const errors = {
   forbidden: (detail: string): AppError => new AppError('forbidden', { detail }),
   notFound: (method: string, path: string): AppError => new AppError('not-found', { detail: `no route ${method} ${excerpt(path, 512)}` }),
   serviceNotFound: (serviceId: string): AppError => new AppError('service-not-found', {
-    detail: `service '${excerpt(serviceId)}' does not exist`,
+    // A name where an id goes is the usual mistake: say how to find a service by its name.
+    detail: `service '${excerpt(serviceId)}' does not exist (services are addressed by id; ` +
+      `to find one by name: GET /v1/services?name=${encodeURIComponent(excerpt(serviceId, 64))})`,
     details: { serviceId: excerpt(serviceId) },
   }),
   releaseNotFound: (serviceId: string, releaseId: string): AppError => new AppError('release-not-found', {
-    detail: `release '${excerpt(releaseId)}' does not exist for service '${excerpt(serviceId)}'`,
+    detail: `release '${excerpt(releaseId)}' does not exist for service '${excerpt(serviceId)}' (${releaseHint(releaseId)})`,
     details: { serviceId: excerpt(serviceId), releaseId: excerpt(releaseId) },
   }),
   clusterNotFound: (clusterId: string): AppError => new AppError('cluster-not-found', {

@@ -1,7 +1,7 @@
 import type { HistoryPage, ImageReleasePage, RolloutView, ServicesPage } from './api.js';
 import type { CommandArgs, FollowSettings } from './args.js';
 import type { CommandContext, CommandResult } from './context.js';
-import { CliError, ExitCode } from './errors.js';
+import { ApiError, CliError, ExitCode } from './errors.js';
 import { followRollout, type FollowOutcome } from './follow.js';
 import { issue } from './issue.js';
 import { historyTable, releaseRow, releaseTable, servicesTable, statusText, waitText } from './output.js';
@@ -12,7 +12,8 @@ export type { CommandContext, CommandResult };
 
 type Args<C extends CommandArgs['command']> = Extract<CommandArgs, { command: C }>;
 
-export async function runCommand (ctx: CommandContext, args: CommandArgs): Promise<CommandResult> {
+export async function runCommand (ctx: CommandContext, given: CommandArgs): Promise<CommandResult> {
+  const args = await withServiceId(ctx, given);
   switch (args.command) {
     case 'list': return await list(ctx, args);
     case 'history': return await history(ctx, args);
@@ -24,6 +25,24 @@ export async function runCommand (ctx: CommandContext, args: CommandArgs): Promi
     case 'abort':
       return await issue(ctx, args);
   }
+}
+
+/** Service ids are `svc_…`; anything else given as --service is taken as the service's name. */
+const looksLikeServiceId = (value: string): boolean => value.startsWith('svc_');
+
+/**
+ * `--service` takes a service's id or its name: a name is looked up (`GET /v1/services?name=`, names
+ * are unique) and the command goes on with that service's id; no service of that name is an error naming it.
+ */
+async function withServiceId (ctx: CommandContext, args: CommandArgs): Promise<CommandArgs> {
+  if (!('serviceId' in args) || looksLikeServiceId(args.serviceId)) return args;
+  const { body } = await ctx.client.send<ServicesPage>(servicesRequest({ name: args.serviceId, limit: 1 }));
+  const found = body.services.find((s) => s.name === args.serviceId);
+  if (found === undefined) {
+    const message = `no service with the id or name '${args.serviceId}' (cloudly-release services lists them)`;
+    throw new ApiError({ status: 404, code: 'service-not-found', message, problem: { code: 'service-not-found', detail: message, name: args.serviceId } });
+  }
+  return { ...args, serviceId: found.id };
 }
 
 /** The hint a paged table ends with. */

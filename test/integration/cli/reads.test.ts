@@ -36,6 +36,29 @@ describe('cloudly-release reads', () => {
     expect(run.stderr).toBe('');
   });
 
+  it('--service takes a service\'s name as well as its id; an unknown name exits 1 with service-not-found; the server\'s 404 hints at ?name=',
+    async () => {
+      const { svc, a } = await cf.service();
+      expect((await promote(caller, cf.api, svc.id, a, { generation: 0 })).statusCode).toBe(200);
+      const name = (await caller.inject({ method: 'GET', url: `/v1/services/${svc.id}`, headers: bearer(cf.admin) })).json().service.data.name as string;
+      const byId = await runCli(['status', '--service', svc.id, '--json']);
+      const byName = await runCli(['status', '--service', name, '--json']);
+      expect(byId.code, byId.stderr).toBe(0);
+      expect(byName.code, byName.stderr).toBe(0);
+      const { rolloutId, rolloutGeneration } = (byId.json() as { plan: { rolloutId: string, rolloutGeneration: number } }).plan;
+      expect(rolloutId).toMatch(/^ro_/);
+      expect(byName.json()).toMatchObject({ ok: true, command: 'status', serviceId: svc.id, plan: { rolloutId, rolloutGeneration } });
+
+      const unknown = await runCli(['status', '--service', 'no-such-service', '--json']);
+      expect(unknown.code).toBe(1);
+      expect(unknown.json()).toMatchObject({ ok: false, exitCode: 1, error: { code: 'service-not-found', status: 404 } });
+
+      // A name where the REST API wants an id: the 404 says how to find it by name.
+      const res = await caller.inject({ method: 'GET', url: `/v1/services/${name}`, headers: bearer(cf.admin) });
+      expect(res.statusCode).toBe(404);
+      expect(res.json().detail).toContain(`GET /v1/services?name=${name}`);
+    });
+
   it('history: every rollout newest first as a table; json and yaml carry the entries exactly as the server sent them; pages', async () => {
     const { svc, a, b } = await cf.service();
     expect((await promote(caller, cf.api, svc.id, a, { generation: 0 })).statusCode).toBe(200);

@@ -93,6 +93,17 @@ describe('promotion and rollback', () => {
     expect(await history(svc.id)).toHaveLength(2);
   });
 
+  it('release-not-found says what promote takes: a digest given where the release id goes is named as such', async () => {
+    const svc = await createFixtureService(t.app, admin);
+    const digest = `sha256:${'ab'.repeat(32)}`;
+    const byDigest = await promote(t.app, api, svc.id, digest, { generation: 0 });
+    expect(byDigest.statusCode).toBe(404);
+    expect(byDigest.json()).toMatchObject({ code: 'release-not-found' });
+    expect(byDigest.json().detail).toContain('a release is named by its id, not its digest');
+    const unknown = await promote(t.app, api, svc.id, 'rel_missing', { generation: 0 });
+    expect(unknown.json().detail).toContain('a release exists once a push event for its image was received');
+  });
+
   it('a release of another service is release-not-found', async () => {
     const one = await createFixtureService(t.app, admin);
     const two = await createFixtureService(t.app, admin);
