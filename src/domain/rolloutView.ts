@@ -144,6 +144,16 @@ const KIND_ORDER: Record<BlockingKind, number> = {
   'replica-not-stable': 5,
 };
 
+/**
+ * The reasons that decide the outcome come first (issue 23: a mismatched rollout's decisive
+ * `pulled-digest-mismatch` was the 11th of 16 lines): a deadline that failed the rollout, a replica
+ * that failed, a replica whose evidence names another image — then what the rollout still waits for.
+ */
+const decisiveRank = (b: BlockingReason): number =>
+  b.kind === 'progress-deadline-exceeded' || DECISIVE_REASON.test(b.reason) ? 0 : 1;
+/** Evidence of another image or a broken one (not evidence still missing): the rollout cannot succeed as it stands. */
+const DECISIVE_REASON = /mismatch|not-digest-pinned|inconsistent|^pull-failed$|^replica-failed$/;
+
 /** The stability settings and the time the blocking reasons and stability states are judged at. */
 interface StabilityClock { windowSeconds: number, now: number }
 
@@ -198,8 +208,8 @@ function replicaBlocking (replica: ReplicaDetail, reporterId: string, clock: Sta
 }
 
 /**
- * Why the rollout has not succeeded (or rolled back) yet, in a deterministic order
- * (node name, then deployment id; node-level entries first). Empty when there is no
+ * Why the rollout has not succeeded (or rolled back) yet, in a deterministic order: the decisive
+ * reasons first (`decisiveRank`), then by node name, then deployment id (node-level entries first). Empty when there is no
  * plan or the status is `succeeded` / `rolled-back`.
  *
  * - a target node no reporter covers → `node-not-reported`, `required-replica-missing`,
@@ -277,6 +287,7 @@ export function blockingReasons (
   }
 
   return result.sort((a, b) =>
+    decisiveRank(a) - decisiveRank(b) ||
     compareNames(a.nodeName ?? '', b.nodeName ?? '') ||
     compareNames(a.deploymentId ?? '', b.deploymentId ?? '') ||
     KIND_ORDER[a.kind] - KIND_ORDER[b.kind] ||

@@ -67,7 +67,8 @@ describe('GET /v1/services/:serviceId/rollout', () => {
     expect(await view(svc.id)).toEqual({ serviceId: svc.id, revision: 0, reporters: [], blocking: [] });
   });
 
-  it('after partial reports: the missing node, the short node, the unhealthy and the unverified replicas with their exact reasons', async () => {
+  it('after partial reports: the mismatched replica first, then the missing node, the short node, the unhealthy and the unverified ' +
+    'replicas with their exact reasons', async () => {
     const { svc, plan } = await promoted();
     const wrong = `sha256:${'f'.repeat(64)}`;
     const reportedAt = Date.now() - 5_000;
@@ -87,7 +88,16 @@ describe('GET /v1/services/:serviceId/rollout', () => {
       status: 'mismatched', mismatchReason: 'pulled-digest-mismatch', observedReplicaCount: 3, healthyReplicaCount: 2, verifiedReplicaCount: 1,
     });
     expect(v.revision).toBe(2);
+    // The decisive reason first: the replica that runs another digest; then what the rollout still waits for.
     expect(v.blocking).toEqual([
+      {
+        kind: 'replica-unverified',
+        reason: 'pulled-digest-mismatch',
+        nodeName: 'n2',
+        deploymentId: 'n2-task-0',
+        reporterId: 'c1/coreflow-c1',
+        detail: "replica 'n2-task-0' on node 'n2' does not run the planned digest: pulled-digest-mismatch",
+      },
       {
         kind: 'node-not-reported',
         reason: 'required-replica-missing',
@@ -118,14 +128,6 @@ describe('GET /v1/services/:serviceId/rollout', () => {
         reporterId: 'c1/coreflow-c1',
         missingReplicaCount: 1,
         detail: "node 'n2' runs 1 of 2 required replicas: 1 missing",
-      },
-      {
-        kind: 'replica-unverified',
-        reason: 'pulled-digest-mismatch',
-        nodeName: 'n2',
-        deploymentId: 'n2-task-0',
-        reporterId: 'c1/coreflow-c1',
-        detail: "replica 'n2-task-0' on node 'n2' does not run the planned digest: pulled-digest-mismatch",
       },
     ]);
 
@@ -371,14 +373,14 @@ describe('blockingReasons (pure)', () => {
       .toEqual(['replicas-missing', 'replicas-missing']);
   });
 
-  it('the order is node, then deployment id, whatever order the evidence comes in', () => {
+  it('the order is: the decisive reasons first (a mismatch), then node, then deployment id, whatever order the evidence comes in', () => {
     const replicas = [
       replica('b', 'q', { verification: 'mismatched', mismatchReason: 'task-image-digest-mismatch' }),
       replica('a', 'p', { health: 'unhealthy', deploymentStatus: 'starting' }),
     ];
     const expected = blockingReasons(plan, status('mismatched', ['a', 'b']), evidence(replicas));
     expect(expected.map((b) => [b.nodeName, b.deploymentId, b.reason])).toEqual([
-      ['a', 'p', 'replica-unhealthy'], ['b', 'q', 'task-image-digest-mismatch'],
+      ['b', 'q', 'task-image-digest-mismatch'], ['a', 'p', 'replica-unhealthy'],
     ]);
     expect(blockingReasons(plan, status('mismatched', ['a', 'b']), evidence([...replicas].reverse()))).toEqual(expected);
   });
