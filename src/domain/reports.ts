@@ -1,7 +1,7 @@
 import type { IImageRolloutReporterStatus, IImmutableImageDeploymentPlan } from '../contracts/index.js';
 import type { ReportDeploymentSnapshotsInput, ReportedDeployment } from '../contracts/reports.js';
 import { errors, type AppError, type Problem } from '../errors.js';
-import { verifyReplicaEvidence } from './evidence.js';
+import { verifyReplicaEvidence, type ReplicaVerdict } from './evidence.js';
 import { replicaStability, type EffectivePolicy } from './lifecycle.js';
 import type { Principal } from './principal.js';
 import { countReporterReplicas, type ReplicaDetail } from './rolloutStatus.js';
@@ -162,6 +162,7 @@ export function reporterEntryOf (
       health: verdict.health,
       verification: verdict.verification,
       mismatchReason: verdict.mismatchReason,
+      ...runningDigestOf(verdict, d),
       counted: false,
       ...stable,
     };
@@ -180,6 +181,14 @@ export function reporterEntryOf (
     ...counts,
   };
   return { entry, replicas: detail };
+}
+
+/** What a mismatched replica runs instead, as its evidence says (only a well-formed digest: the evidence is the reporter's word). */
+function runningDigestOf (verdict: ReplicaVerdict, deployment: ReportedDeployment): { runningDigest?: string } {
+  const resolved = deployment.runtimeImageEvidence?.resolvedDigest;
+  return verdict.verification === 'mismatched' && typeof resolved === 'string' && /^sha256:[a-f0-9]{64}$/.test(resolved)
+    ? { runningDigest: resolved }
+    : {};
 }
 
 /** Where a report stands in its reporter's sequence: the session, its sequence, and when (reporter's clock, server's clock). */

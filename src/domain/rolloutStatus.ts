@@ -67,6 +67,10 @@ export const ReplicaDetail = Type.Object({
   health: ReplicaHealth,
   verification: ReplicaVerification,
   mismatchReason: Type.Optional(TImmutableImageMismatchReason),
+  runningDigest: Type.Optional(Type.String({
+    pattern: '^sha256:[a-f0-9]{64}$',
+    description: 'a mismatched replica: the digest its evidence says it runs (resolvedDigest), when that is a well-formed digest',
+  })),
   counted: Type.Boolean({ description: 'counts toward the rollout (false: beyond replicasPerNode on its node, or of another rollout)' }),
   runningSince: Type.Optional(Type.Integer({ description: 'since when (ms, server\'s clock) the replica has been seen running, without a break' })),
   verifiedSince: Type.Optional(Type.Integer({

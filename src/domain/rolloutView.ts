@@ -171,7 +171,8 @@ const describeUnverified = (replica: ReplicaDetail, reason: string): string => {
   const which = `replica '${replica.deploymentId}' on node '${replica.nodeName}'`;
   if (replica.verification === 'pending') return `${which} is not verified yet: it is ${replica.deploymentStatus}, with no container to inspect`;
   if (replica.verification === 'missing') return `${which} has no verified runtime evidence yet (${reason})`;
-  return `${which} does not run the planned digest: ${reason}${replica.counted ? '' : ' (an extra running replica: it still blocks)'}`;
+  const runs = replica.runningDigest === undefined ? '' : ` (it runs ${replica.runningDigest})`;
+  return `${which} does not run the planned digest: ${reason}${runs}${replica.counted ? '' : ' (an extra running replica: it still blocks)'}`;
 };
 
 const describeUnstable = (replica: ReplicaDetail, clock: StabilityClock): string => {

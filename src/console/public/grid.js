@@ -40,6 +40,7 @@ export function cellModel ({ node, place, replica, reporter, now }) {
   const { state, words } = describeReplica(replica, now);
   const parts = [`${node}, ${place}: ${words}`];
   if (replica?.mismatchReason) parts.push(`reason ${replica.mismatchReason}`);
+  if (replica?.runningDigest) parts.push(`runs ${replica.runningDigest}`);
   if (replica) parts.push(`deployment ${replica.deploymentId} (${replica.deploymentStatus})`);
   if (replica && !replica.counted) {
     parts.push(replica.verification === 'other-rollout' ? 'not counted: of another rollout' : 'not counted: beyond the replicas per node');

@@ -173,8 +173,9 @@ describe('the console in a browser', () => {
       'node-a#1': 'verified', 'node-a#2': 'mismatched', 'node-b#1': 'failed', 'node-b#2': 'verified', 'node-b+node-b-task-1': 'pending',
     });
     const label = await cellLabel(page, 'node-a#2');
+    // With the digest the replica runs instead (from its evidence).
     expect(label).toMatch(new RegExp('^node-a, slot 2: mismatched, does not run the planned digest; reason pulled-digest-mismatch; ' +
-      'deployment node-a-task-1 \\(running\\); evidence \\d+ s old'));
+      `runs sha256:${'f'.repeat(64)}; deployment node-a-task-1 \\(running\\); evidence \\d+ s old`));
     // The tooltip says the same (read together: the label's "evidence N s old" moves on with the clock between two reads).
     const both = await page.$eval('[data-key="node-a#2"]', (b) => ({ label: b.getAttribute('aria-label'), title: b.getAttribute('title') }));
     expect(both.title).toBe(both.label);

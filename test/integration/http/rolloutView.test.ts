@@ -96,7 +96,8 @@ describe('GET /v1/services/:serviceId/rollout', () => {
         nodeName: 'n2',
         deploymentId: 'n2-task-0',
         reporterId: 'c1/coreflow-c1',
-        detail: "replica 'n2-task-0' on node 'n2' does not run the planned digest: pulled-digest-mismatch",
+        // The digest the replica runs instead, from its evidence.
+        detail: `replica 'n2-task-0' on node 'n2' does not run the planned digest: pulled-digest-mismatch (it runs ${wrong})`,
       },
       {
         kind: 'node-not-reported',
@@ -178,6 +179,7 @@ describe('GET /v1/services/:serviceId/rollout', () => {
           health: 'healthy',
           verification: 'mismatched',
           mismatchReason: 'pulled-digest-mismatch',
+          runningDigest: wrong,
           counted: true,
           // Running for the window counts as healthy; never as verified.
           runningSince: v.reporters[0].lastReceivedAt,
