@@ -20,6 +20,7 @@ import { releaseRoutes } from './http/rest/releases.js';
 import { reportRoutes } from './http/rest/reports.js';
 import { rolloutRoutes } from './http/rest/rollouts.js';
 import { rolloutStatusRoutes } from './http/rest/rolloutStatus.js';
+import { versionRoutes } from './http/rest/version.js';
 import { serviceRoutes } from './http/rest/services.js';
 import { StatusHub } from './http/sse/hub.js';
 import { typedRequestMethods } from './http/typedRequest/methods.js';
@@ -260,6 +261,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(rolloutRoutes, { operations, verifier });
   await app.register(reportRoutes, { operations, verifier, bodyLimit: reportBodyLimit(config) });
   await app.register(rolloutStatusRoutes, { rolloutReads: operations.rolloutReads, verifier, hub });
+  await app.register(versionRoutes, { verifier });
   await app.register(consolePlugin);
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);
   // Progress deadlines, milestones and follow-ups of rollouts in progress, and the domain-event log's

@@ -4,7 +4,7 @@ import {
   commands, defaults, isCommand, options, optionsOf, outputFormats, shells,
   type Command, type OptionName, type OutputFormat, type Shell,
 } from './options.js';
-import { usageText } from './usage.js';
+import { commandUsageText, usageText } from './usage.js';
 
 export { defaults };
 export type { Command };
@@ -47,7 +47,8 @@ export type CommandArgs =
   | { command: 'status', serviceId: string, watch?: FollowSettings }
   | { command: 'wait', serviceId: string, rolloutId?: string, follow: FollowSettings }
   | { command: 'promote' | 'rollback', serviceId: string, releaseId: string } & Expectations
-  | { command: 'abort', serviceId: string } & Expectations;
+  | { command: 'abort', serviceId: string } & Expectations
+  | { command: 'version' };
 
 export type IssueArgs = Extract<CommandArgs, { command: 'promote' | 'rollback' | 'abort' }>;
 
@@ -232,6 +233,8 @@ const requireService = (values: ParsedValues, command: Command): string => {
 /** The arguments of one command, from its options (already checked to belong to it). */
 function commandArgsOf (command: Exclude<Command, 'completion' | 'attestation'>, values: ParsedValues): CommandArgs {
   switch (command) {
+    case 'version':
+      return { command };
     case 'list':
     case 'history':
       return { command, serviceId: requireService(values, command), ...pageOf(values) };
@@ -325,7 +328,7 @@ export function parseInvocation (argv: string[], env: NodeJS.ProcessEnv): Invoca
   if (values.version) return { kind: 'version' };
   if (first === 'help') {
     if (rest[0] !== undefined && !isCommand(rest[0])) throw usageError(`unknown command '${rest[0]}'`);
-    return { kind: 'help', text: usageText };
+    return { kind: 'help', text: rest[0] === undefined ? usageText : commandUsageText(rest[0]) };
   }
   if (first === undefined) {
     if (values.help) return { kind: 'help', text: usageText };
@@ -333,7 +336,7 @@ export function parseInvocation (argv: string[], env: NodeJS.ProcessEnv): Invoca
   }
   if (!isCommand(first)) throw usageError(`unknown command '${first}': one of ${commands.join(', ')}`);
   const command = first;
-  if (values.help) return { kind: 'help', text: usageText };
+  if (values.help) return { kind: 'help', text: commandUsageText(command) };
   for (const name of Object.keys(values) as OptionName[]) {
     if (!optionsOf[command].includes(name)) throw usageError(`--${name} is not an option of '${command}'`);
   }

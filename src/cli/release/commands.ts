@@ -6,6 +6,7 @@ import { followRollout, type FollowOutcome } from './follow.js';
 import { issue } from './issue.js';
 import { historyTable, releaseRow, releaseTable, servicesTable, statusText, waitText } from './output.js';
 import { historyRequest, releasesRequest, rolloutViewRequest, servicesRequest } from './requests.js';
+import { packageVersion } from '../../packageVersion.js';
 import { waitExitCode } from './waitResult.js';
 
 export type { CommandContext, CommandResult };
@@ -24,6 +25,7 @@ export async function runCommand (ctx: CommandContext, given: CommandArgs): Prom
     case 'rollback':
     case 'abort':
       return await issue(ctx, args);
+    case 'version': return await version(ctx);
   }
 }
 
@@ -43,6 +45,17 @@ async function withServiceId (ctx: CommandContext, args: CommandArgs): Promise<C
     throw new ApiError({ status: 404, code: 'service-not-found', message, problem: { code: 'service-not-found', detail: message, name: args.serviceId } });
   }
   return { ...args, serviceId: found.id };
+}
+
+/** `cloudly-release version`: this CLI's version beside the server's. */
+async function version (ctx: CommandContext): Promise<CommandResult> {
+  const { body } = await ctx.client.send<{ name: string, version: string }>({ method: 'GET', path: '/v1/version' });
+  const client = packageVersion() ?? 'unknown';
+  return {
+    exitCode: ExitCode.ok,
+    json: { client: { version: client }, server: { name: body.name, version: body.version } },
+    text: `client  ${client}\nserver  ${body.version} (${body.name})`,
+  };
 }
 
 /** The hint a paged table ends with. */

@@ -7,7 +7,7 @@ import { ApiClient } from './http.js';
 import { LiveView } from './live.js';
 import type { Command } from './options.js';
 import { documentRenderer, Progress, type FollowSink, type Io } from './output.js';
-import { packageVersion } from './version.js';
+import { packageVersion } from '../../packageVersion.js';
 
 const PREFIX = 'cloudly-release';
 

@@ -4,7 +4,7 @@
  * (completion.ts) are all built from it, so they cannot disagree.
  */
 
-export const commands = ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'attestation', 'completion'] as const;
+export const commands = ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'attestation', 'version', 'completion'] as const;
 export type Command = typeof commands[number];
 
 export const isCommand = (s: string): s is Command => (commands as readonly string[]).includes(s);
@@ -49,7 +49,7 @@ export const options = {
   version: { type: 'boolean', description: 'print the version and exit' },
   retries: { type: 'string', value: 'N', description: 'retries on network errors, 5xx and in-progress answers (default 6)' },
   'request-timeout': { type: 'string', value: 'DURATION', description: 'per-attempt timeout of each request (default 30s)' },
-  service: { type: 'string', short: 's', value: 'ID', description: 'the service' },
+  service: { type: 'string', short: 's', value: 'ID', description: 'the service: its id, or its name' },
   release: { type: 'string', short: 'r', value: 'ID', description: 'the release' },
   name: { type: 'string', value: 'NAME', description: 'only services with this name' },
   limit: { type: 'string', value: 'N', description: 'page size, 1-500 (services 1-200; default 20)' },
@@ -90,6 +90,7 @@ export const optionsOf: Record<Command, readonly OptionName[]> = {
   abort: [...connection, ...issuing],
   wait: [...connection, 'service', 'rollout-id', ...following],
   attestation: [...connection, 'file', 'service', 'rollout', 'rollout-id', 'key', 'server-keys', 'digest', 'chain', 'after'],
+  version: [...connection],
   completion: ['help', 'version'],
 };
 
@@ -107,6 +108,7 @@ export const commandSummaries: Record<Command, { synopsis: string, description: 
     synopsis: 'verify --file F | --service ID --rollout ID',
     description: 'verify an attestation offline: signature, subject, predicate, chain',
   },
+  version: { synopsis: '', description: 'this CLI\'s version and the server\'s (GET /v1/version)' },
   completion: { synopsis: 'bash|zsh', description: 'print a shell completion script' },
 };
 

@@ -1,4 +1,4 @@
-import { commandSummaries, commands, defaults } from './options.js';
+import { commandSummaries, commands, defaults, options, optionsOf, type Command, type OptionName } from './options.js';
 
 const commandLines = commands
   .map((c) => `  ${c.padEnd(12)}${commandSummaries[c].synopsis.padEnd(44)}${commandSummaries[c].description}`)
@@ -58,3 +58,28 @@ every command
 
 exit codes: 0 ok · 1 rollout failed/mismatched/superseded or request refused (4xx) · 2 timeout
             3 usage or configuration error · 4 unreachable after retries`;
+
+/** One option's help line: `-s, --service ID   the service`. */
+const optionLine = (name: OptionName): string => {
+  const spec: { short?: string, value?: string, description: string } = options[name];
+  const words = `${spec.short ? `-${spec.short}, ` : '    '}--${name}${spec.value ? ` ${spec.value}` : ''}`;
+  return `  ${words.padEnd(30)} ${spec.description}`;
+};
+
+/** `cloudly-release <command> --help`: the command's synopsis, what it does, and only its own options. */
+export function commandUsageText (command: Command): string {
+  const { synopsis, description } = commandSummaries[command];
+  const own = optionsOf[command];
+  const common: OptionName[] = ['url', 'token', 'output', 'json', 'no-color', 'retries', 'request-timeout', 'help', 'version'];
+  const specific = own.filter((o) => !common.includes(o));
+  const shared = own.filter((o) => common.includes(o));
+  return [
+    `usage: cloudly-release ${command} ${synopsis}`,
+    '',
+    description,
+    ...(specific.length > 0 ? ['', 'options', ...specific.map(optionLine)] : []),
+    ...(shared.length > 0 ? ['', 'every command', ...shared.map(optionLine)] : []),
+    '',
+    'cloudly-release --help lists every command; docs/cli.md is the reference.',
+  ].join('\n');
+}

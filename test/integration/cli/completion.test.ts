@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { cliEntry } from './harness.js';
 
-const commands = ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'attestation', 'completion'];
+const commands = ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'attestation', 'version', 'completion'];
 
 /**
  * `cloudly-release completion bash|zsh`, as a user installs it: the built CLI prints the script,

@@ -59,6 +59,18 @@ describe('cloudly-release reads', () => {
       expect(res.json().detail).toContain(`GET /v1/services?name=${name}`);
     });
 
+  it('version prints this CLI\'s version and the server\'s (GET /v1/version, which needs a token)', async () => {
+    const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', '..', 'package.json'), 'utf8')) as { name: string, version: string };
+    const run = await runCli(['version', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.json()).toEqual({
+      ok: true, command: 'version', exitCode: 0, client: { version: pkg.version }, server: { name: pkg.name, version: pkg.version },
+    });
+    const text = await runCli(['version']);
+    expect(text.stdout).toBe(`client  ${pkg.version}\nserver  ${pkg.version} (${pkg.name})\n`);
+    expect((await caller.inject({ method: 'GET', url: '/v1/version' })).statusCode).toBe(401);
+  });
+
   it('history: every rollout newest first as a table; json and yaml carry the entries exactly as the server sent them; pages', async () => {
     const { svc, a, b } = await cf.service();
     expect((await promote(caller, cf.api, svc.id, a, { generation: 0 })).statusCode).toBe(200);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { jwtShapeProblem, parseInvocation, requestedFormat, type Invocation } from '../../../src/cli/release/args.js';
 import { CliError, ExitCode } from '../../../src/cli/release/errors.js';
-import { commands, options } from '../../../src/cli/release/options.js';
-import { usageText } from '../../../src/cli/release/usage.js';
+import { commands, options, optionsOf } from '../../../src/cli/release/options.js';
+import { commandUsageText, usageText } from '../../../src/cli/release/usage.js';
 import { servicePageLimits } from '../../../src/contracts/services.js';
 
 /** A token of the right shape (the CLI checks the shape only; the server checks the signature). */
@@ -123,7 +123,9 @@ describe('cloudly-release argument parsing', () => {
     expect(parseInvocation(['--version'], {})).toEqual({ kind: 'version' });
     expect(parseInvocation(['status', '--version'], {})).toEqual({ kind: 'version' });
     expect(parseInvocation(['--help'], {})).toEqual({ kind: 'help', text: usageText });
-    expect(parseInvocation(['help', 'abort'], {})).toEqual({ kind: 'help', text: usageText });
+    // A command's help is its own (issue 23: `promote --help` printed the global help).
+    expect(parseInvocation(['help', 'abort'], {})).toEqual({ kind: 'help', text: commandUsageText('abort') });
+    expect(parseInvocation(['abort', '--help'], {})).toEqual({ kind: 'help', text: commandUsageText('abort') });
     expect(parseInvocation(['completion', 'bash'], {})).toEqual({ kind: 'completion', shell: 'bash' });
     expect(parseInvocation(['completion', 'zsh'], {})).toEqual({ kind: 'completion', shell: 'zsh' });
     expect(refusal(['completion', 'fish'], {}).message).toMatch(/unknown shell 'fish'/);
@@ -194,6 +196,17 @@ describe('cloudly-release argument parsing', () => {
     expect(refusal(['attestation', 'verify', '--file', 'a.json', '--key', 'k', '--watch']).message).toMatch(/--watch is not an option of 'attestation'/);
     expect(refusal(['attestation']).message).toMatch(/'attestation' needs a subcommand: verify/);
     expect(refusal(['status', '-s', 's', '--key', 'k']).message).toMatch(/--key is not an option of 'status'/);
+  });
+
+  it('each command\'s help names its synopsis and exactly its own options', () => {
+    for (const command of commands) {
+      const text = commandUsageText(command);
+      expect(text).toMatch(new RegExp(`^usage: cloudly-release ${command} `));
+      const named = Object.keys(options).filter((name) => new RegExp(`--${name}(?![\\w-])`).test(text));
+      expect(named.sort(), command).toEqual([...optionsOf[command]].sort());
+    }
+    expect(commandUsageText('promote')).toContain('--release ID');
+    expect(commandUsageText('promote')).not.toContain('--name');
   });
 
   it('the help text names every command and every option', () => {

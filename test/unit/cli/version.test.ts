@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageVersion } from '../../../src/cli/release/version.js';
+import { packageVersion } from '../../../src/packageVersion.js';
 
 describe('cloudly-release --version', () => {
   it('is the version of the package.json above the code', async () => {

@@ -6,8 +6,8 @@ const PACKAGE_NAME = 'cloudly-release-control-plane';
 
 /**
  * The version of the package this CLI was installed from: the `version` of the nearest
- * package.json named cloudly-release-control-plane above this file (dist/src/cli/release/ in an
- * install or a checkout, src/cli/release/ under the tests). Undefined when there is none.
+ * package.json named cloudly-release-control-plane above this file (under dist/ in an
+ * install or a checkout, under src/ in the tests). Undefined when there is none. The CLI and the server share it.
  */
 export function packageVersion (from: string = dirname(fileURLToPath(import.meta.url))): string | undefined {
   for (let dir = from; ; dir = dirname(dir)) {
