@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { keyIdOf, pae } from '../../../src/domain/attestation/index.js';
 import type { RolloutHistoryItem } from '../../../src/domain/history.js';
 import { trustPolicyDigest, type ReleaseVerification } from '../../../src/domain/trust/index.js';
-import { buildTestApp, serviceData, type TestApp } from '../../support/app.js';
+import { buildTestApp, callTypedRequest, identity, serviceData, type TestApp } from '../../support/app.js';
 import { FIXTURE_HOST, FIXTURE_REPOSITORY, fixtureDigest, fixtureKeyPem, type FixtureCase } from '../../support/cosignFixtures.js';
 import { bearer, promote, registerCluster, rollback, rolloutHistory } from '../../support/fixtures.js';
 import { pushCosignFixtures } from '../../support/registryFixtures.js';
@@ -67,6 +67,12 @@ async function createService (extra: Record<string, unknown> = {}): Promise<stri
 
 /** The push event of a fixture image for the service; answers the push-event reply. */
 async function push (serviceId: string, name: FixtureCase) {
+  const { res, releaseId, digest } = await sendPush(serviceId, name, `evt_${randomBytes(8).toString('hex')}`);
+  expect([200, 201], res.body).toContain(res.statusCode);
+  return { releaseId, digest, body: res.json() as { autoPromotion?: { outcome: string, reason?: string } } };
+}
+
+async function sendPush (serviceId: string, name: FixtureCase, eventId: string, observedAt = Date.now()) {
   const digest = fixtureDigest(name);
   const releaseId = `rel_${createHash('sha256').update(`${serviceId}/${digest}`).digest('hex').slice(0, 24)}`;
   const res = await t.app.inject({
@@ -75,7 +81,7 @@ async function push (serviceId: string, name: FixtureCase) {
     headers: bearer(api),
     payload: {
       deploymentPolicy: 'immutable-digest',
-      eventId: `evt_${randomBytes(8).toString('hex')}`,
+      eventId,
       releaseId,
       protocol: 'oci',
       registryHost: FIXTURE_HOST,
@@ -84,14 +90,13 @@ async function push (serviceId: string, name: FixtureCase) {
       registryRootDigest: digest,
       digestPinnedImageReference: `${FIXTURE_HOST}/${FIXTURE_REPOSITORY}@${digest}`,
       imageUrl: `${FIXTURE_HOST}/${FIXTURE_REPOSITORY}:${name}`,
-      observedAt: Date.now(),
+      observedAt,
       serviceId,
       imageId: 'img-1',
       manifestMediaType: 'application/vnd.oci.image.manifest.v1+json',
     },
   });
-  expect([200, 201], res.body).toContain(res.statusCode);
-  return { releaseId, digest, body: res.json() as { autoPromotion?: { outcome: string, reason?: string } } };
+  return { res, releaseId, digest };
 }
 
 /** Everything a refusal must leave as it was: the stored documents and what the API answers about them. */
@@ -142,6 +147,19 @@ describe('the trust policy on a service', () => {
     expect(created.statusCode, created.body).toBe(400);
     expect(JSON.stringify(created.json().problems)).toContain('/body/trustPolicy');
   });
+
+  it('is written and read over TypedRequest too; a bad policy is refused there naming the field', async () => {
+    const created = await callTypedRequest(t.app, 'createService', { identity: identity(admin), serviceData: serviceData({ trustPolicy: trustedPolicy }) });
+    expect(created.statusCode, created.body).toBe(200);
+    const serviceId = created.json().response.service.id as string;
+    const read = await callTypedRequest(t.app, 'getServiceById', { identity: identity(admin), serviceId });
+    expect(read.json().response.service.data.trustPolicy).toEqual(trustedPolicy);
+    const policy = { publicKeys: [trustedPolicy.publicKeys[0], { keyId: 'again', publicKeyPem: fixtureKeyPem('trusted') }] };
+    const data = serviceData({ name: read.json().response.service.data.name, trustPolicy: policy });
+    const refused = await callTypedRequest(t.app, 'updateService', { identity: identity(admin), serviceId, serviceData: data });
+    expect(refused.json().error?.data?.code, refused.body).toBe('validation-failed');
+    expect(JSON.stringify(refused.json().error.data)).toContain('/request/serviceData/trustPolicy/publicKeys/1/publicKeyPem');
+  });
 });
 
 describe('promotion of a service with a trust policy', () => {
@@ -178,6 +196,9 @@ describe('promotion of a service with a trust policy', () => {
       predicate: { verificationResult: 'PASSED', policy: { digest: { sha256: trustPolicyDigest(trustedPolicy) } }, verifiedLevels: ['SLSA_BUILD_LEVEL_1'] },
     });
     expect(statement.predicate.inputAttestations.length).toBeGreaterThanOrEqual(2);
+    // The same over TypedRequest.
+    const typed = await callTypedRequest(t.app, 'getImageReleaseVerification', { identity: identity(api), serviceId, releaseId });
+    expect(typed.json().response).toEqual({ releaseId, verification });
   });
 
   const refusals: Array<[string, FixtureCase, string]> = [
@@ -256,6 +277,31 @@ describe('automatic promotion of a service with a trust policy', () => {
     const signed = await push(serviceId, 'signed-ed25519');
     expect(signed.body.autoPromotion).toMatchObject({ outcome: 'promoted', rolloutGeneration: 2 });
     expect((await rolloutHistory(t.app, api, serviceId))[0]?.trust?.basis).toBe('registry');
+  });
+
+  it('a push while the registry is down answers 503 and promotes nothing; its redelivery once the registry is back promotes', async () => {
+    const serviceId = await createService({ deployOnPush: true });
+    const first = await push(serviceId, 'signed');
+    expect((await promote(t.app, api, serviceId, first.releaseId, { generation: 0 })).statusCode).toBe(200);
+    await succeed(serviceId);
+    const before = JSON.parse(await snapshot(serviceId));
+    const eventId = `evt_${randomBytes(8).toString('hex')}`;
+    const observedAt = Date.now();
+    await front.down();
+    let res;
+    try {
+      ({ res } = await sendPush(serviceId, 'signed-ed25519', eventId, observedAt));
+    } finally {
+      await front.up();
+    }
+    expect(res.statusCode, res.body).toBe(503);
+    expect(res.json().code).toBe('registry-unavailable');
+    const after = JSON.parse(await snapshot(serviceId));
+    expect(after.service).toEqual(before.service);
+    expect(after.rollouts).toEqual(before.rollouts);
+    const again = await sendPush(serviceId, 'signed-ed25519', eventId, observedAt);
+    expect(again.res.statusCode, again.res.body).toBe(200);
+    expect(again.res.json()).toMatchObject({ duplicate: true, autoPromotion: { outcome: 'promoted', rolloutGeneration: 2 } });
   });
 });
 
