@@ -155,6 +155,13 @@ export class ReleaseStore implements ReleaseRepository {
     return doc?.verification ?? null;
   }
 
+  async findVerifications (releaseIds: readonly string[]): Promise<Map<string, ReleaseVerification>> {
+    if (releaseIds.length === 0) return new Map();
+    const filter = { _id: { $in: [...new Set(releaseIds)] }, verification: { $exists: true } };
+    const docs = await this.collection.find(filter, { projection: { verification: 1 } }).toArray();
+    return new Map(docs.flatMap((d) => (d.verification ? [[d._id, d.verification] as const] : [])));
+  }
+
   async recordVerification (releaseId: string, verification: ReleaseVerification): Promise<void> {
     await this.collection.updateOne(
       { _id: releaseId, $or: [{ verification: { $exists: false } }, { 'verification.verifiedAt': { $lt: verification.verifiedAt } }] },

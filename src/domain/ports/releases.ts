@@ -27,6 +27,8 @@ export interface ReleaseRepository {
   recordPromotion(releaseId: string, at: number, promotionCount: number): Promise<void>;
   /** The release's stored signature verification (the newest a rollout of it relied on), if any. */
   findVerification(releaseId: string): Promise<ReleaseVerification | null>;
+  /** The stored verifications of these releases, by release id (releases without one are absent). */
+  findVerifications(releaseIds: readonly string[]): Promise<Map<string, ReleaseVerification>>;
   /** Keeps the verification unless the release has a newer one (by verifiedAt): idempotent, any order. */
   recordVerification(releaseId: string, verification: ReleaseVerification): Promise<void>;
   /** A service's releases, `lastObservedAt` desc then id desc, strictly after `after`. */

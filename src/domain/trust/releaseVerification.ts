@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { literalUnion } from '../../contracts/literals.js';
+import type { IReleaseSignatureVerdict } from '../../contracts/trustPolicy.js';
 import { DsseEnvelope } from '../attestation/dsse.js';
 import { canonicalJson } from './summary.js';
 import type { TrustVerdict } from './verify.js';
@@ -76,3 +77,13 @@ export function releaseVerificationOf (
     summary,
   };
 }
+
+/** The verdict in brief, as release listings answer it. */
+export const signatureVerdictOf = (v: ReleaseVerification): IReleaseSignatureVerdict => ({
+  verdict: v.verdict,
+  verifiedAt: v.verifiedAt,
+  policyDigest: v.policyDigest,
+  signers: v.signers,
+  attestations: v.attestations.map((a) => a.predicateType),
+  summaryDigest: v.summary.digest,
+});

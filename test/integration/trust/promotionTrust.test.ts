@@ -196,6 +196,18 @@ describe('promotion of a service with a trust policy', () => {
       predicate: { verificationResult: 'PASSED', policy: { digest: { sha256: trustPolicyDigest(trustedPolicy) } }, verifiedLevels: ['SLSA_BUILD_LEVEL_1'] },
     });
     expect(statement.predicate.inputAttestations.length).toBeGreaterThanOrEqual(2);
+    // In brief with the release listing (the console's and the CLI's Signature column).
+    const page = await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/image-releases`, headers: bearer(api) });
+    expect(page.json().verifications).toEqual({
+      [releaseId]: {
+        verdict: 'passed',
+        verifiedAt: verification!.verifiedAt,
+        policyDigest: trustPolicyDigest(trustedPolicy),
+        signers: [{ keyId: 'ci' }],
+        attestations: [PROVENANCE],
+        summaryDigest,
+      },
+    });
     // The same over TypedRequest.
     const typed = await callTypedRequest(t.app, 'getImageReleaseVerification', { identity: identity(api), serviceId, releaseId });
     expect(typed.json().response).toEqual({ releaseId, verification });
