@@ -258,6 +258,57 @@ describe('promotion of a service with a trust policy', () => {
     expect((await verificationOf(serviceId, releaseId))?.signers).toEqual([{ keyId: 'release-ed25519' }]);
   });
 
+  it('fails closed on a server without an attestation signing key: a verified digest is not promoted (500), nothing written', async () => {
+    const unsigning = await buildTestApp({ REGISTRY_CONFIG_FILE: t.config.REGISTRY_CONFIG_FILE });
+    try {
+      const [owner, ci] = await Promise.all([unsigning.token('admin'), unsigning.token('api')]);
+      await registerCluster(unsigning.app, owner, 'c1', ['n1']);
+      const created = await unsigning.app.inject({
+        method: 'POST',
+        url: '/v1/services',
+        headers: bearer(owner),
+        payload: serviceData({
+          registryTarget: { protocol: 'oci', registryHost: FIXTURE_HOST, repository: FIXTURE_REPOSITORY },
+          placement: { clusterIds: ['c1'], replicasPerNode: 1 },
+          trustPolicy: trustedPolicy,
+        }),
+      });
+      const serviceId = created.json().service.id as string;
+      const digest = fixtureDigest('signed');
+      const releaseId = 'rel_unsigning';
+      const pushed = await unsigning.app.inject({
+        method: 'POST',
+        url: '/v1/registry/push-events',
+        headers: bearer(ci),
+        payload: {
+          deploymentPolicy: 'immutable-digest',
+          eventId: 'evt_unsigning',
+          releaseId,
+          protocol: 'oci',
+          registryHost: FIXTURE_HOST,
+          repository: FIXTURE_REPOSITORY,
+          tag: 'signed',
+          registryRootDigest: digest,
+          digestPinnedImageReference: `${FIXTURE_HOST}/${FIXTURE_REPOSITORY}@${digest}`,
+          imageUrl: `${FIXTURE_HOST}/${FIXTURE_REPOSITORY}:signed`,
+          observedAt: Date.now(),
+          serviceId,
+          imageId: 'img-1',
+          manifestMediaType: 'application/vnd.oci.image.manifest.v1+json',
+        },
+      });
+      expect(pushed.statusCode, pushed.body).toBe(201);
+      const res = await promote(unsigning.app, ci, serviceId, releaseId, { generation: 0 });
+      expect(res.statusCode, res.body).toBe(500);
+      expect(res.json().code).toBe('internal-error');
+      expect(await unsigning.db.collection('rollouts').countDocuments({ serviceId })).toBe(0);
+      const read = await unsigning.app.inject({ method: 'GET', url: `/v1/services/${serviceId}`, headers: bearer(owner) });
+      expect(read.json().service.data.imageDeployment).toBeUndefined();
+    } finally {
+      await unsigning.close();
+    }
+  });
+
   it('a service without a trust policy promotes an unsigned digest without asking the registry (the behaviour before)', async () => {
     const serviceId = await createService({ trustPolicy: undefined });
     const { releaseId } = await push(serviceId, 'unsigned');
