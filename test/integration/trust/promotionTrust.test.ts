@@ -342,6 +342,24 @@ describe('automatic promotion of a service with a trust policy', () => {
     expect((await rolloutHistory(t.app, api, serviceId))[0]?.trust?.basis).toBe('registry');
   });
 
+  it('an unsigned push that waited for a rollout to settle is not promoted then: the lifecycle says why', async () => {
+    const serviceId = await createService({ deployOnPush: true });
+    const first = await push(serviceId, 'signed');
+    expect((await promote(t.app, api, serviceId, first.releaseId, { generation: 0 })).statusCode).toBe(200);
+    const waiting = await push(serviceId, 'unsigned');
+    expect(waiting.body.autoPromotion).toMatchObject({ outcome: 'queued' });
+    // The rollout succeeds; the report's follow-up tries the waiting push, which the trust policy refuses.
+    await succeed(serviceId);
+    let view: { lifecycle?: { deferredPromotion?: { outcome: string } } } = {};
+    for (let attempt = 0; attempt < 40 && view.lifecycle?.deferredPromotion === undefined; attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 250));
+      view = (await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/rollout`, headers: bearer(api) })).json();
+    }
+    expect(view.lifecycle?.deferredPromotion?.outcome).toBe('refused: signature-missing');
+    expect((await generationOf(serviceId)).generation).toBe(1);
+    expect(await t.db.collection('rollouts').countDocuments({ serviceId })).toBe(1);
+  });
+
   it('a push while the registry is down answers 503 and promotes nothing; its redelivery once the registry is back promotes', async () => {
     const serviceId = await createService({ deployOnPush: true });
     const first = await push(serviceId, 'signed');
