@@ -235,6 +235,16 @@ describe('promotion of a service with a trust policy', () => {
     });
   }
 
+  it('refuses over TypedRequest too, with the same code and details', async () => {
+    const serviceId = await createService();
+    const { releaseId } = await push(serviceId, 'untrusted');
+    const res = await callTypedRequest(t.app, 'promoteServiceImageRelease', {
+      identity: identity(api), serviceId, releaseId, idempotencyKey: randomBytes(8).toString('hex'), expectedRolloutGeneration: 0, enableImmutableImage: true,
+    });
+    expect(res.json().error?.data, res.body).toMatchObject({ code: 'signature-untrusted', signatures: 1, trustedKeyIds: ['ci', 'release-ed25519'] });
+    expect((await generationOf(serviceId)).generation).toBe(0);
+  });
+
   it('refuses while the registry is down (503 registry-unavailable, Retry-After), nothing written; promotes once it is back', async () => {
     const serviceId = await createService();
     const signed = await push(serviceId, 'signed');
