@@ -2,7 +2,7 @@
 //   --quick     smaller counts (a smoke run: same figures, noisier)
 //   --profile   run the server under --cpu-prof (ingestion and promotion, or the parts --only names),
 //               and print the functions with the most self time (profiles kept in bench/results/profiles/)
-//   --only=promotion,ingestion,scaling,reporters,open-loop,report-size,read-path,listing
+//   --only=promotion,trust,ingestion,scaling,reporters,open-loop,report-size,read-path,listing
 //               run only these parts (ingestion = the headline fleet)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -24,12 +24,13 @@ import { runPromotion, type PromotionResult } from './scenarios/promotion.js';
 import { runReadPath, type ReadPathResult } from './scenarios/readPath.js';
 import { runOpenLoop, runReportersCurve, type OpenLoopLevel, type ReportersLevel } from './scenarios/reporters.js';
 import { runReportSize, type ReportSizeResult } from './scenarios/reportSize.js';
+import { runTrustPromotion, type TrustResult } from './scenarios/trust.js';
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');
 const profiling = args.has('--profile');
 const onlyArg = [...args].find((a) => a.startsWith('--only='));
-const PARTS = ['promotion', 'ingestion', 'scaling', 'reporters', 'open-loop', 'report-size', 'read-path', 'listing'];
+const PARTS = ['promotion', 'trust', 'ingestion', 'scaling', 'reporters', 'open-loop', 'report-size', 'read-path', 'listing'];
 // A profile run without --only profiles ingestion and promotion (the headline figures).
 const only = new Set(onlyArg !== undefined ? onlyArg.slice('--only='.length).split(',') : profiling ? ['promotion', 'ingestion'] : PARTS);
 const unknown = [...only].filter((p) => !PARTS.includes(p));
@@ -103,6 +104,7 @@ const wallAtStart = performance.now();
 let otherLoad = Number.NaN;
 const fleets: IngestionResult[] = [];
 let promotion: PromotionResult | undefined;
+let trust: TrustResult | undefined;
 let listing: ListingStage[] = [];
 let reportersCurve: ReportersLevel[] = [];
 let openLoop: OpenLoopLevel[] = [];
@@ -126,6 +128,10 @@ try {
   // development database). Its warm-up also warms up the processes and the database (JIT).
   if (only.has('promotion')) {
     await part('promotion', async () => { promotion = await runPromotion(ctx, plan.promotionPerBlock, plan.rounds, plan.firstWarmMs); });
+  }
+  // Promotion with a trust policy next to promotion without, on a server of its own with the real registry (docs/trust.md).
+  if (only.has('trust')) {
+    await part('trust', async () => { trust = await runTrustPromotion(ctx, plan.promotionPerBlock.uncontended, plan.rounds); });
   }
   // The one-rollout parts next, on a database that holds nothing but their own fleets yet: on the development database a
   // filter of `_id` AND another field (the report path's compare-and-swap writes, the claims) scans the whole collection,
@@ -204,6 +210,20 @@ if (promotion) {
     measured: `${p.uncontended.server.p99.toFixed(1)} ms ÷ ${p.uncontended.driver.p99.toFixed(1)} ms (bare driver) = ` +
       `${r.toFixed(2)}${roundSpread(p.uncontended, (x) => x.p99)} ≤ 3`,
     holds: r <= 3,
+  });
+}
+if (trust) {
+  const group = 'Promotion with a trust policy (registry on loopback, verdicts cached) — one writer; "fastify" column: the same server without a trust policy';
+  for (const [label, pick] of [['p50', (x: Summary) => x.p50], ['p99', (x: Summary) => x.p99]] as const) {
+    figures.push({ group, label: `latency ${label}`, unit: 'ms', server: pick(trust.trusted), fastify: pick(trust.plain), driver: Number.NaN });
+  }
+  const r = ratio(trust.trusted.p99, trust.plain.p99);
+  const spread = trust.rounds.map((x) => x.trusted.p99 / x.plain.p99).filter(Number.isFinite);
+  criteria.push({
+    name: 'promotion p99 with signature verification is at most 1.5× promotion p99 without a trust policy',
+    measured: `${trust.trusted.p99.toFixed(1)} ms ÷ ${trust.plain.p99.toFixed(1)} ms = ${r.toFixed(2)}` +
+      `${spread.length > 0 ? ` (per round ${Math.min(...spread).toFixed(2)}–${Math.max(...spread).toFixed(2)})` : ''} ≤ 1.5`,
+    holds: r <= 1.5,
   });
 }
 const LOG_BOUND = Math.log(100_000) / Math.log(1_000);
@@ -321,7 +341,7 @@ if (profiling) {
 }
 
 const jsonFile = path.join(resultsDir, `${stamp}.json`);
-const json = { environment, plan, failedParts, figures, criteria, fleets, promotion, listing, reportersCurve, openLoop, reportSize, readPath };
+const json = { environment, plan, failedParts, figures, criteria, fleets, promotion, trust, listing, reportersCurve, openLoop, reportSize, readPath };
 writeFileSync(jsonFile, `${JSON.stringify(json, null, 2)}\n`);
 if (!profiling && (fleets.length > 0 || listing.length > 0)) {
   const panels: ChartPanel[] = [];

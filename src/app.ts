@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyLoggerOptions, FastifyServerOptions } from 'fastify';
 import Fastify from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { authKeyOf, ConfigError, faultPointsOf, type AppConfig } from './config.js';
+import { authKeyOf, ConfigError, faultPointsOf, registrySettingsOf, trustedRootOf, type AppConfig } from './config.js';
 import { consolePlugin } from './console/plugin.js';
 import type { DatabaseHealth } from './domain/ports/database.js';
 import type { Repositories } from './domain/ports/index.js';
@@ -27,6 +27,11 @@ import { typedRequestMethods } from './http/typedRequest/methods.js';
 import { typedRequestRoute } from './http/typedRequest/route.js';
 import { validatorCompiler } from './http/validator.js';
 import { Metrics } from './outbound/metrics.js';
+import { RegistryClient } from './outbound/registry/index.js';
+import { attestationSignerFrom } from './outbound/signer/index.js';
+import type { ImageRegistry } from './domain/ports/registry.js';
+import { keylessVerifierFrom, LruVerificationCache } from './domain/trust/index.js';
+import { trustChecker } from './operations/trustCheck.js';
 import { abort, promote, rollBack } from './operations/manualRollout.js';
 import { clusterOperations } from './operations/clusters.js';
 import type { Operations } from './operations/index.js';
@@ -87,17 +92,22 @@ interface Composition {
   fault: FaultHook;
   log: LifecycleLog;
   now: () => number;
+  registry: ImageRegistry;
 }
 
-function composeOperations ({ repos, telemetry, config, fault, log, now }: Composition): Operations {
+function composeOperations ({ repos, telemetry, config, fault, log, now, registry }: Composition): Operations {
+  // Verification before promotion (docs/trust.md): the registry, the server's signer, the operator's trusted root.
+  const root = trustedRootOf(config);
+  const keyless = root === undefined ? undefined : keylessVerifierFrom(root);
+  const trust = trustChecker({ repos, registry, signer: attestationSignerFrom(config), keyless, cache: new LruVerificationCache(), now });
   // The one rollout issuer (compare-and-swap, Idempotency-Key): every use case that starts a rollout issues it through this.
-  const issuer = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log });
+  const issuer = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log, trust });
   const eventsRetentionMs = config.EVENTS_RETENTION_DAYS * 24 * 60 * 60 * 1000;
   const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault, eventsRetentionMs });
   return {
     lifecycle,
     abort: abort({ issuer, telemetry }),
-    services: serviceOperations({ repos, now }),
+    services: serviceOperations({ repos, now, trust: { trustedRootConfigured: root !== undefined } }),
     clusters: clusterOperations({ repos, now }),
     releases: releaseReads({ repos }),
     rolloutReads: rolloutReads({ repos, now }),
@@ -233,8 +243,10 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await registerOpenApi(app);
 
   const repos = store.repositories;
+  const registry = new RegistryClient(registrySettingsOf(config));
+  app.addHook('onClose', async () => { registry.close(); });
   const operations = composeOperations({
-    repos, telemetry: metrics, config, fault: opts.fault ?? faultHookFromConfig(faultPointsOf(config)), log: app.log, now: opts.now ?? Date.now,
+    repos, telemetry: metrics, config, fault: opts.fault ?? faultHookFromConfig(faultPointsOf(config)), log: app.log, now: opts.now ?? Date.now, registry,
   });
   const verifier = await tokenVerifierOf(authKey);
   // One status hub per process: polls the database for services with SSE listeners.

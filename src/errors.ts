@@ -41,6 +41,14 @@ const deterministic: RolloutRefusal = { replay: true, automatic: 'error', waitin
 /** Lost to a concurrent rollout. */
 const lostRace: RolloutRefusal = { replay: true, automatic: 'conflict', waiting: 'keep-waiting', casConflict: true };
 
+/**
+ * The digest does not pass the service's trust policy: stored and replayed like any deterministic
+ * refusal; an automatic promotion of it promotes nothing and says why (skipped, reason `<code>: …`).
+ */
+const trustRefused: RolloutRefusal = { replay: true, automatic: 'skipped', waiting: 'forget' };
+/** The registry could not be asked: transient (not stored, the push event answers 503 so that it is redelivered), a waiting push keeps waiting. */
+const registryAway: RolloutRefusal = { replay: false, automatic: 'error', waiting: 'keep-waiting' };
+
 export const errorCatalogue = {
   // Not a failure: nothing was issued, a promotion request waits for its approvals (docs/governance.md).
   'approval-required': { status: 202, title: 'The promotion needs approvals: a promotion request was created' },
@@ -81,16 +89,16 @@ export const errorCatalogue = {
   'registry-target-mismatch': { status: 422, title: "The event's registry host or repository is not the service's registry target" },
   'runtime-capability-missing': { status: 422, title: 'The reporter lacks the immutable image capability' },
   'runtime-attestation-missing': { status: 422, title: 'The immutable rollout report envelope is missing' },
-  'signature-missing': { status: 422, title: 'The digest has no signature' },
-  'signature-untrusted': { status: 422, title: 'The digest is signed, but by no signer the trust policy trusts' },
-  'signature-digest-mismatch': { status: 422, title: 'The trusted signature names another digest or repository' },
-  'attestation-missing': { status: 422, title: 'A required attestation is missing' },
+  'signature-missing': { status: 422, title: 'The digest has no signature', rollout: trustRefused },
+  'signature-untrusted': { status: 422, title: 'The digest is signed, but by no signer the trust policy trusts', rollout: trustRefused },
+  'signature-digest-mismatch': { status: 422, title: 'The trusted signature names another digest or repository', rollout: trustRefused },
+  'attestation-missing': { status: 422, title: 'A required attestation is missing', rollout: trustRefused },
   'promotion-window-closed': { status: 423, title: 'Promotions are closed by a window' },
   'stop-the-line': { status: 423, title: 'Promotions are stopped' },
   'request-header-too-large': { status: 431, title: 'The request head is too large' },
   'internal-error': { status: 500, title: 'Internal error' },
   'database-unavailable': { status: 503, title: 'The database is unavailable' },
-  'registry-unavailable': { status: 503, title: 'The image registry is unavailable' },
+  'registry-unavailable': { status: 503, title: 'The image registry is unavailable', rollout: registryAway },
   'database-refused': { status: 503, title: 'The database refused what the service needs' },
 } as const satisfies Record<string, ErrorSpec>;
 

@@ -37,7 +37,7 @@ export interface BenchContext {
    * Starts another process of the real server (same secret, same database name) on `mongoUri`
    * (e.g. through a byte-counting proxy); the caller stops it.
    */
-  startServer(name: string, mongoUri: string): Promise<Child>;
+  startServer(name: string, mongoUri: string, env?: Record<string, string>): Promise<Child>;
   /** Starts a floor process of dist/bench/floors/ with the database's URI and name in its environment; the caller stops it. */
   startFloor(name: string, file: string): Promise<Child>;
   /** CPU probes: the server process, the plain-Fastify process, the database JVM (local only), this process. */
@@ -73,10 +73,10 @@ export async function createContext (opts: BenchOptions): Promise<BenchContext> 
   // The same pool settings as the service's own client (src/store/mongo.ts).
   const client = await new MongoClient(mongoUri, { serverSelectionTimeoutMS: 10_000, maxPoolSize: 50, retryWrites: true }).connect();
 
-  const startServer = (name: string, uri: string, nodeArgs: string[] = []): Promise<Child> => startNode({
+  const startServer = (name: string, uri: string, nodeArgs: string[] = [], env: Record<string, string> = {}): Promise<Child> => startNode({
     name,
     entry: path.join(distDir, 'src', 'server.js'),
-    env: { MONGODB_URI: uri, MONGODB_DB: dbName, AUTH_JWT_SECRET: secret, LOG_LEVEL: 'warn', NODE_ENV: 'production' },
+    env: { MONGODB_URI: uri, MONGODB_DB: dbName, AUTH_JWT_SECRET: secret, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env },
     nodeArgs,
     readyPath: '/readyz',
     log,
@@ -102,7 +102,7 @@ export async function createContext (opts: BenchOptions): Promise<BenchContext> 
     server,
     fastify,
     dbName,
-    startServer: (name, uri) => startServer(name, uri),
+    startServer: (name, uri, env) => startServer(name, uri, [], env),
     startFloor: (name, file) => startNode({
       name,
       entry: path.join(distDir, 'bench', 'floors', file),

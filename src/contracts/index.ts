@@ -25,6 +25,7 @@ export * from './image.js';
 export * from './deployment.js';
 export * from './rolloutPolicy.js';
 export * from './promotionPolicy.js';
+export * from './trustPolicy.js';
 export * from './service.js';
 export * from './identity.js';
 export * from './requests.js';

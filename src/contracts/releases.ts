@@ -11,6 +11,7 @@ import { Id, Reference, Timestamp, strictObject } from './common.js';
 import { IIdentity } from './identity.js';
 import { IImageRelease, TSha256Digest } from './immutableImage.js';
 import { IImmutableRegistryPushEvent } from './registry.js';
+import { IReleaseSignatureVerdict } from './trustPolicy.js';
 
 /** OCI distribution-spec tag grammar. */
 export const ociTagPattern = '^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$';
@@ -89,6 +90,8 @@ export const ImageReleasePage = strictObject({
   releases: Type.Array(IImageRelease, { maxItems: releasePageLimits.maxPageSize }),
   /** Present when more releases follow; pass it back as `cursor`. */
   nextCursor: Type.Optional(PageCursor),
+  /** Project extension (docs/trust.md): by release id, the signature verdict of each release on the page a trust policy verified. */
+  verifications: Type.Optional(Type.Record(Type.String(), IReleaseSignatureVerdict)),
 });
 export type ImageReleasePage = Static<typeof ImageReleasePage>;
 

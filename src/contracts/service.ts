@@ -14,7 +14,8 @@
  *
  * Project extensions (not upstream): `data.placement?` names the clusters a service
  * runs on and the replicas per node; promotion computes the rollout target scope
- * from it and the registered nodes. `data.rolloutPolicy?` holds the lifecycle settings.
+ * from it and the registered nodes. `data.rolloutPolicy?` holds the lifecycle settings. `data.trustPolicy?`
+ * names the signatures and attestations a digest needs before a rollout of it is issued.
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, Name, contractLimits, strictObject } from './common.js';
@@ -23,6 +24,7 @@ import { IImageRolloutStatus, IImmutableImageDeploymentPlan } from './immutableI
 import { literalUnion } from './literals.js';
 import { IRegistryTarget } from './registry.js';
 import { IRolloutPolicy } from './rolloutPolicy.js';
+import { ITrustPolicy } from './trustPolicy.js';
 
 /**
  * Map keys are stored as document field names: they must never start with `$` or
@@ -84,6 +86,8 @@ export const IServiceData = strictObject({
   placement: Type.Optional(IServicePlacement),
   /** Project extension: progress deadline, stability window, automatic rollback, automatic promotion filter (src/contracts/rolloutPolicy.ts). */
   rolloutPolicy: Type.Optional(IRolloutPolicy),
+  /** Project extension: the signatures and attestations a digest needs before promotion (src/contracts/trustPolicy.ts, docs/trust.md); absent = none. */
+  trustPolicy: Type.Optional(ITrustPolicy),
 });
 export type IServiceData = Static<typeof IServiceData>;
 

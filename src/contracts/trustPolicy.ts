@@ -10,7 +10,7 @@
  * is checked by `trustPolicyProblems` (src/domain/trust/policy.ts).
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { strictObject } from './common.js';
+import { Timestamp, strictObject } from './common.js';
 
 export const trustPolicyLimits = {
   publicKeys: 32,
@@ -84,3 +84,23 @@ export const ITrustPolicy = strictObject({
   })),
 });
 export type ITrustPolicy = Static<typeof ITrustPolicy>;
+
+/**
+ * A release's signature verdict in brief, as release listings answer it (the full verification, with the
+ * signed Verification Summary, is `GET /v1/services/:serviceId/image-releases/:releaseId/verification`).
+ */
+export const IReleaseSignatureVerdict = strictObject({
+  verdict: Type.Literal('passed'),
+  verifiedAt: Timestamp,
+  /** sha256 hex of the trust policy's canonical JSON it passed. */
+  policyDigest: Type.String({ pattern: '^[0-9a-f]{64}$' }),
+  signers: Type.Array(Type.Union([
+    strictObject({ keyId: Type.String() }),
+    strictObject({ issuer: Type.String(), subject: Type.String() }),
+  ]), { description: 'who signed: a trusted key by its keyId, or a Sigstore keyless identity' }),
+  /** The required predicate types verified. */
+  attestations: Type.Array(Type.String()),
+  /** sha256 hex of the signed Verification Summary envelope. */
+  summaryDigest: Type.String(),
+});
+export type IReleaseSignatureVerdict = Static<typeof IReleaseSignatureVerdict>;

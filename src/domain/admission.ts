@@ -2,6 +2,7 @@ import type { IImageRelease, IService } from '../contracts/index.js';
 import { errors, type AppError } from '../errors.js';
 import { placementRefusal, type ClusterNodes } from './clusters.js';
 import type { VerifiedRelease } from './lifecycle.js';
+import type { ReleaseVerification, RolloutTrustCheck } from './trust/releaseVerification.js';
 import {
   automaticPromotionSkip, automaticPromotionSkipDetail, currentGeneration, currentRolloutOf, isSameImage,
   type AutomaticPromotionSkip, type AutomationHold, type RolloutIntent,
@@ -15,6 +16,16 @@ import {
  * that keeps waiting) is data of the error catalogue (src/errors.ts `rolloutRefusalOf`). Adding a rule
  * is one function here and one catalogue entry.
  */
+
+/**
+ * The signature rule's fact (services with a trust policy only): the target digest passed the policy
+ * (the registry was asked, or a rollback relies on the release's stored verification under the same
+ * policy), or it was refused (a trust refusal, or `registry-unavailable`). Read by the use case, with
+ * the registry's I/O, before anything is written.
+ */
+export type TrustFact =
+  | { kind: 'passed', check: RolloutTrustCheck, verification?: ReleaseVerification }
+  | { kind: 'refused', error: AppError };
 
 /** What the rules look at. `release` is the target: the one named, or for an abort the last verified release. */
 export interface AdmissionFacts {
@@ -30,6 +41,8 @@ export interface AdmissionFacts {
   clusters: readonly ClusterNodes[];
   /** The generation the caller expects (automatic promotion: whatever is current when it plans). */
   expectedRolloutGeneration: number;
+  /** The signature verification of the target's digest; read only when every other rule admits (src/operations/trustCheck.ts). */
+  trust?: TrustFact;
 }
 
 /** An automatic promotion that does not apply: not an error, an answer. */
@@ -96,6 +109,16 @@ export const rollbackTargetNotCurrent = (_intent: RolloutIntent, f: AdmissionFac
 export const placementRegistered = (intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict =>
   placementRefusal(f.service.id, f.service.data.placement, f.clusters, intent.kind);
 
+/**
+ * A service with a trust policy deploys only a digest that passed it (docs/trust.md): fail closed —
+ * no verification read is a refusal too.
+ */
+export const signatureVerified = (_intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {
+  if (f.service.data.trustPolicy === undefined) return undefined;
+  if (f.trust === undefined) return errors.internalError(new Error(`the digest of release '${f.releaseId}' was not verified against the trust policy`));
+  return f.trust.kind === 'refused' ? f.trust.error : undefined;
+};
+
 /** The rules, in order. */
 export const admissionRules: readonly AdmissionRule[] = [
   { name: 'automation-allowed', appliesTo: isAutomatic, check: automationAllowed },
@@ -107,7 +130,12 @@ export const admissionRules: readonly AdmissionRule[] = [
   { name: 'rollback-target-accepted', appliesTo: isRollback, check: rollbackTargetAccepted },
   { name: 'rollback-target-not-current', appliesTo: isRollback, check: rollbackTargetNotCurrent },
   { name: 'placement-registered', appliesTo: any, check: placementRegistered },
+  // Last: its fact costs the registry's round trips, read only once every rule above admits.
+  { name: 'signature-verified', appliesTo: any, check: signatureVerified },
 ];
+
+/** The rules whose facts are read from the database only (all but the signature rule): run before the registry is asked. */
+export const rulesBeforeVerification: readonly AdmissionRule[] = admissionRules.filter((rule) => rule.check !== signatureVerified);
 
 /** Runs the rules in order: the first verdict, or undefined when every rule admits the rollout. */
 export function admit (intent: RolloutIntent, facts: AdmissionFacts, rules: readonly AdmissionRule[] = admissionRules): AdmissionVerdict {

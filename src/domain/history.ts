@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { IImmutableImageTargetScope, TImmutableImageMismatchReason, TImmutableImageRolloutMode, TSha256Digest } from '../contracts/index.js';
 import { literalUnion } from '../contracts/literals.js';
 import { keyHashOfRolloutRef, type RolloutRecord } from './rollouts.js';
+import { RolloutTrustCheck } from './trust/releaseVerification.js';
 
 /**
  * A rollout's outcome, from its milestones: succeeded (rolled-back, for a rollback) once it ever
@@ -52,6 +53,7 @@ export const RolloutHistoryItem = Type.Object({
   failedBy: Type.Optional(literalUnion(['report', 'deadline'])),
   endedAt: Type.Optional(Type.Integer({ description: 'when the next rollout replaced it' })),
   endedBy: Type.Optional(Type.Object({ kind: literalUnion(['superseded', 'rolled-back', 'aborted']), rolloutId: Type.String() })),
+  trust: Type.Optional(RolloutTrustCheck),
 });
 export type RolloutHistoryItem = Static<typeof RolloutHistoryItem>;
 
@@ -92,4 +94,5 @@ export const historyItemOf = (r: RolloutRecord): RolloutHistoryItem => ({
   failedBy: r.failure?.by,
   endedAt: r.ended?.at,
   endedBy: r.ended ? { kind: r.ended.by, rolloutId: r.ended.rolloutId } : undefined,
+  trust: r.trust,
 });

@@ -9,6 +9,7 @@ import {
 import { errors, type AppError, type CurrentRollout } from '../errors.js';
 import type { DeadlineDecision, FailureMilestone } from './lifecycle.js';
 import type { Principal } from './principal.js';
+import type { ReleaseVerification, RolloutTrustCheck } from './trust/releaseVerification.js';
 
 /**
  * Pure rules of promotion and rollback (docs/lifecycle.md): preconditions, the plan, the reset
@@ -84,6 +85,10 @@ export interface RolloutRecord {
   deadline?: DeadlineDecision;
   /** Set when the next rollout replaced it. */
   ended?: RolloutEnd;
+  /** A service with a trust policy: how the signature rule admitted it (docs/trust.md). */
+  trust?: RolloutTrustCheck;
+  /** The verification the registry's signatures passed (basis `registry`): copied onto the release when the rollout is finished. */
+  verification?: ReleaseVerification;
 }
 
 export type RolloutIntent =

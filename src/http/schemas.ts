@@ -50,7 +50,7 @@ export function problemResponses (...groups: ReadonlyArray<readonly ErrorCode[]>
   const responses: Record<string, { description: string, content: Record<string, { schema: TSchema }> }> = {};
   for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
     codes.sort();
-    const retry = codes.some((code) => code === 'database-unavailable' || code === 'idempotency-request-in-progress');
+    const retry = codes.some((code) => code === 'database-unavailable' || code === 'registry-unavailable' || code === 'idempotency-request-in-progress');
     responses[String(status)] = {
       description: codes.map((code) => `\`${code}\`: ${errorCatalogue[code].title}`).join('; ') +
         (retry ? ' (with a `Retry-After` header: retry then)' : ''),

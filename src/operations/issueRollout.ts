@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IImageRelease, IService } from '../contracts/index.js';
-import { admit, isSkip, type AdmissionFacts } from '../domain/admission.js';
+import { admit, isSkip, rulesBeforeVerification, type AdmissionFacts, type TrustFact } from '../domain/admission.js';
 import { computeTargetScope } from '../domain/clusters.js';
 import type { Clock, Log, Repositories, ServiceWithHold, StoredOutcome } from '../domain/ports/index.js';
 import type { EndedRollout } from '../domain/rolloutApplication.js';
@@ -15,6 +15,7 @@ import { refusal, success, type Result } from '../domain/result.js';
 import type { Telemetry } from '../domain/ports/telemetry.js';
 import { countDecided } from './milestoneCounts.js';
 import { relayQuietly } from './statusEvents.js';
+import type { TrustChecker } from './trustCheck.js';
 
 /**
  * Promotion and rollback (manual or automatic) as a sequence of single-document writes that
@@ -44,6 +45,8 @@ export interface IssueRolloutDeps {
   /** Milestones decided here and delivery metrics: a promotion rolled back or aborted is a failed change. */
   telemetry: Telemetry;
   log: Pick<Log, 'info' | 'warn'>;
+  /** Verification before promotion (src/operations/trustCheck.ts); without it a service with a trust policy is refused (fail closed). */
+  trust?: TrustChecker | undefined;
 }
 
 export interface RolloutRequest {
@@ -126,6 +129,8 @@ async function finishRollout (deps: IssueRolloutDeps, record: RolloutRecord): Pr
     const count = await repos.rollouts.countPromotions(record.releaseId);
     await repos.releases.recordPromotion(record.releaseId, record.createdAt, count);
   }
+  // The signed verification summary the rollout relied on, kept with its release (a rollback to it relies on it later).
+  if (record.verification) await repos.releases.recordVerification(record.releaseId, record.verification);
   fault('after-release-update');
   if (record.previous) {
     const end = endOf(record);
@@ -163,9 +168,14 @@ interface RecordInputs {
   found: ServiceWithHold;
   release: IImageRelease;
   targetScope: RolloutRecord['plan']['targetScope'];
+  trust: TrustFact | undefined;
 }
 
-function recordOf (deps: IssueRolloutDeps, { req, rolloutRef, found, release, targetScope }: RecordInputs) {
+/** What the signature rule admitted the rollout on, kept in its record (and history). */
+const trustOf = (trust: TrustFact | undefined): Pick<RolloutRecord, 'trust' | 'verification'> =>
+  trust?.kind === 'passed' ? { trust: trust.check, ...(trust.verification ? { verification: trust.verification } : {}) } : {};
+
+function recordOf (deps: IssueRolloutDeps, { req, rolloutRef, found, release, targetScope, trust }: RecordInputs) {
   const { service, automationHold } = found;
   const now = deps.now();
   const built = buildPlan({ service, release, intent: req.intent, targetScope, rolloutId: `ro_${randomUUID()}`, now });
@@ -188,6 +198,7 @@ function recordOf (deps: IssueRolloutDeps, { req, rolloutRef, found, release, ta
     state: 'pending',
     createdAt: now,
     ...(req.trigger ? { trigger: req.trigger } : {}),
+    ...trustOf(trust),
   };
   return { record };
 }
@@ -249,12 +260,16 @@ async function planRollout (
   const { found, release } = pending.length === 0 ? inputs : await readPlanInputs(deps, req);
   if (!found) return errors.serviceNotFound(req.serviceId);
   const facts = await admissionFactsOf(deps, req, found, release);
-  const verdict = admit(req.intent, facts);
+  // The registry is asked only once every rule that reads the database alone has admitted the rollout.
+  const early = admit(req.intent, facts, rulesBeforeVerification);
+  const trust = early ? undefined : await deps.trust?.trustFactOf(req.intent, facts);
+  const verdict = early ?? admit(req.intent, { ...facts, ...(trust ? { trust } : {}) });
   if (isSkip(verdict)) return { skipped: verdict.skip, detail: verdict.detail };
   if (verdict) return verdict;
   // Admitted: the release is the service's (the release rule holds).
   const admitted = facts.release as IImageRelease;
-  const built = recordOf(deps, { req, rolloutRef, found, release: admitted, targetScope: computeTargetScope(found.service.data.placement, facts.clusters) });
+  const targetScope = computeTargetScope(found.service.data.placement, facts.clusters);
+  const built = recordOf(deps, { req, rolloutRef, found, release: admitted, targetScope, trust });
   if ('refusal' in built) return built.refusal;
   const inserted = await deps.repos.rollouts.insert(built.record);
   if (inserted.kind === 'exists-for-record') return inserted.record;

@@ -1,6 +1,7 @@
 import { releasePageLimits, type IImageRelease, type ImageReleasePage, type ImageTagHistory } from '../contracts/index.js';
 import type { Repositories } from '../domain/ports/index.js';
 import { cursorProblem, decodeCursor, encodeCursor, tagHistoryQueryProblems } from '../domain/releases.js';
+import { signatureVerdictOf, type ReleaseVerificationView } from '../domain/trust/releaseVerification.js';
 import { errors } from '../errors.js';
 import { invalid, refusal, success, type Result } from '../domain/result.js';
 
@@ -24,9 +25,24 @@ export function releaseReads ({ repos }: { repos: Pick<Repositories, 'catalogue'
       const rows = await repos.releases.listByService(serviceId, { limit: limit + 1, after });
       const releases = rows.slice(0, limit);
       const last = releases.at(-1);
+      const verified = await repos.releases.findVerifications(releases.map((r) => r.id));
+      const verifications = verified.size === 0 ? {} : { verifications: Object.fromEntries([...verified].map(([id, v]) => [id, signatureVerdictOf(v)])) };
       return success(rows.length > limit && last
-        ? { releases, nextCursor: encodeCursor({ time: last.data.lastObservedAt, id: last.id }) }
-        : { releases });
+        ? { releases, nextCursor: encodeCursor({ time: last.data.lastObservedAt, id: last.id }), ...verifications }
+        : { releases, ...verifications });
+    },
+
+    /**
+     * The release's signature verification (docs/trust.md): the verdict, who signed, the policy digest and
+     * the signed Verification Summary a promotion of it relied on; absent until one passed a trust policy.
+     */
+    async readVerification (serviceId: string, releaseId: string): Promise<Result<ReleaseVerificationView>> {
+      const release = await repos.releases.findById(releaseId);
+      if (!release || release.data.serviceId !== serviceId) {
+        return refusal((await exists(serviceId)) ? errors.releaseNotFound(serviceId, releaseId) : errors.serviceNotFound(serviceId));
+      }
+      const verification = await repos.releases.findVerification(releaseId);
+      return success(verification ? { releaseId, verification } : { releaseId });
     },
 
     /** The tag ledger: which digest the tag pointed to, newest first, or at one instant (`at`). */

@@ -1,6 +1,7 @@
 import type { IService, IServiceData, ServiceListQuery, ServicePage, TServiceWritableData } from '../contracts/index.js';
 import type { Clock, Repositories, ServiceWithHold } from '../domain/ports/index.js';
 import { rolloutPolicyProblems } from '../domain/lifecycle.js';
+import { trustPolicyProblems, type PolicyContext } from '../domain/trust/policy.js';
 import { decodeNameCursor, encodeNameCursor, newServiceId } from '../domain/services.js';
 import { errors } from '../errors.js';
 import { invalid, refusal, success, type Result } from '../domain/result.js';
@@ -12,13 +13,21 @@ import { invalid, refusal, success, type Result } from '../domain/result.js';
 export interface ServiceDeps {
   repos: Pick<Repositories, 'catalogue'>;
   now: Clock;
+  /** What a trust policy may name on this server (keyless identities need a trusted root); default: no trusted root. */
+  trust?: PolicyContext;
 }
 
-export function serviceOperations ({ repos, now }: ServiceDeps) {
+/** The writable data's problems the schema cannot see: the rollout policy's and the trust policy's (paths relative to the service data). */
+const dataProblems = (serviceData: TServiceWritableData, trust: PolicyContext) => [
+  ...rolloutPolicyProblems(serviceData.rolloutPolicy, '/rolloutPolicy'),
+  ...trustPolicyProblems(serviceData.trustPolicy, '/trustPolicy', trust),
+];
+
+export function serviceOperations ({ repos, now, trust = { trustedRootConfigured: false } }: ServiceDeps) {
   return {
     /** Problem paths are relative to the service data (the adapters say where that is in their request). */
     async createService (serviceData: TServiceWritableData): Promise<Result<{ service: IService }>> {
-      const problems = rolloutPolicyProblems(serviceData.rolloutPolicy, '/rolloutPolicy');
+      const problems = dataProblems(serviceData, trust);
       if (problems.length > 0) return invalid(problems);
       const service: IService = { id: newServiceId(), data: serviceData as IServiceData };
       const inserted = await repos.catalogue.insert(service, now());
@@ -33,7 +42,7 @@ export function serviceOperations ({ repos, now }: ServiceDeps) {
     },
 
     async updateService (serviceId: string, serviceData: TServiceWritableData): Promise<Result<{ service: IService }>> {
-      const problems = rolloutPolicyProblems(serviceData.rolloutPolicy, '/rolloutPolicy');
+      const problems = dataProblems(serviceData, trust);
       if (problems.length > 0) return invalid(problems);
       const replaced = await repos.catalogue.replaceWritableData(serviceId, serviceData, now());
       if (replaced.kind === 'missing') return refusal(errors.serviceNotFound(serviceId));

@@ -2,6 +2,7 @@ import { type Collection, type Filter } from 'mongodb';
 import { contractLimits, type IImageRelease } from '../contracts/index.js';
 import type { RecordObservationResult, ReleaseObservation, ReleaseRepository } from '../domain/ports/index.js';
 import type { KeysetPosition, ReleaseIdentity } from '../domain/releases.js';
+import type { ReleaseVerification } from '../domain/trust/releaseVerification.js';
 import { keysetBefore } from './keyset.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
@@ -13,11 +14,14 @@ import { collections } from './indexPlan.js';
  * `observedTags` is stored in arrival order (`$addToSet`) and returned sorted, so
  * every reader sees the same document whatever order the events came in.
  * Promotion owns `acceptedAt`, `lastPromotedAt`, `promotionCount`; this store never
- * writes them and hands them through.
+ * writes them and hands them through. `verification` (outside `data`) is the signature verification
+ * a promotion relied on (docs/trust.md), written when its rollout is finished.
  */
 export interface ReleaseDocument {
   _id: string;
   data: IImageRelease['data'];
+  /** Outside `data` (the upstream release has no such member): the newest signature verification a rollout of it relied on. */
+  verification?: ReleaseVerification;
 }
 
 /** The order of a service's releases: newest observation first. */
@@ -144,6 +148,25 @@ export class ReleaseStore implements ReleaseRepository {
       $min: { 'data.acceptedAt': at },
       $max: { 'data.lastPromotedAt': at, 'data.promotionCount': promotionCount },
     });
+  }
+
+  async findVerification (releaseId: string): Promise<ReleaseVerification | null> {
+    const doc = await this.collection.findOne({ _id: releaseId }, { projection: { verification: 1 } });
+    return doc?.verification ?? null;
+  }
+
+  async findVerifications (releaseIds: readonly string[]): Promise<Map<string, ReleaseVerification>> {
+    if (releaseIds.length === 0) return new Map();
+    const filter = { _id: { $in: [...new Set(releaseIds)] }, verification: { $exists: true } };
+    const docs = await this.collection.find(filter, { projection: { verification: 1 } }).toArray();
+    return new Map(docs.flatMap((d) => (d.verification ? [[d._id, d.verification] as const] : [])));
+  }
+
+  async recordVerification (releaseId: string, verification: ReleaseVerification): Promise<void> {
+    await this.collection.updateOne(
+      { _id: releaseId, $or: [{ verification: { $exists: false } }, { 'verification.verifiedAt': { $lt: verification.verifiedAt } }] },
+      { $set: { verification } }
+    );
   }
 
   async listByService (serviceId: string, page: { limit: number, after?: KeysetPosition }): Promise<IImageRelease[]> {

@@ -9,10 +9,10 @@
  * test/unit/cli/wireShapes.typecheck.ts checks that every server answer fits these types.
  */
 import type {
-  IImageRelease, IImageRolloutStatus, IImmutableImageDeploymentPlan, IImmutableImageTargetScope, IService, ImageReleasePage,
+  IImageRelease, IImageRolloutStatus, IImmutableImageDeploymentPlan, IImmutableImageTargetScope, IReleaseSignatureVerdict, IService, ImageReleasePage,
 } from '../../contracts/index.js';
 
-export type { IImageRelease, IImmutableImageDeploymentPlan, ImageReleasePage };
+export type { IImageRelease, IImmutableImageDeploymentPlan, IReleaseSignatureVerdict, ImageReleasePage };
 
 export interface AutomationHold {
   since: number;

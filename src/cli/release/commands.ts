@@ -69,8 +69,12 @@ async function list (ctx: CommandContext, args: Args<'list'>): Promise<CommandRe
     : '';
   return {
     exitCode: ExitCode.ok,
-    json: { serviceId: args.serviceId, releases: body.releases.map(releaseRow), ...(body.nextCursor ? { nextCursor: body.nextCursor } : {}) },
-    text: body.releases.length === 0 ? `no releases observed for service ${args.serviceId}` : `${releaseTable(body.releases)}${more}`,
+    json: {
+      serviceId: args.serviceId,
+      releases: body.releases.map((r) => releaseRow(r, body.verifications?.[r.id])),
+      ...(body.nextCursor ? { nextCursor: body.nextCursor } : {}),
+    },
+    text: body.releases.length === 0 ? `no releases observed for service ${args.serviceId}` : `${releaseTable(body.releases, body.verifications)}${more}`,
   };
 }
 

@@ -1,5 +1,5 @@
 import type {
-  BlockingReason, DeadlineExceeded, IImageRelease, RolloutHistoryEntry, RolloutSnapshot, RolloutView, ServiceSummary,
+  BlockingReason, DeadlineExceeded, IImageRelease, IReleaseSignatureVerdict, RolloutHistoryEntry, RolloutSnapshot, RolloutView, ServiceSummary,
 } from './api.js';
 
 /** Where a command writes: its result, and log lines (always stderr). */
@@ -53,7 +53,11 @@ export function table (header: string[], rows: string[][]): string {
 const text = (value: unknown): string => (typeof value === 'string' && value !== '' ? value : typeof value === 'number' ? String(value) : '-');
 
 /** A release as `list -o json` shows it: flat, with the fields CI scripts pick. */
-export function releaseRow (release: IImageRelease) {
+/** Who signed, in words: `ci` (a key id), or the keyless identity. */
+export const signersText = (verdict: IReleaseSignatureVerdict): string =>
+  verdict.signers.map((s) => ('keyId' in s ? `key ${s.keyId}` : `${s.subject} (${s.issuer})`)).join(', ');
+
+export function releaseRow (release: IImageRelease, verdict?: IReleaseSignatureVerdict) {
   const d = release.data;
   return {
     id: release.id,
@@ -68,19 +72,26 @@ export function releaseRow (release: IImageRelease) {
     ...(d.acceptedAt !== undefined ? { acceptedAt: d.acceptedAt } : {}),
     ...(d.lastPromotedAt !== undefined ? { lastPromotedAt: d.lastPromotedAt } : {}),
     promotionCount: d.promotionCount ?? 0,
+    ...(verdict ? { signature: verdict } : {}),
   };
 }
 
-export function releaseTable (releases: IImageRelease[]): string {
+/** The releases; with a SIGNATURE column when the page carries signature verdicts (a service with a trust policy). */
+export function releaseTable (releases: IImageRelease[], verdicts: Record<string, IReleaseSignatureVerdict> = {}): string {
+  const signed = Object.keys(verdicts).length > 0;
   return table(
-    ['RELEASE', 'TAGS', 'DIGEST', 'FIRST OBSERVED', 'ACCEPTED'],
-    releases.map((r) => [
-      r.id,
-      clip(r.data.observedTags.join(',') || '-', 40),
-      shortDigest(r.data.registryRootDigest),
-      isoTime(r.data.firstObservedAt),
-      r.data.acceptedAt === undefined ? 'no' : `yes (${isoTime(r.data.acceptedAt)})`,
-    ])
+    ['RELEASE', 'TAGS', 'DIGEST', 'FIRST OBSERVED', 'ACCEPTED', ...(signed ? ['SIGNATURE'] : [])],
+    releases.map((r) => {
+      const verdict = verdicts[r.id];
+      return [
+        r.id,
+        clip(r.data.observedTags.join(',') || '-', 40),
+        shortDigest(r.data.registryRootDigest),
+        isoTime(r.data.firstObservedAt),
+        r.data.acceptedAt === undefined ? 'no' : `yes (${isoTime(r.data.acceptedAt)})`,
+        ...(signed ? [verdict ? clip(`verified: ${signersText(verdict)}`, 60) : '-'] : []),
+      ];
+    })
   );
 }
 

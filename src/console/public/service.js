@@ -125,6 +125,7 @@ export function servicePage (root, serviceId) {
     view: undefined,
     releases: [],
     releasesCursor: undefined,
+    verifications: {}, // by release id: the signature verdict a trust policy gave (docs/trust.md)
     history: [],
     rolloutId: null,
     status: undefined,
@@ -203,8 +204,8 @@ export function servicePage (root, serviceId) {
     const more = state.releasesCursor ? () => { void loadReleases(true); } : undefined;
     const plan = state.view?.plan;
     const status = currentStatus(state.view ?? {})?.status;
-    fillIfChanged(el.releases, JSON.stringify([state.releases, plan?.rolloutId, state.releasesCursor]),
-      () => releasesTable(state.releases, plan, releaseActions, more));
+    fillIfChanged(el.releases, JSON.stringify([state.releases, plan?.rolloutId, state.releasesCursor, state.verifications]),
+      () => releasesTable(state.releases, plan, releaseActions, more, state.verifications));
     const lifecycle = state.view?.lifecycle;
     fillIfChanged(el.history, JSON.stringify([state.history, plan?.rolloutId, status, lifecycle?.succeededAt, lifecycle?.failure]),
       () => historyTable(state.history, plan, status, lifecycle));
@@ -224,6 +225,7 @@ export function servicePage (root, serviceId) {
     const page = await getReleases(serviceId, append ? state.releasesCursor : undefined);
     state.releases = append ? [...state.releases, ...page.releases] : page.releases;
     state.releasesCursor = page.nextCursor;
+    state.verifications = { ...(append ? state.verifications : {}), ...page.verifications };
     drawLists();
   }
 
@@ -231,6 +233,7 @@ export function servicePage (root, serviceId) {
     const [releases, history] = await Promise.all([getReleases(serviceId), getHistory(serviceId)]);
     state.releases = releases.releases;
     state.releasesCursor = releases.nextCursor;
+    state.verifications = { ...releases.verifications };
     state.history = history.rollouts;
     drawLists();
   }

@@ -21,7 +21,18 @@ const headRow = (titles) => h('thead', {}, h('tr', {}, titles.map((text) => h('t
  * One release row. `actions.promote(release)` / `actions.rollback(release)`; roll back is
  * offered for releases promoted before that are not the one deployed now (what the server accepts).
  */
-function releaseRow (release, plan, actions) {
+/** Who signed a release, as its signature verdict names them: key ids, or keyless identities. */
+const signersText = (verdict) => verdict.signers.map((s) => (s.keyId !== undefined ? `key ${s.keyId}` : `${s.subject} (${s.issuer})`)).join(', ');
+
+/** The Signature cell (services with a trust policy): who signed, with the policy and summary digests on hover. */
+function signatureCell (verdict) {
+  if (!verdict) return h('td', { class: 'muted', text: 'not verified yet' });
+  const title = `verified ${formatTime(verdict.verifiedAt)} under policy sha256:${verdict.policyDigest}; summary sha256:${verdict.summaryDigest}` +
+    (verdict.attestations.length > 0 ? `; attestations: ${verdict.attestations.join(', ')}` : '');
+  return h('td', { title }, h('span', { class: 'badge tone-success', text: 'signed' }), ` ${signersText(verdict)}`);
+}
+
+function releaseRow (release, plan, actions, verifications) {
   const d = release.data;
   const current = plan?.releaseId === release.id;
   const canRollBack = plan !== undefined && !current && d.acceptedAt !== undefined && d.registryRootDigest !== plan.requestedDigest;
@@ -33,19 +44,24 @@ function releaseRow (release, plan, actions) {
     h('td', {}, timeAgo(d.lastObservedAt)),
     h('td', {}, d.acceptedAt === undefined ? 'not yet' : timeAgo(d.acceptedAt)),
     h('td', { class: 'num', text: String(d.promotionCount ?? 0) }),
+    verifications ? signatureCell(verifications[release.id]) : null,
     h('td', { class: 'actions' },
       actionButton('promote', release, `Promote ${label}`, 'Promote…', () => actions.promote(release)),
       canRollBack ? actionButton('rollback', release, `Roll back to ${label}`, 'Roll back…', () => actions.rollback(release)) : null));
 }
 
-/** The releases table, newest observation first, with "Load more" when there is a next page. */
-export function releasesTable (releases, plan, actions, more) {
+/**
+ * The releases table, newest observation first, with "Load more" when there is a next page; with a
+ * Signature column when some release carries a signature verdict (a service with a trust policy).
+ */
+export function releasesTable (releases, plan, actions, more, verifications = {}) {
   if (releases.length === 0) return h('p', { class: 'muted', text: 'No releases observed yet: the registry has reported no push for this service.' });
+  const signed = Object.keys(verifications).length > 0 ? verifications : undefined;
   return h('div', {},
     h('table', { class: 'releases' },
       h('caption', { class: 'sr-only', text: 'Releases, newest observation first' }),
-      headRow(['Release', 'Tags', 'Digest', 'Last observed', 'Accepted', 'Promotions', 'Actions']),
-      h('tbody', {}, releases.map((r) => releaseRow(r, plan, actions)))),
+      headRow(['Release', 'Tags', 'Digest', 'Last observed', 'Accepted', 'Promotions', ...(signed ? ['Signature'] : []), 'Actions']),
+      h('tbody', {}, releases.map((r) => releaseRow(r, plan, actions, signed)))),
     more ? h('button', { type: 'button', class: 'secondary', 'data-focus-key': 'more-releases', text: 'Load more releases', onclick: more }) : null);
 }
 

@@ -1,5 +1,6 @@
 import type { AutomaticPromotionOutcome, IImageRelease, IImmutableRegistryPushEvent, ImageTagHistoryEntry } from '../../contracts/index.js';
 import type { KeysetPosition, ReleaseIdentity } from '../releases.js';
+import type { ReleaseVerification } from '../trust/releaseVerification.js';
 
 export interface ReleaseObservation {
   identity: ReleaseIdentity;
@@ -24,6 +25,12 @@ export interface ReleaseRepository {
   recordObservation(observation: ReleaseObservation): Promise<RecordObservationResult>;
   /** acceptedAt = min(acceptedAt, at); lastPromotedAt = max(…, at); promotionCount = max(…, count). */
   recordPromotion(releaseId: string, at: number, promotionCount: number): Promise<void>;
+  /** The release's stored signature verification (the newest a rollout of it relied on), if any. */
+  findVerification(releaseId: string): Promise<ReleaseVerification | null>;
+  /** The stored verifications of these releases, by release id (releases without one are absent). */
+  findVerifications(releaseIds: readonly string[]): Promise<Map<string, ReleaseVerification>>;
+  /** Keeps the verification unless the release has a newer one (by verifiedAt): idempotent, any order. */
+  recordVerification(releaseId: string, verification: ReleaseVerification): Promise<void>;
   /** A service's releases, `lastObservedAt` desc then id desc, strictly after `after`. */
   listByService(serviceId: string, page: { limit: number, after?: KeysetPosition }): Promise<IImageRelease[]>;
 }

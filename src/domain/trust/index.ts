@@ -9,10 +9,13 @@ export { parsePublicKey, type KeyAlgorithm, type TrustedKey } from './keys.js';
 export { compileTrustPolicy, trustPolicyProblems, type CompiledTrustPolicy, type PolicyContext } from './policy.js';
 export type { SignerName } from './signers.js';
 export {
-  buildVerificationSummary, canonicalJson, SLSA_PROVENANCE_V1, VERIFICATION_SUMMARY_PREDICATE_TYPE,
+  buildVerificationSummary, canonicalJson, trustPolicyDigest, SLSA_PROVENANCE_V1, VERIFICATION_SUMMARY_PREDICATE_TYPE,
   type SummaryInput, type VerificationSummaryStatement,
 } from './summary.js';
 export {
   pinnedReference, trustRefusalError, verifyDigest,
   type TrustRefusalCode, type TrustVerdict, type VerifiedArtifact, type VerifiedAttestation, type VerifyDigestInput,
 } from './verify.js';
+export {
+  ReleaseVerification, ReleaseVerificationView, RolloutTrustCheck, releaseVerificationOf, VerificationSigner,
+} from './releaseVerification.js';

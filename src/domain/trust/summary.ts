@@ -53,6 +53,9 @@ export function canonicalJson (value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
+/** sha256 hex of the policy's canonical JSON: the summary's `policy.digest.sha256`, and how a stored verification names its policy. */
+export const trustPolicyDigest = (policy: unknown): string => createHash('sha256').update(canonicalJson(policy)).digest('hex');
+
 const hex = (digest: string): string => digest.replace(/^sha256:/, '');
 
 export function buildVerificationSummary (input: SummaryInput): VerificationSummaryStatement {
@@ -72,7 +75,7 @@ export function buildVerificationSummary (input: SummaryInput): VerificationSumm
       verifier: input.verifier,
       timeVerified: new Date(input.timeVerified).toISOString(),
       resourceUri,
-      policy: { uri: input.policyUri, digest: { sha256: createHash('sha256').update(canonicalJson(input.policy)).digest('hex') } },
+      policy: { uri: input.policyUri, digest: { sha256: trustPolicyDigest(input.policy) } },
       inputAttestations,
       verificationResult: passed ? 'PASSED' : 'FAILED',
       // Only what was checked: a signed SLSA provenance attests Build L1; higher levels need facts about the builder this server does not have.

@@ -5,6 +5,7 @@ import {
   ReportImmutableRegistryPushEventResponse,
 } from '../../contracts/index.js';
 import { permissions } from '../../domain/principal.js';
+import { ReleaseVerificationView } from '../../domain/trust/releaseVerification.js';
 import type { Operations } from '../../operations/index.js';
 import type { TokenVerifier } from '../auth.js';
 import { actorOf } from '../authorize.js';
@@ -20,6 +21,11 @@ export interface ReleaseRoutesOptions {
 
 const tags = ['releases'];
 const TagParams = Type.Object({ serviceId: Id, tag: OciTag }, { additionalProperties: false });
+const ReleaseParams = Type.Object({ serviceId: Id, releaseId: Id }, { additionalProperties: false });
+const verificationSummary = 'A release\'s signature verification (trust policy)';
+const verificationDescription = 'The verdict, who signed (key ids or keyless identities), the trust policy\'s digest and the SLSA' +
+  ' Verification Summary (a DSSE envelope signed by the server\'s attestation key) a promotion of the release relied on;' +
+  ' `verification` is absent until a rollout of it passed a trust policy (docs/trust.md).';
 const pushSummary = 'Report an immutable registry push event (admin, api)';
 const pushDescription = '201: a new observation was recorded; 200: this eventId was already recorded with the same content (nothing changed,' +
   ' header `Idempotent-Replayed: true`). The same eventId with other content is 409 `push-event-conflict` naming the fields that differ.' +
@@ -42,7 +48,7 @@ export const releaseRoutes: FastifyPluginAsyncTypebox<ReleaseRoutesOptions> = as
     body: withExample(IImmutableRegistryPushEvent, examples.pushEvent),
     response: {
       ...replies({ ...PushReply, description: 'this eventId was already recorded with the same content: nothing changed' }, withBody,
-        ['service-not-found', 'push-event-conflict', 'release-identity-conflict', 'registry-target-mismatch']),
+        ['service-not-found', 'push-event-conflict', 'release-identity-conflict', 'registry-target-mismatch', 'registry-unavailable']),
       201: { ...PushReply, description: 'a new observation was recorded' },
     },
   }), async (request, reply) => {
@@ -59,6 +65,14 @@ export const releaseRoutes: FastifyPluginAsyncTypebox<ReleaseRoutesOptions> = as
     querystring: ImageReleasePageQuery,
     response: replies(ImageReleasePage, withInput, ['service-not-found']),
   }), async ({ params, query }, reply) => valueOf(await releases.listReleasePage(params.serviceId, query), reply, '/querystring'));
+
+  app.get('/v1/services/:serviceId/image-releases/:releaseId/verification', guard(permissions.readReleases, {
+    tags,
+    summary: verificationSummary,
+    description: verificationDescription,
+    params: ReleaseParams,
+    response: replies(ReleaseVerificationView, withInput, ['service-not-found', 'release-not-found']),
+  }), async ({ params }, reply) => valueOf(await releases.readVerification(params.serviceId, params.releaseId), reply, '/params'));
 
   app.get('/v1/services/:serviceId/tags/:tag/history', guard(permissions.readReleases, {
     tags,

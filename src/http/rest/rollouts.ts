@@ -77,6 +77,8 @@ const metricsDescription = 'Deployment frequency, lead time, change-failure rate
 const rolloutWriteCodes = [
   'idempotency-key-missing', 'service-not-found', 'release-not-found', 'rollout-generation-conflict', 'current-rollout-mismatch',
   'idempotency-request-in-progress', 'idempotency-key-reused', 'invalid-deployment-plan',
+  // A service with a trust policy (docs/trust.md): the digest's signatures, or the registry that holds them.
+  'signature-missing', 'signature-untrusted', 'signature-digest-mismatch', 'attestation-missing', 'registry-unavailable',
 ] as const;
 const rollbackCodes = ['rollback-target-not-accepted', 'rollback-target-is-current', 'no-current-rollout'] as const;
 const writeReplies = (...codes: ReadonlyArray<readonly ErrorCode[]>) => replies(ServiceReply, withInput, withBody, rolloutWriteCodes, ...codes);

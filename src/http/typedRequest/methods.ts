@@ -1,11 +1,12 @@
-import type { Static, TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import {
-  clusterContracts, clusterListLimits, releaseTypedRequestContracts, serviceTypedRequestContracts, typedRequestContracts,
+  clusterContracts, clusterListLimits, Id, releaseTypedRequestContracts, serviceTypedRequestContracts, typedRequestContracts,
 } from '../../contracts/index.js';
 import { ReportDeploymentSnapshotsInput } from '../../contracts/reports.js';
 import { duplicateNodeNamesRefusal } from '../../domain/clusters.js';
 import { permissions, type Permission } from '../../domain/principal.js';
 import { serverManagedFieldRefusal } from '../../domain/services.js';
+import { ReleaseVerificationView } from '../../domain/trust/releaseVerification.js';
 import { errors, type AppError } from '../../errors.js';
 import type { Operations } from '../../operations/index.js';
 import { success, type Actor, type Result } from '../../domain/result.js';
@@ -176,12 +177,21 @@ const getServiceImageTagHistory: MethodOf = ({ releases }) => define({
   run: ({ serviceId, tag, ...query }) => releases.tagHistory(serviceId, tag, query),
 });
 
+/** This project's: a release's signature verification (docs/trust.md), as REST GET …/image-releases/:releaseId/verification answers it. */
+const getImageReleaseVerification: MethodOf = ({ releases }) => define({
+  method: 'getImageReleaseVerification',
+  permission: permissions.readReleases,
+  payload: Type.Object({ serviceId: Id, releaseId: Id }, { additionalProperties: false }),
+  response: ReleaseVerificationView,
+  run: ({ serviceId, releaseId }) => releases.readVerification(serviceId, releaseId),
+});
+
 /** Every method, in the order the route lists them. */
 const methods: readonly MethodOf[] = [
   registerCluster, getCluster, listClusters,
   getServiceById, createService, updateService, listServices,
   reportImmutableRegistryPushEvent, promoteServiceImageRelease, rollbackServiceImageRelease, abortServiceRollout, reportDeploymentSnapshots,
-  getServiceImageReleases, getServiceImageReleasesPage, getServiceImageTagHistory,
+  getServiceImageReleases, getServiceImageReleasesPage, getServiceImageTagHistory, getImageReleaseVerification,
 ];
 
 export function typedRequestMethods (operations: Operations): TypedRequestMethod[] {

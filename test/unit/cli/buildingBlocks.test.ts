@@ -4,7 +4,8 @@ import { parseDuration } from '../../../src/cli/release/args.js';
 import { backoffMs, retryAfterMs } from '../../../src/cli/release/http.js';
 import { idempotencyKeyFor, reasonFor, type KeyInput } from '../../../src/cli/release/idempotency.js';
 import type { RolloutHistoryEntry } from '../../../src/cli/release/api.js';
-import { historyTable, outcomeText, Progress, triggerText } from '../../../src/cli/release/output.js';
+import { historyTable, outcomeText, Progress, releaseRow, releaseTable, triggerText } from '../../../src/cli/release/output.js';
+import type { IImageRelease } from '../../../src/contracts/index.js';
 
 /** The variables of one GitHub Actions job attempt. */
 const github = (runId: string, attempt = '1'): Record<string, string> => ({
@@ -16,6 +17,41 @@ const github = (runId: string, attempt = '1'): Record<string, string> => ({
 });
 
 describe('cloudly-release building blocks (in process)', () => {
+  it('list: a SIGNATURE column (who signed) only when the page carries signature verdicts', () => {
+    const release = (id: string): IImageRelease => ({
+      id,
+      data: {
+        serviceId: 'svc',
+        imageId: 'img',
+        registryHost: 'registry.example.com',
+        repository: 'team/app',
+        registryRootDigest: `sha256:${'a'.repeat(64)}`,
+        digestPinnedImageReference: `registry.example.com/team/app@sha256:${'a'.repeat(64)}`,
+        manifestMediaType: 'application/vnd.oci.image.manifest.v1+json',
+        observedTags: ['v1'],
+        firstObservedAt: 0,
+        lastObservedAt: 0,
+        observationCount: 1,
+      },
+    });
+    const verdict = {
+      verdict: 'passed' as const,
+      verifiedAt: 1,
+      policyDigest: 'b'.repeat(64),
+      signers: [{ keyId: 'ci' }, { issuer: 'https://issuer.example', subject: 'me@example.com' }],
+      attestations: [],
+      summaryDigest: 'c'.repeat(64),
+    };
+    const plain = releaseTable([release('rel_a')]).split('\n');
+    expect(plain[0]).toMatch(/^RELEASE\s+TAGS\s+DIGEST\s+FIRST OBSERVED\s+ACCEPTED$/);
+    const signed = releaseTable([release('rel_a'), release('rel_b')], { rel_a: verdict }).split('\n');
+    expect(signed[0]).toMatch(/ACCEPTED\s+SIGNATURE$/);
+    expect(signed[1]).toMatch(/verified: key ci, me@example.com \(https:\/\/issuer.example\)$/);
+    expect(signed[2]).toMatch(/\s-$/);
+    expect(releaseRow(release('rel_a'), verdict)).toMatchObject({ id: 'rel_a', signature: verdict });
+    expect(releaseRow(release('rel_a'))).not.toHaveProperty('signature');
+  });
+
   it('durations: 90s, 10m, 1h30m, 500ms, a bare number is seconds; anything else is refused', () => {
     expect(['90s', '10m', '1h30m', '500ms', '2', '1.5s'].map(parseDuration)).toEqual([90_000, 600_000, 5_400_000, 500, 2_000, 1_500]);
     expect(['soon', '10x', '', 'm', '-1s', '1m 30s'].map(parseDuration)).toEqual([undefined, undefined, undefined, undefined, undefined, undefined]);

@@ -454,7 +454,14 @@ type RolloutPolicyExtension = {
     automaticPromotion?: { tagPattern?: string; semverRange?: string };
   };
 };
-type Extensions = PlacementExtension & RolloutPolicyExtension;
+type TrustPolicyExtension = {
+  trustPolicy?: {
+    publicKeys?: Array<{ keyId: string; publicKeyPem: string; description?: string }>;
+    keylessIdentities?: Array<{ issuer: string; subject?: string; subjectPattern?: string }>;
+    requiredAttestations?: string[];
+  };
+};
+type Extensions = PlacementExtension & RolloutPolicyExtension & TrustPolicyExtension;
 type ServedServiceData = Flat<Upstream.IService['data'] & Extensions>;
 type ServedService = { id: string; data: ServedServiceData };
 type ServedWritableData = Flat<Upstream.TServiceWritableData & Extensions>;
@@ -506,11 +513,12 @@ export type DataShapes = [
   Expect<Equals<C.IImage, Upstream.IImage>>,
   Expect<Equals<C.IDeployment, Upstream.IDeployment>>,
   Expect<Equals<C.IIdentity, Upstream.IIdentity>>,
-  // Without the project extensions, IService['data'] is upstream's; with them, exactly upstream + placement + rolloutPolicy.
-  Expect<Equals<Flat<Omit<C.IService['data'], 'placement' | 'rolloutPolicy'>>, Upstream.IService['data']>>,
+  // Without the project extensions, IService['data'] is upstream's; with them, exactly upstream + placement + rolloutPolicy + trustPolicy.
+  Expect<Equals<Flat<Omit<C.IService['data'], 'placement' | 'rolloutPolicy' | 'trustPolicy'>>, Upstream.IService['data']>>,
   Expect<Equals<C.IService['data'], ServedServiceData>>,
   Expect<Equals<C.IService, ServedService>>,
-  Expect<Equals<Flat<Omit<C.TServiceWritableData, 'placement' | 'rolloutPolicy'>>, Flat<Upstream.TServiceWritableData>>>,
+  Expect<Equals<Flat<Omit<C.TServiceWritableData, 'placement' | 'rolloutPolicy' | 'trustPolicy'>>, Flat<Upstream.TServiceWritableData>>>,
+  Expect<Equals<C.ITrustPolicy, NonNullable<TrustPolicyExtension['trustPolicy']>>>,
   Expect<Equals<C.IRolloutPolicy, NonNullable<RolloutPolicyExtension['rolloutPolicy']>>>,
   Expect<Equals<C.TServiceWritableData, ServedWritableData>>,
   Expect<Equals<C.IServicePlacement, NonNullable<PlacementExtension['placement']>>>,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { IImageRelease, IService, TSha256Digest } from '../../../src/contracts/index.js';
-import { admissionRules, admit, isSkip, type AdmissionFacts, type AdmissionRule } from '../../../src/domain/admission.js';
+import { admissionRules, admit, isSkip, rulesBeforeVerification, type AdmissionFacts, type AdmissionRule } from '../../../src/domain/admission.js';
 import type { RolloutIntent } from '../../../src/domain/rollouts.js';
 import { errors, rolloutRefusalOf, type AppError, type ErrorCode } from '../../../src/errors.js';
 
@@ -112,6 +112,34 @@ describe('admission: one ordered list of rules for every kind of rollout', () =>
     const rules = [...admissionRules, frozen];
     expect(codeOf(admit(promotion, facts(), rules))).toBe('forbidden');
     expect(admit(rollback, facts(), rules)).toBeUndefined();
+  });
+});
+
+describe('the signature rule (services with a trust policy)', () => {
+  const trusted = service(true, { trustPolicy: { publicKeys: [{ keyId: 'ci', publicKeyPem: '-----BEGIN PUBLIC KEY-----' }] } });
+  const passed = { kind: 'passed', check: { basis: 'registry', policyDigest: 'a'.repeat(64), summaryDigest: 'b'.repeat(64) } } as const;
+  const unsigned = errors.signatureMissing({ image: 'registry.example.com/team/app@sha256:…', detail: 'no signature', found: {} });
+
+  it('admits without a policy (no fact needed), with a passed fact; refuses with the fact\'s error; fails closed without a fact', () => {
+    expect(admit(promotion, facts())).toBeUndefined();
+    expect(admit(promotion, facts({ service: trusted, trust: passed }))).toBeUndefined();
+    expect(codeOf(admit(promotion, facts({ service: trusted, trust: { kind: 'refused', error: unsigned } })))).toBe('signature-missing');
+    expect(codeOf(admit(rollback, facts({ service: trusted, trust: { kind: 'refused', error: unsigned } })))).toBe('signature-missing');
+    expect(codeOf(admit(promotion, facts({ service: trusted })))).toBe('internal-error');
+  });
+
+  it('comes last: the registry is asked only once every other rule admitted (a stale generation is a conflict, not a signature refusal)', () => {
+    expect(admissionRules.at(-1)?.name).toBe('signature-verified');
+    expect(rulesBeforeVerification.map((r) => r.name)).toEqual(admissionRules.slice(0, -1).map((r) => r.name));
+    const stale = facts({ service: trusted, trust: { kind: 'refused', error: unsigned }, expectedRolloutGeneration: 5 });
+    expect(codeOf(admit(promotion, stale))).toBe('rollout-generation-conflict');
+  });
+
+  it('a trust refusal is replayed and skips an automatic promotion; registry-unavailable is retryable and keeps a waiting push waiting', () => {
+    for (const code of ['signature-missing', 'signature-untrusted', 'signature-digest-mismatch', 'attestation-missing'] as const) {
+      expect(rolloutRefusalOf(code), code).toEqual({ replay: true, automatic: 'skipped', waiting: 'forget' });
+    }
+    expect(rolloutRefusalOf('registry-unavailable')).toEqual({ replay: false, automatic: 'error', waiting: 'keep-waiting' });
   });
 });
 
