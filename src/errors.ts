@@ -286,9 +286,9 @@ export const errors = {
   forbidden: (detail: string): AppError => new AppError('forbidden', { detail }),
   notFound: (method: string, path: string): AppError => new AppError('not-found', { detail: `no route ${method} ${excerpt(path, 512)}` }),
   serviceNotFound: (serviceId: string): AppError => new AppError('service-not-found', {
-    // A name where an id goes is the usual mistake: say how to find a service by its name.
-    detail: `service '${excerpt(serviceId)}' does not exist (services are addressed by id; ` +
-      `to find one by name: GET /v1/services?name=${encodeURIComponent(excerpt(serviceId, 64))})`,
+    // A name where an id goes is the usual mistake: say how to find a service by its name (an id-shaped value gets the plain text).
+    detail: `service '${excerpt(serviceId)}' does not exist` +
+      (serviceId.startsWith('svc_') ? '' : ` (services are addressed by id; to find one by name: GET /v1/services?name=${excerpt(serviceId, 64)})`),
     details: { serviceId: excerpt(serviceId) },
   }),
   releaseNotFound: (serviceId: string, releaseId: string): AppError => new AppError('release-not-found', {

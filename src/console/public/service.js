@@ -109,7 +109,20 @@ function summary (view, entry, onAbort) {
       fact('Updated', timeAgo(st?.updatedAt ?? plan.createdAt)),
       hold ? fact('Automation', `on hold since a rollback by ${hold.by} `, timeAgo(hold.since)) : [],
       lifecycleFacts(view)),
-    h('button', { type: 'button', class: 'danger', id: 'abort', 'data-focus-key': 'abort', text: 'Abort rollout…', onclick: onAbort }));
+    abortButton(st?.status === 'succeeded' && st.rolloutId === plan.rolloutId, onAbort));
+}
+
+/**
+ * Abort acts on a rollout in progress; on one that succeeded it is a rollback to the release verified
+ * before it (docs/decisions.md "Abort after success"), and the button says so.
+ */
+function abortButton (succeeded, onAbort) {
+  return succeeded
+    ? h('button', {
+      type: 'button', class: 'danger', id: 'abort', 'data-focus-key': 'abort', text: 'Roll back to the last verified release…',
+      title: 'This rollout succeeded: an abort now rolls it back to the newest other release whose rollout succeeded.', onclick: onAbort,
+    })
+    : h('button', { type: 'button', class: 'danger', id: 'abort', 'data-focus-key': 'abort', text: 'Abort rollout…', onclick: onAbort });
 }
 
 function blockingList (view) {

@@ -145,6 +145,15 @@ describe('console actions in a browser', () => {
     expect((await currentPlan(stage, s.svc.id)).releaseId).toBe(s.releases.b);
   });
 
+  it('on a rollout that succeeded, the abort button says what it does: a rollback to the last verified release', async () => {
+    const s = await openService('abort-after-success', async (svc) => {
+      await report(stage, svc.plan, svc.svc.id, fullReplicas(svc.plan, svc.svc.id, NODES));
+    });
+    const { page } = s.cp;
+    await waitForText(page, '#abort', 'Roll back to the last verified release…');
+    expect(await page.$eval('#abort', (b) => b.getAttribute('title'))).toContain('This rollout succeeded');
+  });
+
   it('aborts from the page: the server rolls back to the last verified release; the page and the history name it an abort', async () => {
     let second = '';
     const s = await openService('abort', async (svc) => {

@@ -268,6 +268,7 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     getServiceImageReleases: { token: () => admin, payload: () => ({ serviceId: s.svc.id }) },
     getServiceImageReleasesPage: { token: () => admin, payload: () => ({ serviceId: s.svc.id, limit: 10 }) },
     getServiceImageTagHistory: { token: () => admin, payload: () => ({ serviceId: s.svc.id, tag: 'a', limit: 5 }) },
+    getImageReleaseVerification: { token: () => admin, payload: () => ({ serviceId: s.svc.id, releaseId: s.plan.releaseId }) },
     getCluster: { token: () => admin, payload: () => ({ clusterId: 'c1' }) },
     listClusters: { token: () => admin, payload: () => ({ limit: 10 }) },
     listServices: { token: () => admin, payload: () => ({ limit: 10 }) },
