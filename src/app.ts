@@ -13,6 +13,7 @@ import { instrumentRequests } from './http/instrumentation.js';
 import { registerJsonBody } from './http/jsonBody.js';
 import { registerOpenApi } from './http/openapi.js';
 import { serverOptions } from './http/serverOptions.js';
+import { attestationRoutes } from './http/rest/attestations.js';
 import { clusterRoutes } from './http/rest/clusters.js';
 import { healthRoutes } from './http/rest/health.js';
 import { metricsRoutes } from './http/rest/metrics.js';
@@ -26,9 +27,11 @@ import { typedRequestMethods } from './http/typedRequest/methods.js';
 import { typedRequestRoute } from './http/typedRequest/route.js';
 import { validatorCompiler } from './http/validator.js';
 import { Metrics } from './outbound/metrics.js';
+import { attestationSignerFrom } from './outbound/signer/index.js';
 import { abort, promote, rollBack } from './operations/manualRollout.js';
 import { clusterOperations } from './operations/clusters.js';
 import type { Operations } from './operations/index.js';
+import { attestationIssuer } from './operations/attestations.js';
 import { rolloutIssuer } from './operations/issueRollout.js';
 import { rolloutLifecycle, type LifecycleLog } from './operations/lifecycle.js';
 import { observePushEvent } from './operations/observePushEvent.js';
@@ -92,9 +95,11 @@ function composeOperations ({ repos, telemetry, config, fault, log, now }: Compo
   // The one rollout issuer (compare-and-swap, Idempotency-Key): every use case that starts a rollout issues it through this.
   const issuer = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log });
   const eventsRetentionMs = config.EVENTS_RETENTION_DAYS * 24 * 60 * 60 * 1000;
-  const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault, eventsRetentionMs });
+  const attestations = attestationIssuer({ repos, signer: attestationSignerFrom(config), now, log, fault });
+  const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault, eventsRetentionMs, attestations });
   return {
     lifecycle,
+    attestations,
     abort: abort({ issuer, telemetry }),
     services: serviceOperations({ repos, now }),
     clusters: clusterOperations({ repos, now }),
@@ -250,6 +255,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(rolloutRoutes, { operations, verifier });
   await app.register(reportRoutes, { operations, verifier, bodyLimit: reportBodyLimit(config) });
   await app.register(rolloutStatusRoutes, { rolloutReads: operations.rolloutReads, verifier, hub });
+  await app.register(attestationRoutes, { attestations: operations.attestations, verifier });
   await app.register(consolePlugin);
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);
   // Progress deadlines, milestones and follow-ups of rollouts in progress, and the domain-event log's

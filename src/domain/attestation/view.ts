@@ -36,3 +36,29 @@ export type AttestationPage = Static<typeof AttestationPage>;
 
 export const AttestationKeyList = Type.Object({ keys: Type.Array(AttestationKey) });
 export type AttestationKeyList = Static<typeof AttestationKeyList>;
+
+const PageSize = Type.Integer({ minimum: 1, maximum: 500, description: 'page size (default 50)' });
+const PageCursor = Type.String({ minLength: 1, maxLength: 32, pattern: '^[0-9]+$', description: 'the previous page\'s nextCursor' });
+
+/** `GET /v1/services/:serviceId/attestations` query. */
+export const AttestationQuery = Type.Object({
+  rolloutId: Type.Optional(Id),
+  limit: Type.Optional(PageSize),
+  cursor: Type.Optional(PageCursor),
+}, { additionalProperties: false });
+export type AttestationQuery = Static<typeof AttestationQuery>;
+
+/** TypedRequest `getServiceAttestations` (this project's own method): the query with the service. */
+export const GetServiceAttestationsPayload = Type.Object({
+  serviceId: Id,
+  rolloutId: Type.Optional(Id),
+  limit: Type.Optional(PageSize),
+  cursor: Type.Optional(PageCursor),
+}, { additionalProperties: false });
+
+/** TypedRequest `getServiceAttestation`. */
+export const GetServiceAttestationPayload = Type.Object({ serviceId: Id, attestationId: Id }, { additionalProperties: false });
+export const AttestationAnswer = Type.Object({ attestation: AttestationView });
+
+/** TypedRequest `getAttestationKeys`. */
+export const GetAttestationKeysPayload = Type.Object({}, { additionalProperties: false });

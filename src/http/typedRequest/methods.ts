@@ -3,6 +3,9 @@ import {
   clusterContracts, clusterListLimits, releaseTypedRequestContracts, serviceTypedRequestContracts, typedRequestContracts,
 } from '../../contracts/index.js';
 import { ReportDeploymentSnapshotsInput } from '../../contracts/reports.js';
+import {
+  AttestationAnswer, AttestationKeyList, AttestationPage, GetAttestationKeysPayload, GetServiceAttestationPayload, GetServiceAttestationsPayload,
+} from '../../domain/attestation/index.js';
 import { duplicateNodeNamesRefusal } from '../../domain/clusters.js';
 import { permissions, type Permission } from '../../domain/principal.js';
 import { serverManagedFieldRefusal } from '../../domain/services.js';
@@ -176,12 +179,37 @@ const getServiceImageTagHistory: MethodOf = ({ releases }) => define({
   run: ({ serviceId, tag, ...query }) => releases.tagHistory(serviceId, tag, query),
 });
 
+const getServiceAttestations: MethodOf = ({ attestations }) => define({
+  method: 'getServiceAttestations',
+  permission: permissions.readAttestations,
+  payload: GetServiceAttestationsPayload,
+  response: AttestationPage,
+  run: ({ serviceId, ...query }) => attestations.list(serviceId, query),
+});
+
+const getServiceAttestation: MethodOf = ({ attestations }) => define({
+  method: 'getServiceAttestation',
+  permission: permissions.readAttestations,
+  payload: GetServiceAttestationPayload,
+  response: AttestationAnswer,
+  run: ({ serviceId, attestationId }) => attestations.get(serviceId, attestationId),
+});
+
+const getAttestationKeys: MethodOf = ({ attestations }) => define({
+  method: 'getAttestationKeys',
+  permission: permissions.readAttestationKeys,
+  payload: GetAttestationKeysPayload,
+  response: AttestationKeyList,
+  run: async () => success(attestations.keys()),
+});
+
 /** Every method, in the order the route lists them. */
 const methods: readonly MethodOf[] = [
   registerCluster, getCluster, listClusters,
   getServiceById, createService, updateService, listServices,
   reportImmutableRegistryPushEvent, promoteServiceImageRelease, rollbackServiceImageRelease, abortServiceRollout, reportDeploymentSnapshots,
   getServiceImageReleases, getServiceImageReleasesPage, getServiceImageTagHistory,
+  getServiceAttestations, getServiceAttestation, getAttestationKeys,
 ];
 
 export function typedRequestMethods (operations: Operations): TypedRequestMethod[] {
