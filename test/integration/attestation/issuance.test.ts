@@ -111,7 +111,9 @@ describe('attestations issued by the server', () => {
 
   it('drift: one revocation linked to the attestation it revokes, the release no longer verified for an abort; a new success attests anew', async () => {
     const svc = await createFixtureService(t.app, admin, { replicasPerNode: 1, rolloutPolicy: { stabilityWindowSeconds: 0 } });
-    const [a, b, c] = [await pushRelease(t.app, api, svc, { tag: 'a' }), await pushRelease(t.app, api, svc, { tag: 'b' }), await pushRelease(t.app, api, svc, { tag: 'c' })];
+    const a = await pushRelease(t.app, api, svc, { tag: 'a' });
+    const b = await pushRelease(t.app, api, svc, { tag: 'b' });
+    const c = await pushRelease(t.app, api, svc, { tag: 'c' });
     await promoteAndSucceed(svc, a, 0);
     const pb = await promoteAndSucceed(svc, b, 1);
     await drift(svc, pb);
@@ -123,7 +125,7 @@ describe('attestations issued by the server', () => {
     const members = chain.map((v) => {
       const checked = verifyAttestationView(v, { keys });
       if (!checked.ok) throw new Error(JSON.stringify(checked.refusal));
-      return { envelopeDigest: checked.value.attestation.envelopeDigest, chain: checked.value.attestation.predicate.chain, serviceId: svc.id };
+      return { envelopeDigest: checked.value.attestation.envelopeDigest, chain: checked.value.attestation.chain!, serviceId: svc.id };
     });
     expect(verifyChain(members).ok).toBe(true);
     expect((await list(svc.id, `?rolloutId=${pb.rolloutId}`)).map((v) => v.kind)).toEqual(['runtime-verification', 'revocation']);
