@@ -35,6 +35,8 @@ export const attestationRoutes: FastifyPluginAsyncTypebox<AttestationRoutesOptio
   app.get('/v1/services/:serviceId/attestations/:attestationId', guard(permissions.readAttestations, {
     tags,
     summary: 'One attestation',
+    description: 'As listed (an AttestationView: the DSSE envelope, its SVR for a runtime verification, its key and digest).' +
+      ' `attestation-not-found` when the service has no attestation of this id.',
     params: AttestationParams,
     response: replies(AttestationAnswer, withInput, ['service-not-found', 'attestation-not-found']),
   }), async ({ params }, reply) => valueOf(await attestations.get(params.serviceId, params.attestationId), reply, '/params'));
