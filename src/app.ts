@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyLoggerOptions, FastifyServerOptions } from 'fastify';
 import Fastify from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { authKeyOf, ConfigError, faultPointsOf, type AppConfig } from './config.js';
+import { authKeyOf, ConfigError, faultPointsOf, registrySettingsOf, type AppConfig } from './config.js';
 import { consolePlugin } from './console/plugin.js';
+import type { AttestationRegistry } from './domain/ports/attestations.js';
 import type { DatabaseHealth } from './domain/ports/database.js';
 import type { Repositories } from './domain/ports/index.js';
 import { isAppError } from './errors.js';
@@ -27,6 +28,7 @@ import { typedRequestMethods } from './http/typedRequest/methods.js';
 import { typedRequestRoute } from './http/typedRequest/route.js';
 import { validatorCompiler } from './http/validator.js';
 import { Metrics } from './outbound/metrics.js';
+import { attestationRegistryFrom } from './outbound/registry/index.js';
 import { attestationSignerFrom } from './outbound/signer/index.js';
 import { abort, promote, rollBack } from './operations/manualRollout.js';
 import { clusterOperations } from './operations/clusters.js';
@@ -89,13 +91,15 @@ interface Composition {
   fault: FaultHook;
   log: LifecycleLog;
   now: () => number;
+  /** Where attestations are attached, when a registry allows writes. */
+  registry?: AttestationRegistry | undefined;
 }
 
-function composeOperations ({ repos, telemetry, config, fault, log, now }: Composition): Operations {
+function composeOperations ({ repos, telemetry, config, fault, log, now, registry }: Composition): Operations {
   // The one rollout issuer (compare-and-swap, Idempotency-Key): every use case that starts a rollout issues it through this.
   const issuer = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log });
   const eventsRetentionMs = config.EVENTS_RETENTION_DAYS * 24 * 60 * 60 * 1000;
-  const attestations = attestationIssuer({ repos, signer: attestationSignerFrom(config), now, log, fault });
+  const attestations = attestationIssuer({ repos, signer: attestationSignerFrom(config), now, log, fault, ...(registry ? { registry } : {}) });
   const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault, eventsRetentionMs, attestations });
   return {
     lifecycle,
@@ -222,8 +226,11 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await registerOpenApi(app);
 
   const repos = store.repositories;
+  // Registry writes (attaching attestations) only where the registry configuration allows them.
+  const registry = attestationRegistryFrom(registrySettingsOf(config));
+  if (registry) app.addHook('onClose', async () => { registry.close(); });
   const operations = composeOperations({
-    repos, telemetry: metrics, config, fault: opts.fault ?? faultHookFromConfig(faultPointsOf(config)), log: app.log, now: opts.now ?? Date.now,
+    repos, telemetry: metrics, config, fault: opts.fault ?? faultHookFromConfig(faultPointsOf(config)), log: app.log, now: opts.now ?? Date.now, registry,
   });
   const verifier = await createTokenVerifier(authKey).catch((err: unknown) => {
     // Only a public key can be refused here (a secret is used as given): it is not a key of that algorithm.

@@ -1,10 +1,11 @@
 import {
-  attestationEvent, attestationIdOf, attestationViewOf, requiredReplicaEvidence, revocationStatement, runtimeVerificationStatement, signStatement,
-  svrStatement, type AttestationDue, type AttestationKeyList, type AttestationPage, type AttestationRecord, type AttestationView, type ChainHead,
-  type SignedEnvelope, type StatementOf,
+  attestationEvent, attestationIdOf, attestationLayer, attestationViewOf, DSSE_LAYER_MEDIA_TYPE, requiredReplicaEvidence, revocationStatement,
+  runtimeVerificationStatement, signStatement, svrStatement, type AttestationDue, type AttestationKeyList, type AttestationPage,
+  type AttestationRecord, type AttestationView, type ChainHead, type SignedEnvelope, type StatementOf,
 } from '../domain/attestation/index.js';
 import { effectiveRolloutPolicy } from '../domain/lifecycle.js';
-import type { DueAttestations } from '../domain/ports/attestations.js';
+import type { AttestationRegistry, DueAttestations } from '../domain/ports/attestations.js';
+import type { ArtifactToAttach, ImageLocator } from '../domain/ports/registry.js';
 import type { Clock, Repositories } from '../domain/ports/index.js';
 import type { AttestationSigner } from '../domain/ports/signer.js';
 import { invalid, refusal, success, type Result } from '../domain/result.js';
@@ -29,8 +30,38 @@ export interface AttestationDeps {
   log: LifecycleLog;
   /** Crash injection (tests): `after-attestation-insert`. */
   fault?: FaultHook;
-  /** Attaches a stored attestation to its image in the registry, when the registry allows writes (best effort). */
-  attach?: (record: AttestationRecord) => Promise<void>;
+  /** Where attestations are attached to their images, when the image's registry allows writes (best effort, retried by the sweeper). */
+  registry?: AttestationRegistry;
+}
+
+/** Where an attestation's image lives: `host/repository@sha256:…`. */
+export function imageLocatorOf (image: string): ImageLocator {
+  const [name = '', digest = ''] = image.split('@');
+  const slash = name.indexOf('/');
+  return { registryHost: name.slice(0, slash), repository: name.slice(slash + 1), digest };
+}
+
+/**
+ * The attestation as layers of cosign's `.att` image (one per envelope: the runtime verification and its
+ * SVR, or the revocation) — what `cosign verify-attestation --key` reads — also pushed as an OCI 1.1 referrer.
+ */
+function attestationArtifact (record: AttestationRecord): ArtifactToAttach {
+  const envelopes = [record.envelope, ...(record.summaryEnvelope === undefined ? [] : [record.summaryEnvelope])];
+  const layers = envelopes.map((envelope) => {
+    const statement = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as { predicateType: string };
+    const blob = attestationLayer(envelope, statement.predicateType);
+    return { mediaType: blob.descriptor.mediaType, bytes: blob.bytes, ...(blob.descriptor.annotations ? { annotations: blob.descriptor.annotations } : {}) };
+  });
+  return { artifactType: COSIGN_ATTESTATION_ARTIFACT_TYPE, layers };
+}
+
+const COSIGN_ATTESTATION_ARTIFACT_TYPE = 'application/vnd.dev.cosign.artifact.att.v1+json';
+
+async function attachToRegistry (registry: AttestationRegistry, record: AttestationRecord): Promise<void> {
+  const image = imageLocatorOf(record.image);
+  const artifact = attestationArtifact(record);
+  await registry.attach(image, artifact, { kind: 'cosign-tag', suffix: 'att' });
+  await registry.attach(image, { ...artifact, artifactType: DSSE_LAYER_MEDIA_TYPE }, { kind: 'referrer' });
 }
 
 /** Rounds of read head → sign → insert an issue takes against other attestations taking the same place. */
@@ -114,10 +145,11 @@ async function issueDue (deps: AttestationDeps, signer: AttestationSigner, facts
     const signed = await signStatement(built.statement, signer);
     const summary = built.summary === undefined ? undefined : await signStatement(built.summary, signer);
     const record = recordOf(facts, due, built, signed, summary, (head?.sequence ?? 0) + 1);
-    const inserted = await deps.repos.attestations.insert(deps.attach === undefined ? record : { ...record, attach: 'pending' });
+    const attach = deps.registry?.allowsWrites(imageLocatorOf(record.image).registryHost) === true;
+    const inserted = await deps.repos.attestations.insert(attach ? { ...record, attach: 'pending' } : record);
     if (inserted === 'inserted') {
       deps.fault?.('after-attestation-insert');
-      return { record, issuedHere: true };
+      return { record: attach ? { ...record, attach: 'pending' } : record, issuedHere: true };
     }
     // 'exists': another process stored it (found at the next round); 'sequence-taken': the chain moved on, sign on top of the new head.
   }
@@ -148,7 +180,8 @@ export async function issueDues (deps: AttestationDeps, serviceId: string): Prom
     }
     if (outcome.issuedHere) {
       issued++;
-      if (deps.attach !== undefined) void attachQuietly(deps, outcome.record);
+      // Never awaited: a registry that is slow or away does not hold up the report that made the success.
+      if (outcome.record.attach === 'pending') void attachQuietly(deps, outcome.record);
     }
   }
   await relayQuietly(deps.repos, serviceId);
@@ -157,8 +190,9 @@ export async function issueDues (deps: AttestationDeps, serviceId: string): Prom
 
 /** Attaches to the registry; a failure is left to the sweeper (never blocks issuing or a report). */
 async function attachQuietly (deps: AttestationDeps, record: AttestationRecord): Promise<void> {
+  if (deps.registry === undefined) return;
   try {
-    await deps.attach?.(record);
+    await attachToRegistry(deps.registry, record);
     await deps.repos.attestations.markAttached(record.id);
   } catch (err) {
     deps.log.warn({ attestationId: record.id, err }, 'attaching the attestation to its image failed; the sweeper tries again');
@@ -176,7 +210,7 @@ export async function sweepAttestations (deps: AttestationDeps, stopping: () => 
       deps.log.warn({ serviceId, err }, 'issuing attestations failed; the next sweep takes it up');
     }
   }
-  if (deps.attach !== undefined && !stopping()) {
+  if (deps.registry !== undefined && !stopping()) {
     for (const record of await deps.repos.attestations.pendingAttachments(SWEEP_MAX)) {
       if (stopping()) break;
       await attachQuietly(deps, record);

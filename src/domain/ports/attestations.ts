@@ -1,6 +1,7 @@
 import type { IRolloutPolicy } from '../../contracts/index.js';
 import type { AttestationDue, AttestationRecord } from '../attestation/issuance.js';
 import type { DomainEvent } from '../events.js';
+import type { ImageRegistry } from './registry.js';
 
 /**
  * The attestations a server issued (src/store/attestationStore.ts, the `attestations` collection) and
@@ -41,4 +42,10 @@ export interface AttestationDues {
   findDues(serviceId: string): Promise<DueAttestations | null>;
   /** Takes the due off with its event (when one was issued), once: false when another process did. */
   completeDue(serviceId: string, key: string, event: DomainEvent | undefined): Promise<boolean>;
+}
+
+/** The registry as issuing needs it: attach (src/outbound/registry), and whether a host's configuration allows writes (`attachAttestations`). */
+export interface AttestationRegistry {
+  attach: ImageRegistry['attach'];
+  allowsWrites(registryHost: string): boolean;
 }
