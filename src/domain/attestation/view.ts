@@ -1,4 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
+import { IIdentity } from '../../contracts/identity.js';
 import { Id, Timestamp } from '../../contracts/common.js';
 import { literalUnion } from '../../contracts/literals.js';
 import { DsseEnvelope } from './dsse.js';
@@ -48,17 +49,20 @@ export const AttestationQuery = Type.Object({
 }, { additionalProperties: false });
 export type AttestationQuery = Static<typeof AttestationQuery>;
 
-/** TypedRequest `getServiceAttestations` (this project's own method): the query with the service. */
-export const GetServiceAttestationsPayload = Type.Object({
-  serviceId: Id,
-  rolloutId: Type.Optional(Id),
-  limit: Type.Optional(PageSize),
-  cursor: Type.Optional(PageCursor),
-}, { additionalProperties: false });
+/** TypedRequest methods of this project over attestations: `request` (with `identity`), `payload` (without), `response`. */
+const contract = <M extends string, P extends TProperties, Res extends TSchema>(method: M, properties: P, response: Res) => ({
+  method,
+  request: Type.Object({ identity: IIdentity, ...properties }, { additionalProperties: false }),
+  payload: Type.Object(properties, { additionalProperties: false }),
+  response,
+});
 
-/** TypedRequest `getServiceAttestation`. */
-export const GetServiceAttestationPayload = Type.Object({ serviceId: Id, attestationId: Id }, { additionalProperties: false });
 export const AttestationAnswer = Type.Object({ attestation: AttestationView });
 
-/** TypedRequest `getAttestationKeys`. */
-export const GetAttestationKeysPayload = Type.Object({}, { additionalProperties: false });
+export const attestationTypedRequestContracts = {
+  getServiceAttestations: contract('getServiceAttestations', {
+    serviceId: Id, rolloutId: Type.Optional(Id), limit: Type.Optional(PageSize), cursor: Type.Optional(PageCursor),
+  }, AttestationPage),
+  getServiceAttestation: contract('getServiceAttestation', { serviceId: Id, attestationId: Id }, AttestationAnswer),
+  getAttestationKeys: contract('getAttestationKeys', {}, AttestationKeyList),
+};

@@ -3,9 +3,7 @@ import {
   clusterContracts, clusterListLimits, releaseTypedRequestContracts, serviceTypedRequestContracts, typedRequestContracts,
 } from '../../contracts/index.js';
 import { ReportDeploymentSnapshotsInput } from '../../contracts/reports.js';
-import {
-  AttestationAnswer, AttestationKeyList, AttestationPage, GetAttestationKeysPayload, GetServiceAttestationPayload, GetServiceAttestationsPayload,
-} from '../../domain/attestation/index.js';
+import { attestationTypedRequestContracts as attestationContracts } from '../../domain/attestation/index.js';
 import { duplicateNodeNamesRefusal } from '../../domain/clusters.js';
 import { permissions, type Permission } from '../../domain/principal.js';
 import { serverManagedFieldRefusal } from '../../domain/services.js';
@@ -180,26 +178,26 @@ const getServiceImageTagHistory: MethodOf = ({ releases }) => define({
 });
 
 const getServiceAttestations: MethodOf = ({ attestations }) => define({
-  method: 'getServiceAttestations',
+  method: attestationContracts.getServiceAttestations.method,
   permission: permissions.readAttestations,
-  payload: GetServiceAttestationsPayload,
-  response: AttestationPage,
+  payload: attestationContracts.getServiceAttestations.payload,
+  response: attestationContracts.getServiceAttestations.response,
   run: ({ serviceId, ...query }) => attestations.list(serviceId, query),
 });
 
 const getServiceAttestation: MethodOf = ({ attestations }) => define({
-  method: 'getServiceAttestation',
+  method: attestationContracts.getServiceAttestation.method,
   permission: permissions.readAttestations,
-  payload: GetServiceAttestationPayload,
-  response: AttestationAnswer,
+  payload: attestationContracts.getServiceAttestation.payload,
+  response: attestationContracts.getServiceAttestation.response,
   run: ({ serviceId, attestationId }) => attestations.get(serviceId, attestationId),
 });
 
 const getAttestationKeys: MethodOf = ({ attestations }) => define({
-  method: 'getAttestationKeys',
+  method: attestationContracts.getAttestationKeys.method,
   permission: permissions.readAttestationKeys,
-  payload: GetAttestationKeysPayload,
-  response: AttestationKeyList,
+  payload: attestationContracts.getAttestationKeys.payload,
+  response: attestationContracts.getAttestationKeys.response,
   run: async () => success(attestations.keys()),
 });
 

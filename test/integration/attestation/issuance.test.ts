@@ -118,6 +118,8 @@ describe('attestations issued by the server', () => {
     const pb = await promoteAndSucceed(svc, b, 1);
     await drift(svc, pb);
     await drift(svc, pb); // the same drift reported again: nothing more
+    const view = (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollout`, headers: bearer(api) })).json();
+    expect(view.lifecycle.drift).toMatchObject({ kind: 'replica-mismatched' });
     const chain = await list(svc.id);
     expect(chain.map((v) => v.kind)).toEqual(['runtime-verification', 'runtime-verification', 'revocation']);
     const revocation = chain[2]!;
