@@ -97,9 +97,9 @@ interface Composition {
 
 function composeOperations ({ repos, telemetry, config, fault, log, now, registry }: Composition): Operations {
   // The one rollout issuer (compare-and-swap, Idempotency-Key): every use case that starts a rollout issues it through this.
-  const issuer = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log });
-  const eventsRetentionMs = config.EVENTS_RETENTION_DAYS * 24 * 60 * 60 * 1000;
   const attestations = attestationIssuer({ repos, signer: attestationSignerFrom(config), now, log, fault, ...(registry ? { registry } : {}) });
+  const issuer = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log, attestations });
+  const eventsRetentionMs = config.EVENTS_RETENTION_DAYS * 24 * 60 * 60 * 1000;
   const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault, eventsRetentionMs, attestations });
   return {
     lifecycle,

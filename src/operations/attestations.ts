@@ -250,6 +250,9 @@ function attestationReads (deps: AttestationDeps) {
 export function attestationIssuer (deps: AttestationDeps) {
   return {
     issue: (serviceId: string) => issueDues(deps, serviceId),
+    /** Whether the service still owes an attestation of the rollout (its report records are the evidence). */
+    owes: async (serviceId: string, rolloutId: string): Promise<boolean> =>
+      ((await deps.repos.attestationDues.findDues(serviceId))?.dues ?? []).some((d) => d.rolloutId === rolloutId),
     sweep: (stopping: () => boolean = () => false) => sweepAttestations(deps, stopping),
     ...attestationReads(deps),
   };

@@ -99,14 +99,33 @@ describe('attestations issued by the server', () => {
     await writeFile(join(dir, 'real.json'), JSON.stringify(only));
     const accepted = await runCli(['attestation', 'verify', '--file', join(dir, 'real.json'), '--key', keyFile, '--digest', plan.requestedDigest]);
     expect(accepted.code, accepted.stderr).toBe(0);
-    const tampered = JSON.parse(JSON.stringify(only)) as AttestationView;
-    const statement = JSON.parse(Buffer.from(tampered.envelope.payload, 'base64').toString('utf8'));
-    statement.predicate.replicas.pop();
-    tampered.envelope.payload = Buffer.from(JSON.stringify(statement)).toString('base64');
-    await writeFile(join(dir, 'tampered.json'), JSON.stringify(tampered));
-    const refused = await runCli(['attestation', 'verify', '--file', join(dir, 'tampered.json'), '--key', keyFile]);
-    expect(refused.code, refused.stdout).toBe(1);
-    expect(refused.stderr).toMatch(/refused/);
+    // Tampered copies of the real attestation, each refused (exit 1) with the reason of the check it fails.
+    const payloadOf = (v: AttestationView) => JSON.parse(Buffer.from(v.envelope.payload, 'base64').toString('utf8'));
+    const withPayload = (change: (statement: any) => void) => (v: AttestationView): void => {
+      const statement = payloadOf(v);
+      change(statement);
+      v.envelope.payload = Buffer.from(JSON.stringify(statement)).toString('base64');
+    };
+    const variants: Array<[string, (v: AttestationView) => void, RegExp]> = [
+      ['a dropped replica', withPayload((st) => { st.predicate.replicas.pop(); }), /signature/],
+      ['a swapped subject digest', withPayload((st) => { st.subject[0].digest.sha256 = 'f'.repeat(64); }), /signature/],
+      ['a flipped signature byte', (v) => {
+        const sig = Buffer.from(v.envelope.signatures[0]!.sig, 'base64');
+        sig[8] = sig[8]! ^ 0x01;
+        v.envelope.signatures[0]!.sig = sig.toString('base64');
+      }, /signature/],
+      ['a listing that names another rollout', (v) => { v.rolloutId = 'ro_other'; }, /view-inconsistent|rolloutId/],
+      ['a listing with another digest', (v) => { v.digest = 'a'.repeat(64); }, /view-inconsistent|digest/],
+      ['another payload type', (v) => { v.envelope.payloadType = 'application/json'; }, /payload-type|payloadType/],
+    ];
+    for (const [what, change, reason] of variants) {
+      const copy = JSON.parse(JSON.stringify(only)) as AttestationView;
+      change(copy);
+      await writeFile(join(dir, 'tampered.json'), JSON.stringify(copy));
+      const refused = await runCli(['attestation', 'verify', '--file', join(dir, 'tampered.json'), '--key', keyFile, '--digest', plan.requestedDigest]);
+      expect(refused.code, `${what}: ${refused.stdout}${refused.stderr}`).toBe(1);
+      expect(refused.stderr, what).toMatch(reason);
+    }
   }, 60_000);
 
   it('drift: one revocation linked to the attestation it revokes, the release no longer verified for an abort; a new success attests anew', async () => {
