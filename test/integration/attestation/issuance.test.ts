@@ -149,6 +149,13 @@ describe('attestations issued by the server', () => {
       return { envelopeDigest: checked.value.attestation.envelopeDigest, chain: checked.value.attestation.chain!, serviceId: svc.id };
     });
     expect(verifyChain(members).ok).toBe(true);
+
+    // The built CLI fetches the rollout's attestations from the real API and verifies them with the keys the server lists.
+    const url = await t.app.listen({ host: '127.0.0.1', port: 0 });
+    const fetched = await runCli(['attestation', 'verify', '--service', svc.id, '--rollout', pb.rolloutId, '--server-keys', '-o', 'json'],
+      { CLOUDLY_URL: url, CLOUDLY_TOKEN: api });
+    expect(fetched.code, fetched.stderr).toBe(0);
+    expect(fetched.json().attestations).toHaveLength(2);
     expect((await list(svc.id, `?rolloutId=${pb.rolloutId}`)).map((v) => v.kind)).toEqual(['runtime-verification', 'revocation']);
 
     // The last verified release is a now, not b: promote c (nothing reports), abort → a.
