@@ -50,6 +50,7 @@ export const RolloutHistoryItem = Type.Object({
   failedAt: Type.Optional(Type.Integer({ description: 'the first time it failed or mismatched before succeeding' })),
   failureReason: Type.Optional(TImmutableImageMismatchReason),
   failedBy: Type.Optional(literalUnion(['report', 'deadline'])),
+  revokedAt: Type.Optional(Type.Integer({ description: 'it succeeded, then drifted: when its success (and its attestation) was revoked' })),
   endedAt: Type.Optional(Type.Integer({ description: 'when the next rollout replaced it' })),
   endedBy: Type.Optional(Type.Object({ kind: literalUnion(['superseded', 'rolled-back', 'aborted']), rolloutId: Type.String() })),
 });
@@ -90,6 +91,7 @@ export const historyItemOf = (r: RolloutRecord): RolloutHistoryItem => ({
   failedAt: r.failure?.at,
   failureReason: r.failure?.reason,
   failedBy: r.failure?.by,
+  revokedAt: r.revokedAt,
   endedAt: r.ended?.at,
   endedBy: r.ended ? { kind: r.ended.by, rolloutId: r.ended.rolloutId } : undefined,
 });

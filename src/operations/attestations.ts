@@ -162,6 +162,8 @@ export async function issueDues (deps: AttestationDeps, serviceId: string): Prom
   if (facts === null || facts.dues.length === 0) return 0;
   let issued = 0;
   for (const due of facts.dues) {
+    // The history says the success no longer holds (what pipelines read), before the due can go.
+    if (due.kind === 'revocation') await deps.repos.rollouts.recordRevocation(due.rolloutId, due.at);
     if (deps.signer === undefined) {
       deps.log.warn({ serviceId, due: due.key }, 'no attestation signing key is configured (ATTESTATION_SIGNING_KEY): the attestation is not issued');
       await deps.repos.attestationDues.completeDue(serviceId, due.key, undefined);

@@ -9,7 +9,7 @@ import {
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { testSigner } from '../../support/attestations.js';
 import {
-  bearer, createFixtureService, promote, pushRelease, registerCluster, type FixtureService, type PushedRelease,
+  bearer, createFixtureService, fullRolloutHistory, promote, pushRelease, registerCluster, type FixtureService, type PushedRelease,
 } from '../../support/fixtures.js';
 import { reportBody, reportVerified, verifiedReplica } from '../../support/reports.js';
 import { runCli } from '../cli/harness.js';
@@ -139,6 +139,9 @@ describe('attestations issued by the server', () => {
     await drift(svc, pb); // the same drift reported again: nothing more
     const view = (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollout`, headers: bearer(api) })).json();
     expect(view.lifecycle.drift).toMatchObject({ kind: 'replica-mismatched' });
+    const history = await fullRolloutHistory(t.app, api, svc.id);
+    expect(history.find((r) => r.rolloutId === pb.rolloutId)?.revokedAt).toBe(view.lifecycle.drift.at);
+    expect(history.filter((r) => r.revokedAt !== undefined)).toHaveLength(1);
     const chain = await list(svc.id);
     expect(chain.map((v) => v.kind)).toEqual(['runtime-verification', 'runtime-verification', 'revocation']);
     const revocation = chain[2]!;
