@@ -1,6 +1,6 @@
 import {
-  attestationEvent, attestationIdOf, attestationLayer, attestationViewOf, DSSE_LAYER_MEDIA_TYPE, requiredReplicaEvidence, revocationStatement,
-  runtimeVerificationStatement, signStatement, svrStatement, type AttestationDue, type AttestationKeyList, type AttestationPage,
+  attachRetryDelayMs, attestationEvent, attestationIdOf, attestationLayer, attestationViewOf, DSSE_LAYER_MEDIA_TYPE, requiredReplicaEvidence,
+  revocationStatement, runtimeVerificationStatement, signStatement, svrStatement, type AttestationDue, type AttestationKeyList, type AttestationPage,
   type AttestationRecord, type AttestationView, type ChainHead, type SignedEnvelope, type StatementOf,
 } from '../domain/attestation/index.js';
 import { effectiveRolloutPolicy } from '../domain/lifecycle.js';
@@ -197,7 +197,10 @@ async function attachQuietly (deps: AttestationDeps, record: AttestationRecord):
     await attachToRegistry(deps.registry, record);
     await deps.repos.attestations.markAttached(record.id);
   } catch (err) {
-    deps.log.warn({ attestationId: record.id, err }, 'attaching the attestation to its image failed; the sweeper tries again');
+    const failures = (record.attachFailures ?? 0) + 1;
+    const retryAt = deps.now() + attachRetryDelayMs(failures);
+    await deps.repos.attestations.attachFailed(record.id, retryAt).catch(() => undefined);
+    deps.log.warn({ attestationId: record.id, failures, retryAt, err }, 'attaching the attestation to its image failed; the sweeper tries again');
   }
 }
 
@@ -213,7 +216,7 @@ export async function sweepAttestations (deps: AttestationDeps, stopping: () => 
     }
   }
   if (deps.registry !== undefined && !stopping()) {
-    for (const record of await deps.repos.attestations.pendingAttachments(SWEEP_MAX)) {
+    for (const record of await deps.repos.attestations.pendingAttachments(SWEEP_MAX, deps.now())) {
       if (stopping()) break;
       await attachQuietly(deps, record);
     }

@@ -56,12 +56,17 @@ export class AttestationStore implements AttestationLog, AttestationDues {
     return docs.map(toRecord);
   }
 
-  async pendingAttachments (limit: number): Promise<AttestationRecord[]> {
-    return (await this.collection.find({ attach: 'pending' }).limit(limit).toArray()).map(toRecord);
+  async pendingAttachments (limit: number, now: number): Promise<AttestationRecord[]> {
+    const due = { attach: 'pending' as const, $or: [{ attachAfter: { $exists: false } }, { attachAfter: { $lte: now } }] };
+    return (await this.collection.find(due).limit(limit).toArray()).map(toRecord);
+  }
+
+  async attachFailed (id: string, retryAt: number): Promise<void> {
+    await this.collection.updateOne({ _id: id, attach: 'pending' }, { $inc: { attachFailures: 1 }, $set: { attachAfter: retryAt } });
   }
 
   async markAttached (id: string): Promise<void> {
-    await this.collection.updateOne({ _id: id }, { $set: { attach: 'done' } });
+    await this.collection.updateOne({ _id: id }, { $set: { attach: 'done' }, $unset: { attachAfter: '' } });
   }
 
   async servicesWithDues (limit: number, after?: string): Promise<string[]> {

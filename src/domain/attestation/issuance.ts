@@ -42,6 +42,9 @@ export interface AttestationRecord extends AttestationView {
   image: string;
   /** Attached to the image in the registry (when the registry allows writes): pending until done. */
   attach?: 'pending' | 'done';
+  /** Failed attachments so far, and when the sweeper tries again (backing off: a registry that is away is not hammered). */
+  attachFailures?: number;
+  attachAfter?: number;
 }
 
 export const attestationDueKey = (kind: AttestationKind, rolloutId: string): string => `${kind}:${rolloutId}`;
@@ -86,7 +89,13 @@ export const attestationEvent = (record: AttestationRecord): DomainEvent => ({
 });
 
 /** The record's view as the API answers it (the stored record without its bookkeeping). */
-export const attestationViewOf = ({ sequence: _s, image: _i, attach: _a, ...view }: AttestationRecord): AttestationView => view;
+export const attestationViewOf = (record: AttestationRecord): AttestationView => {
+  const { sequence: _s, image: _i, attach: _a, attachFailures: _f, attachAfter: _t, ...view } = record;
+  return view;
+};
+
+/** When a failed attachment is tried again: 5 s, doubling per failure, at most an hour. */
+export const attachRetryDelayMs = (failures: number): number => Math.min(5_000 * 2 ** Math.max(0, failures - 1), 60 * 60 * 1000);
 
 type Deployment = ReportRecord['deployments'][number];
 

@@ -20,9 +20,11 @@ export interface AttestationLog {
   find(serviceId: string, id: string): Promise<AttestationRecord | null>;
   /** The service's attestations in chain order after `afterSequence` (0: from the first), at most `limit`; with `rolloutId`, that rollout's only. */
   list(serviceId: string, query: { limit: number, afterSequence: number, rolloutId?: string }): Promise<AttestationRecord[]>;
-  /** Attestations whose registry attachment is pending, at most `limit`. */
-  pendingAttachments(limit: number): Promise<AttestationRecord[]>;
+  /** Attestations whose registry attachment is pending and due again at `now`, at most `limit`. */
+  pendingAttachments(limit: number, now: number): Promise<AttestationRecord[]>;
   markAttached(id: string): Promise<void>;
+  /** An attachment failed: counted, and tried again after `retryAt`. */
+  attachFailed(id: string, retryAt: number): Promise<void>;
 }
 
 /** What issuing reads of the service with its dues: its name and the policies in force. */

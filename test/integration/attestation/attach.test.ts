@@ -14,7 +14,7 @@ import { FIXTURE_HOST, fixtureBlob, fixtureDigest, fixtureIndex } from '../../su
 import { bearer, registerCluster } from '../../support/fixtures.js';
 import { goTool } from '../../support/ociRegistry.js';
 import { pushBlob, pushCosignFixtures, pushManifest } from '../../support/registryFixtures.js';
-import { reportVerified } from '../../support/reports.js';
+import { fullReplicas, reportBody } from '../../support/reports.js';
 import { eventually } from '../../support/wait.js';
 
 /**
@@ -30,6 +30,7 @@ const digest = fixtureDigest('unsigned');
 const signer = testSigner('ecdsa-p256');
 const NODES = ['n1', 'n2'];
 const cosign = goTool('cosign');
+const DOWN_HOST = 'down.registry.test';
 
 describe('attestations attached to the image', () => {
   let t: TestApp;
@@ -46,7 +47,13 @@ describe('attestations attached to the image', () => {
     for (const blob of [parsed.config.digest, ...parsed.layers.map((l) => l.digest)]) await pushBlob(registryUrl, repository, fixtureBlob(blob), blob);
     await pushManifest(registryUrl, repository, digest, bytes, manifest?.mediaType ?? 'application/vnd.oci.image.manifest.v1+json');
     dir = await mkdtemp(join(tmpdir(), 'attest-attach-'));
-    const registries = { registries: [{ host: FIXTURE_HOST, endpoint: registryUrl, allowHttp: true, attachAttestations: true }] };
+    const registries = {
+      registries: [
+        { host: FIXTURE_HOST, endpoint: registryUrl, allowHttp: true, attachAttestations: true },
+        // A registry that is away (nothing listens on the discard port).
+        { host: DOWN_HOST, endpoint: 'http://127.0.0.1:9', allowHttp: true, attachAttestations: true, connectTimeoutMs: 200, timeoutMs: 500 },
+      ],
+    };
     await writeFile(join(dir, 'registries.json'), JSON.stringify(registries));
     t = await buildTestApp({ ATTESTATION_SIGNING_KEY: signer.privateKeyPem, REGISTRY_CONFIG_FILE: join(dir, 'registries.json') });
     [admin, api] = await Promise.all([t.token('admin'), t.token('api')]);
@@ -59,13 +66,14 @@ describe('attestations attached to the image', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('a success\'s attestation is attached to its image; cosign verify-attestation --key accepts it', async () => {
+  /** A service on `host`/`repository`, its release of `digest` promoted and made to succeed; its attestation. */
+  async function attested (host: string, repo: string, image: string): Promise<{ attestation: AttestationView, reportStatus: number }> {
     const created = await t.app.inject({
       method: 'POST',
       url: '/v1/services',
       headers: bearer(admin),
       payload: serviceData({
-        registryTarget: { protocol: 'oci', registryHost: FIXTURE_HOST, repository },
+        registryTarget: { protocol: 'oci', registryHost: host, repository: repo },
         placement: { clusterIds: ['c1'], replicasPerNode: 1 },
       }),
     });
@@ -73,15 +81,15 @@ describe('attestations attached to the image', () => {
     const serviceId = created.json().service.id as string;
     const event = {
       deploymentPolicy: 'immutable-digest',
-      eventId: `evt-${Date.now()}`,
-      releaseId: 'rel-unsigned',
+      eventId: `evt-${serviceId}`,
+      releaseId: `rel-${serviceId}`,
       protocol: 'oci',
-      registryHost: FIXTURE_HOST,
-      repository,
+      registryHost: host,
+      repository: repo,
       tag: 'v1',
-      registryRootDigest: digest,
-      digestPinnedImageReference: `${FIXTURE_HOST}/${repository}@${digest}`,
-      imageUrl: `${FIXTURE_HOST}/${repository}:v1`,
+      registryRootDigest: image,
+      digestPinnedImageReference: `${host}/${repo}@${image}`,
+      imageUrl: `${host}/${repo}:v1`,
       observedAt: Date.now(),
       serviceId,
       imageId: 'img-1',
@@ -91,16 +99,39 @@ describe('attestations attached to the image', () => {
     expect(pushed.statusCode, pushed.body).toBe(201);
     const promoted = await t.app.inject({
       method: 'POST',
-      url: `/v1/services/${serviceId}/image-releases/rel-unsigned/promote`,
-      headers: { ...bearer(api), 'idempotency-key': 'attach-1' },
+      url: `/v1/services/${serviceId}/image-releases/rel-${serviceId}/promote`,
+      headers: { ...bearer(api), 'idempotency-key': `attach-${serviceId}` },
       payload: { expectedRolloutGeneration: 0, enableImmutableImage: true },
     });
     expect(promoted.statusCode, promoted.body).toBe(200);
     const plan = promoted.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
-    await reportVerified(t.app, await t.token('cluster'), plan, serviceId, NODES);
+    const report = await t.app.inject({
+      method: 'POST',
+      url: '/v1/deployment-snapshots',
+      headers: bearer(await t.token('cluster')),
+      payload: reportBody(plan, serviceId, { sequence: 1, nodeNames: NODES, deployments: fullReplicas(plan, serviceId, NODES) }),
+    });
     const [attestation] = (await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/attestations`, headers: bearer(api) })).json()
       .attestations as AttestationView[];
     expect(attestation?.kind).toBe('runtime-verification');
+    return { attestation: attestation!, reportStatus: report.statusCode };
+  }
+
+  it('a registry that is away never holds up the report: the attachment stays pending and is retried with a growing delay', async () => {
+    const { attestation, reportStatus } = await attested(DOWN_HOST, 'team/away', `sha256:${'d'.repeat(64)}`);
+    expect(reportStatus).toBe(200);
+    const stored = async () => await t.db.collection('attestations').findOne({ _id: attestation.id as never });
+    await eventually('a failed attachment recorded', async () => ((await stored())?.['attachFailures'] ?? 0) >= 1);
+    const doc = await stored();
+    expect(doc?.['attach']).toBe('pending');
+    expect(doc?.['attachAfter']).toBeGreaterThan(Date.now());
+    // The sweeper does not try it again before then.
+    await t.app.inject({ method: 'GET', url: '/healthz' });
+    expect((await stored())?.['attachFailures']).toBe(1);
+  }, 60_000);
+
+  it('a success\'s attestation is attached to its image; cosign verify-attestation --key accepts it', async () => {
+    const { attestation } = await attested(FIXTURE_HOST, repository, digest);
 
     const located = { registryHost: FIXTURE_HOST, repository, digest };
     await eventually('the attestation in the registry', async () => {
