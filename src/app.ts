@@ -3,6 +3,7 @@ import Fastify from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { authKeyOf, ConfigError, faultPointsOf, registrySettingsOf, trustedRootOf, type AppConfig } from './config.js';
 import { consolePlugin } from './console/plugin.js';
+import type { AttestationRegistry } from './domain/ports/attestations.js';
 import type { DatabaseHealth } from './domain/ports/database.js';
 import type { Repositories } from './domain/ports/index.js';
 import { isAppError } from './errors.js';
@@ -13,6 +14,7 @@ import { instrumentRequests } from './http/instrumentation.js';
 import { registerJsonBody } from './http/jsonBody.js';
 import { registerOpenApi } from './http/openapi.js';
 import { serverOptions } from './http/serverOptions.js';
+import { attestationRoutes } from './http/rest/attestations.js';
 import { clusterRoutes } from './http/rest/clusters.js';
 import { healthRoutes } from './http/rest/health.js';
 import { metricsRoutes } from './http/rest/metrics.js';
@@ -27,7 +29,7 @@ import { typedRequestMethods } from './http/typedRequest/methods.js';
 import { typedRequestRoute } from './http/typedRequest/route.js';
 import { validatorCompiler } from './http/validator.js';
 import { Metrics } from './outbound/metrics.js';
-import { RegistryClient } from './outbound/registry/index.js';
+import { attestationRegistryFrom, RegistryClient } from './outbound/registry/index.js';
 import { attestationSignerFrom } from './outbound/signer/index.js';
 import type { ImageRegistry } from './domain/ports/registry.js';
 import { keylessVerifierFrom, LruVerificationCache } from './domain/trust/index.js';
@@ -35,6 +37,7 @@ import { trustChecker } from './operations/trustCheck.js';
 import { abort, promote, rollBack } from './operations/manualRollout.js';
 import { clusterOperations } from './operations/clusters.js';
 import type { Operations } from './operations/index.js';
+import { attestationIssuer } from './operations/attestations.js';
 import { rolloutIssuer } from './operations/issueRollout.js';
 import { rolloutLifecycle, type LifecycleLog } from './operations/lifecycle.js';
 import { observePushEvent } from './operations/observePushEvent.js';
@@ -92,20 +95,27 @@ interface Composition {
   fault: FaultHook;
   log: LifecycleLog;
   now: () => number;
+  /** Where signatures are read from (verification before promotion). */
   registry: ImageRegistry;
+  /** Where attestations are attached, when a registry allows writes. */
+  attestationRegistry?: AttestationRegistry | undefined;
 }
 
-function composeOperations ({ repos, telemetry, config, fault, log, now, registry }: Composition): Operations {
+function composeOperations ({ repos, telemetry, config, fault, log, now, registry, attestationRegistry }: Composition): Operations {
   // Verification before promotion (docs/trust.md): the registry, the server's signer, the operator's trusted root.
   const root = trustedRootOf(config);
   const keyless = root === undefined ? undefined : keylessVerifierFrom(root);
-  const trust = trustChecker({ repos, registry, signer: attestationSignerFrom(config), keyless, cache: new LruVerificationCache(), now });
+  const signer = attestationSignerFrom(config);
+  const trust = trustChecker({ repos, registry, signer, keyless, cache: new LruVerificationCache(), now });
+  // Attestations owed by successes (docs/attestations.md), attached where a registry allows writes.
+  const attestations = attestationIssuer({ repos, signer, now, log, fault, ...(attestationRegistry ? { registry: attestationRegistry } : {}) });
   // The one rollout issuer (compare-and-swap, Idempotency-Key): every use case that starts a rollout issues it through this.
-  const issuer = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log, trust });
+  const issuer = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log, trust, attestations });
   const eventsRetentionMs = config.EVENTS_RETENTION_DAYS * 24 * 60 * 60 * 1000;
-  const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault, eventsRetentionMs });
+  const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault, eventsRetentionMs, attestations });
   return {
     lifecycle,
+    attestations,
     abort: abort({ issuer, telemetry }),
     services: serviceOperations({ repos, now, trust: { trustedRootConfigured: root !== undefined } }),
     clusters: clusterOperations({ repos, now }),
@@ -245,8 +255,12 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   const repos = store.repositories;
   const registry = new RegistryClient(registrySettingsOf(config));
   app.addHook('onClose', async () => { registry.close(); });
+  // Registry writes (attaching attestations) only where the registry configuration allows them.
+  const attestationRegistry = attestationRegistryFrom(registrySettingsOf(config));
+  if (attestationRegistry) app.addHook('onClose', async () => { attestationRegistry.close(); });
   const operations = composeOperations({
-    repos, telemetry: metrics, config, fault: opts.fault ?? faultHookFromConfig(faultPointsOf(config)), log: app.log, now: opts.now ?? Date.now, registry,
+    repos, telemetry: metrics, config, fault: opts.fault ?? faultHookFromConfig(faultPointsOf(config)), log: app.log, now: opts.now ?? Date.now,
+    registry, attestationRegistry,
   });
   const verifier = await tokenVerifierOf(authKey);
   // One status hub per process: polls the database for services with SSE listeners.
@@ -274,6 +288,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(reportRoutes, { operations, verifier, bodyLimit: reportBodyLimit(config) });
   await app.register(rolloutStatusRoutes, { rolloutReads: operations.rolloutReads, verifier, hub });
   await app.register(versionRoutes, { verifier });
+  await app.register(attestationRoutes, { attestations: operations.attestations, verifier });
   await app.register(consolePlugin);
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);
   // Progress deadlines, milestones and follow-ups of rollouts in progress, and the domain-event log's

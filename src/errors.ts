@@ -62,6 +62,7 @@ export const errorCatalogue = {
   'service-not-found': { status: 404, title: 'Service not found', rollout: deterministic },
   'release-not-found': { status: 404, title: 'Image release not found', rollout: deterministic },
   'cluster-not-found': { status: 404, title: 'Cluster not found' },
+  'attestation-not-found': { status: 404, title: 'Attestation not found' },
   'method-not-found': { status: 404, title: 'Unknown TypedRequest method' },
   'rollout-generation-conflict': { status: 409, title: 'The rollout generation changed', rollout: lostRace },
   'current-rollout-mismatch': { status: 409, title: 'The current rollout is not the expected one', rollout: lostRace },
@@ -294,6 +295,10 @@ export const errors = {
   releaseNotFound: (serviceId: string, releaseId: string): AppError => new AppError('release-not-found', {
     detail: `release '${excerpt(releaseId)}' does not exist for service '${excerpt(serviceId)}' (${releaseHint(releaseId)})`,
     details: { serviceId: excerpt(serviceId), releaseId: excerpt(releaseId) },
+  }),
+  attestationNotFound: (serviceId: string, attestationId: string): AppError => new AppError('attestation-not-found', {
+    detail: `attestation '${excerpt(attestationId)}' does not exist for service '${excerpt(serviceId)}'`,
+    details: { serviceId: excerpt(serviceId), attestationId: excerpt(attestationId) },
   }),
   clusterNotFound: (clusterId: string): AppError => new AppError('cluster-not-found', {
     detail: `cluster '${excerpt(clusterId)}' is not registered`,

@@ -53,6 +53,9 @@ export const RegistryHostConfig = strictObject({
   auth: Type.Optional(RegistryAuthConfig),
   caFile: Type.Optional(FilePath('PEM file of CA certificates trusted for this registry, besides the system roots')),
   allowHttp: Type.Optional(Type.Boolean({ description: 'allow a plain http:// endpoint (loopback test registries; default false)' })),
+  attachAttestations: Type.Optional(Type.Boolean({
+    description: 'the server may write here: it attaches its signed attestations to the images it attests (cosign .att tag and OCI referrer; default false)',
+  })),
   redirectHosts: Type.Optional(Type.Array(Type.String({ maxLength: 256, pattern: HOST_PATTERN }), {
     maxItems: 16,
     description: 'hosts a blob download may be redirected to (https only), e.g. a storage CDN; default: none, redirects stay on the registry host',
@@ -84,6 +87,8 @@ export interface RegistryHostSettings {
   ca?: string;
   /** Listed in the configuration: any address allowed, plain http when allowHttp. */
   configured: boolean;
+  /** The server attaches its attestations to images of this host (registry writes allowed). */
+  attachAttestations: boolean;
   redirectHosts: string[];
   connectTimeoutMs: number;
   timeoutMs: number;
@@ -135,6 +140,7 @@ function hostSettings (entry: RegistryHostConfig, at: string, limits: NonNullabl
     credentials: credentialsOf(entry, at),
     ...(ca === undefined ? {} : { ca }),
     configured: true,
+    attachAttestations: entry.attachAttestations === true,
     redirectHosts: entry.redirectHosts ?? [],
     connectTimeoutMs: entry.connectTimeoutMs ?? limits.connectTimeoutMs ?? registryConfigDefaults.connectTimeoutMs,
     timeoutMs: entry.timeoutMs ?? limits.timeoutMs ?? registryConfigDefaults.timeoutMs,

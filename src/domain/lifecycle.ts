@@ -271,6 +271,13 @@ export function lastVerifiedRelease (
     .find((v) => v.releaseId !== current?.releaseId && v.requestedDigest !== current?.requestedDigest);
 }
 
+/** When a succeeded rollout drifted, and how (docs/attestations.md "Revocation"). */
+export interface DriftMilestone {
+  at: number;
+  kind: 'replica-mismatched' | 'replica-failed' | 'replica-missing';
+  detail: string;
+}
+
 // The lifecycle state of a rollout, kept beside its status summary ------------------
 
 /** What a follow-up (automatic rollback, deferred promotion) came to, once attempted. */
@@ -293,6 +300,8 @@ export interface RolloutLifecycle {
   deadline?: DeadlineDecision;
   autoRollback?: FollowUp;
   deferredPromotion?: FollowUp;
+  /** A succeeded rollout that later stopped satisfying its evidence (once): its release is no longer verified, its attestation revoked. */
+  drift?: DriftMilestone;
   /** +1 whenever a milestone or a follow-up is set: what closing the lifecycle compares. */
   changes: number;
   /** true while there is work for the sweeper: the deadline to watch, the history to write, a follow-up to make. */

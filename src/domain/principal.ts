@@ -41,6 +41,9 @@ const grant = <K extends string>(roles: readonly Role[], actions: Record<K, stri
 export const permissions = {
   ...grant(can.read, { readServices: 'read services', readReleases: 'read releases', readClusters: 'read clusters' }),
   ...grant(can.read, { readRolloutStatus: 'read rollout status', readRolloutHistory: 'read rollout history' }),
+  ...grant(can.read, { readAttestations: 'read attestations' }),
+  // Public keys: any authenticated caller (an agent may verify what the server signed, too).
+  ...grant([...can.read, ...can.report], { readAttestationKeys: 'read the attestation keys' }),
   ...grant(can.release, { promote: 'promote releases', rollBack: 'roll back releases', pushRegistryEvents: 'push registry events' }),
   ...grant(can.administer, { createServices: 'create services', updateServices: 'update services', registerClusters: 'register clusters' }),
   ...grant(can.report, { reportSnapshots: 'report deployment snapshots' }),

@@ -91,6 +91,9 @@ export const RolloutLifecycleView = Type.Object({
   })),
   automaticRollback: Type.Optional(Type.Object({ at: Type.Integer(), outcome: Type.String() })),
   deferredPromotion: Type.Optional(Type.Object({ at: Type.Integer(), outcome: Type.String() })),
+  drift: Type.Optional(Type.Object({
+    at: Type.Integer(), kind: literalUnion(['replica-mismatched', 'replica-failed', 'replica-missing']), detail: Type.String(),
+  }, { description: 'it succeeded, then stopped satisfying its evidence: its release is no longer verified, its attestation revoked (docs/attestations.md)' })),
   queuedPromotion: Type.Optional(Type.Object({
     releaseId: Type.String(), tag: Type.String(), firstObservedAt: Type.Integer(), queuedAt: Type.Integer(), eventId: Type.String(),
   }, { description: 'the newest push waiting for this rollout to settle before it promotes automatically' })),
@@ -348,6 +351,7 @@ function lifecycleView (input: RolloutViewInput, status: IImageRolloutStatus | u
     deadlineExceeded: lifecycle.deadline,
     automaticRollback: lifecycle.autoRollback,
     deferredPromotion: lifecycle.deferredPromotion,
+    drift: lifecycle.drift,
     // A push waits for whichever rollout is current (one it queued behind may have been replaced by another automatic one).
     queuedPromotion: queued
       ? { releaseId: queued.releaseId, tag: queued.tag, firstObservedAt: queued.firstObservedAt, queuedAt: queued.queuedAt, eventId: queued.eventId }

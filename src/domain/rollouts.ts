@@ -83,6 +83,8 @@ export interface RolloutRecord {
   succeededAt?: number;
   failure?: FailureMilestone;
   deadline?: DeadlineDecision;
+  /** When its success was revoked: it drifted after it succeeded (docs/attestations.md "Revocation"); pipelines read it. */
+  revokedAt?: number;
   /** Set when the next rollout replaced it. */
   ended?: RolloutEnd;
   /** A service with a trust policy: how the signature rule admitted it (docs/trust.md). */

@@ -1,3 +1,4 @@
+import type { AttestationIssuer } from './attestations.js';
 import type { ClusterOperations } from './clusters.js';
 import type { RolloutLifecycleControl } from './lifecycle.js';
 import type { observePushEvent } from './observePushEvent.js';
@@ -23,6 +24,8 @@ export interface Operations {
   observePushEvent: ReturnType<typeof observePushEvent>;
   reportSnapshot: ReturnType<typeof reportSnapshot>;
   abort: ReturnType<typeof abort>;
+  /** Signed attestations: issuing what successes and drifts left due, and reading them (src/operations/attestations.ts). */
+  attestations: AttestationIssuer;
   /** Lifecycle control: the sweeper (started by src/app.ts) and the pass after each status change. */
   lifecycle: RolloutLifecycleControl;
 }

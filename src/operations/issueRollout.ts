@@ -47,6 +47,11 @@ export interface IssueRolloutDeps {
   log: Pick<Log, 'info' | 'warn'>;
   /** Verification before promotion (src/operations/trustCheck.ts); without it a service with a trust policy is refused (fail closed). */
   trust?: TrustChecker | undefined;
+  /**
+   * The attestations the service owes (src/operations/attestations.ts): issued before the report records
+   * they are made from are removed, and `owes` keeps the records of a rollout whose attestation is still due.
+   */
+  attestations?: { issue(serviceId: string): Promise<number>, owes(serviceId: string, rolloutId: string): Promise<boolean> };
 }
 
 export interface RolloutRequest {
@@ -145,10 +150,17 @@ async function finishRollout (deps: IssueRolloutDeps, record: RolloutRecord): Pr
  * The snapshot reports of the rollout two generations back are no evidence of anything current
  * (the previous rollout's stay, for whoever compares): remove them. Idempotent.
  */
-async function forgetReportsBefore ({ repos }: IssueRolloutDeps, record: RolloutRecord): Promise<void> {
+async function forgetReportsBefore ({ repos, attestations, log }: IssueRolloutDeps, record: RolloutRecord): Promise<void> {
   if (record.generation < 3) return;
   const old = await repos.rollouts.findByGeneration(record.serviceId, record.generation - 2);
-  if (old) await repos.reports.removeRollout(old.rolloutId);
+  if (!old) return;
+  // Its records are the evidence of an attestation it may still owe (a success this promotion's
+  // predecessor decided as it replaced it): issue that first; keep them while it is still owed.
+  if (attestations && await attestations.owes(record.serviceId, old.rolloutId)) {
+    await attestations.issue(record.serviceId).catch((err: unknown) => { log.warn({ serviceId: record.serviceId, err }, 'issuing an attestation failed'); });
+    if (await attestations.owes(record.serviceId, old.rolloutId)) return;
+  }
+  await repos.reports.removeRollout(old.rolloutId);
 }
 
 /** Finishes rollouts in generation order (each safe to finish twice). */

@@ -4,6 +4,7 @@ import {
   autoRollbackCause, deadlineAt, deadlineReason, effectiveRolloutPolicy, firedTriggers, hasProgressed, isInProgress, isSettled, verifiedReleaseOf,
   type EffectivePolicy, type FailureMilestone, type FiredTrigger, type RolloutLifecycle,
 } from '../domain/lifecycle.js';
+import { driftOf, revocationDue } from '../domain/attestation/issuance.js';
 import { deadlineEvent, failedEvent, succeededEvent } from '../domain/events.js';
 import type { Clock, LifecycleTarget, LifecycleView, Repositories, StatusState } from '../domain/ports/index.js';
 import { aggregateOf, type RolloutAggregate } from '../domain/rolloutStatus.js';
@@ -44,13 +45,15 @@ export interface LifecycleLog {
 }
 
 export interface LifecycleDeps {
-  repos: Pick<Repositories, 'automationQueue' | 'events' | 'lifecycles' | 'releases' | 'rollouts' | 'statusEvents' | 'statusSummaries'>;
+  repos: Pick<Repositories, 'automationQueue' | 'events' | 'lifecycles' | 'releases' | 'reports' | 'rollouts' | 'statusEvents' | 'statusSummaries'>;
   rollouts: RolloutIssuer;
   telemetry: Telemetry;
   now: Clock;
   log: LifecycleLog;
-  /** Crash injection (tests only): `after-deadline-decision`. */
+  /** Crash injection (tests only): `after-deadline-decision`, `after-success-decision`. */
   fault?: FaultHook;
+  /** Issues the attestations a success or a drift left due (src/operations/attestations.ts); the sweeper works off what a crash left. */
+  attestations?: { issue(serviceId: string): Promise<number>, sweep(stopping: () => boolean): Promise<number> };
   /** How long the domain-event log keeps an event (EVENTS_RETENTION_DAYS): older ones are removed by the sweeper. */
   eventsRetentionMs: number;
 }
@@ -124,10 +127,43 @@ async function decideSuccess (deps: LifecycleDeps, view: LifecycleView, plan: Pl
   if (written === 'decided') {
     await relayQuietly(deps.repos, view.serviceId);
     await countSucceeded(deps, plan, view.serviceId, at);
+    deps.fault?.('after-success-decision');
+    await issueAttestations(deps, view.serviceId);
   }
   if (written !== 'decided') return undecided(lifecycle, written);
   return { ...lifecycle, succeededAt: at };
 }
+
+/** The attestations due now, issued by the process that decided them; never fails the pass (the sweeper catches up). */
+async function issueAttestations (deps: LifecycleDeps, serviceId: string): Promise<void> {
+  try {
+    await deps.attestations?.issue(serviceId);
+  } catch (err) {
+    deps.log.warn({ serviceId, err }, 'issuing an attestation failed; the sweeper takes it up');
+  }
+}
+
+/**
+ * A succeeded rollout whose status is now failed or mismatched drifted: the drift, the release off the
+ * verified list and the revocation due — one write, once (docs/attestations.md "Revocation").
+ */
+async function decideDrift (deps: LifecycleDeps, serviceId: string, plan: Plan, state: StatusState): Promise<void> {
+  const drift = driftOf(plan, await deps.repos.reports.findRolloutRecords(plan.rolloutId));
+  if (drift === undefined) return;
+  const at = state.summary.updatedAt;
+  const target: LifecycleTarget = { serviceId, rolloutId: plan.rolloutId };
+  const milestone = { at, kind: drift.reason.kind, detail: drift.reason.detail };
+  const written = await deps.repos.lifecycles.markDrifted(target, milestone, revocationDue(plan, at, drift));
+  if (written !== 'decided') return;
+  deps.log.warn({ serviceId, rolloutId: plan.rolloutId, reason: drift.reason }, 'a succeeded rollout drifted: its release is no longer verified');
+  await issueAttestations(deps, serviceId);
+}
+
+/** Does this state show a succeeded rollout drifting (for the first time)? */
+export const isDrift = (plan: Plan, state: StatusState): boolean => {
+  const lifecycle = state.summary.lifecycle;
+  return lifecycle?.succeededAt !== undefined && lifecycle.drift === undefined && isFailure(aggregateOf(plan, state.summary).status);
+};
 
 /** Step 2, the first failure before any success. Decided: the lifecycle with it. */
 async function decideFailure (deps: LifecycleDeps, view: LifecycleView, plan: Plan, state: StatusState, lifecycle: RolloutLifecycle) {
@@ -322,6 +358,13 @@ export async function reconcileLifecycle (deps: LifecycleDeps, view: LifecycleVi
 
 /** After a report changed the status: the pass, when one is due. Never throws (the report is applied already; the sweeper catches up). */
 export async function afterStatusChange (deps: LifecycleDeps, serviceId: string, plan: Plan, state: StatusState): Promise<void> {
+  if (isDrift(plan, state)) {
+    try {
+      await decideDrift(deps, serviceId, plan, state);
+    } catch (err) {
+      deps.log.warn({ serviceId, err }, 'deciding a drift failed; the next report of it decides it');
+    }
+  }
   if (!needsLifecyclePass(plan, state)) return;
   try {
     const view = await deps.repos.lifecycles.findLifecycle(serviceId);
@@ -424,6 +467,7 @@ export async function sweepOnce (deps: LifecycleDeps, cursors: SweepCursors, sto
   if (!interrupted && !stopping()) {
     try {
       await relayPendingEvents(deps, cursors, stopping);
+      if (!stopping()) await deps.attestations?.sweep(stopping);
       if (!stopping()) await expireEvents(deps);
     } catch (err) {
       deps.log.warn({ err }, 'domain event log upkeep failed; the next sweep takes it up');

@@ -1,5 +1,6 @@
 import type { DatabaseHealth } from '../domain/ports/database.js';
 import type { Repositories } from '../domain/ports/index.js';
+import { AttestationStore } from './attestationStore.js';
 import { ClusterStore } from './clusterStore.js';
 import { EventLogStore } from './eventLogStore.js';
 import { withDomainErrors } from './driverErrors.js';
@@ -36,6 +37,7 @@ export function openStore (options: DatabaseOptions): Store {
   // The service roles (src/domain/ports/services.ts): four stores over the services collection.
   const status = guarded(new StatusStore(database));
   const lifecycles = guarded(new LifecycleStore(database));
+  const attestations = guarded(new AttestationStore(database));
   const repositories: Repositories = {
     catalogue: guarded(new ServiceCatalogueStore(database)),
     plans: guarded(new ServicePlanStore(database)),
@@ -50,6 +52,8 @@ export function openStore (options: DatabaseOptions): Store {
     idempotency: guarded(new IdempotencyStore(database)),
     reports: guarded(new ReportStore(database)),
     events: guarded(new EventLogStore(database)),
+    attestations,
+    attestationDues: attestations,
   };
   return {
     repositories,

@@ -38,6 +38,7 @@ export const collections = {
   reports: 'reports',
   reportClaims: 'reportClaims',
   events: 'events',
+  attestations: 'attestations',
 } as const;
 
 export const indexPlan: readonly IndexPlanEntry[] = [
@@ -127,7 +128,7 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     collection: collections.reports,
     name: 'reports_rollout',
     key: { rolloutId: 1 },
-    serves: 'removing the reports of a rollout long superseded',
+    serves: 'removing the reports of a rollout long superseded; a rollout\'s records as its attestation\'s evidence and a drift\'s',
   },
   {
     collection: collections.reportClaims,
@@ -140,5 +141,25 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     name: 'events_time',
     key: { time: 1 },
     serves: 'removing events past the retention (EVENTS_RETENTION_DAYS); a service\'s events are read by _id (`<serviceId>:<seq>`, `$in`)',
+  },
+  {
+    collection: collections.attestations,
+    name: 'attestations_chain_unique',
+    key: { serviceId: 1, sequence: 1 },
+    unique: true,
+    serves: 'ONE attestation per place in a service\'s hash chain (two processes issuing at once cannot fork it); the chain\'s head;' +
+      ' listing a service\'s attestations in chain order (keyset on sequence)',
+  },
+  {
+    collection: collections.attestations,
+    name: 'attestations_rollout',
+    key: { serviceId: 1, rolloutId: 1, sequence: 1 },
+    serves: 'a rollout\'s attestations (GET /v1/services/:serviceId/attestations?rolloutId=)',
+  },
+  {
+    collection: collections.attestations,
+    name: 'attestations_attach',
+    key: { attach: 1 },
+    serves: 'attestations whose registry attachment is pending (the sweeper retries them)',
   },
 ];

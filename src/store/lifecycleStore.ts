@@ -1,7 +1,8 @@
 import { type Collection } from 'mongodb';
 import {
-  VERIFIED_RELEASES_KEPT, type DeadlineDecision, type FailureMilestone, type FollowUp, type QueuedPromotion, type VerifiedRelease,
+  VERIFIED_RELEASES_KEPT, type DeadlineDecision, type DriftMilestone, type FailureMilestone, type FollowUp, type QueuedPromotion, type VerifiedRelease,
 } from '../domain/lifecycle.js';
+import { runtimeVerificationDue, type AttestationDue } from '../domain/attestation/issuance.js';
 import type { DomainEvent } from '../domain/events.js';
 import type { LifecycleTarget, LifecycleView, MilestoneWrite, QueueResult, AutomationQueue, Lifecycles } from '../domain/ports/index.js';
 import { type StatusTotals } from '../domain/rolloutStatus.js';
@@ -49,7 +50,12 @@ export class LifecycleStore implements Lifecycles, AutomationQueue {
       {
         $set: { [`${LIFECYCLE}.succeededAt`]: at, [`${LIFECYCLE}.open`]: true },
         $inc: { [`${LIFECYCLE}.changes`]: 1 },
-        $push: { verifiedReleases: { $each: [verified], $slice: -VERIFIED_RELEASES_KEPT }, ...outboxOf([event]) },
+        // The success owes its attestation: recorded in this same write (src/operations/attestations.ts issues it).
+        $push: {
+          verifiedReleases: { $each: [verified], $slice: -VERIFIED_RELEASES_KEPT },
+          attestationsDue: runtimeVerificationDue(verified),
+          ...outboxOf([event]),
+        },
       }
     );
     if (result.modifiedCount !== 1) return await this.milestoneLost(target);
@@ -61,6 +67,24 @@ export class LifecycleStore implements Lifecycles, AutomationQueue {
   private async milestoneLost (target: LifecycleTarget): Promise<MilestoneWrite> {
     const current = await this.collection.findOne(currentRollout(target), { projection: { _id: 1 } });
     return current ? 'decided-before' : 'not-current';
+  }
+
+  /**
+   * A succeeded rollout drifted (once): the drift on its lifecycle, its release off the verified list
+   * (no abort, automatic rollback or anything downstream returns to it) and the revocation it owes —
+   * all in this one write.
+   */
+  async markDrifted (target: LifecycleTarget, drift: DriftMilestone, due: AttestationDue): Promise<MilestoneWrite> {
+    const result = await this.collection.updateOne(
+      { ...currentRollout(target), [`${LIFECYCLE}.succeededAt`]: { $exists: true }, [`${LIFECYCLE}.drift`]: { $exists: false } },
+      {
+        $set: { [`${LIFECYCLE}.drift`]: drift },
+        $inc: { [`${LIFECYCLE}.changes`]: 1 },
+        $pull: { verifiedReleases: { rolloutId: target.rolloutId } },
+        $push: { attestationsDue: due },
+      }
+    );
+    return result.modifiedCount === 1 ? 'decided' : await this.milestoneLost(target);
   }
 
   async markFailure (target: LifecycleTarget, failure: FailureMilestone, event: DomainEvent): Promise<MilestoneWrite> {

@@ -106,6 +106,10 @@ export class ReportStore implements ReportRepository {
     return (await this.collection.find({ _id: { $in: [...ids] } }).toArray()).map(toRecord);
   }
 
+  async findRolloutRecords (rolloutId: string): Promise<ReportRecord[]> {
+    return (await this.collection.find({ rolloutId }).sort({ _id: 1 }).toArray()).map(toRecord);
+  }
+
   async listServiceRecords (serviceId: string): Promise<ReportRecord[]> {
     return (await this.collection.find({ serviceId, rolloutId: { $exists: false } }).sort({ _id: 1 }).toArray()).map(toRecord);
   }

@@ -88,6 +88,10 @@ export class RolloutStore implements RolloutRepository {
     if (Object.keys(set).length > 0) await this.collection.updateOne({ _id: rolloutId }, { $set: set });
   }
 
+  async recordRevocation (rolloutId: string, at: number): Promise<void> {
+    await this.collection.updateOne({ _id: rolloutId, revokedAt: { $exists: false } }, { $set: { revokedAt: at } });
+  }
+
   async markEnded (rolloutId: string, end: RolloutEnd): Promise<boolean> {
     const result = await this.collection.updateOne({ _id: rolloutId, ended: { $exists: false } }, { $set: { ended: end } });
     return result.modifiedCount === 1;

@@ -1,6 +1,7 @@
 import { type Collection } from 'mongodb';
 import type { IImageRolloutStatus, IService, IServiceData, ServiceSummary } from '../contracts/index.js';
 import { VERIFIED_RELEASES_KEPT, type QueuedPromotion, type VerifiedRelease } from '../domain/lifecycle.js';
+import { runtimeVerificationDue, type AttestationDue } from '../domain/attestation/issuance.js';
 import type { DomainEvent } from '../domain/events.js';
 import type { LifecycleTarget, LifecycleView, StatusState } from '../domain/ports/index.js';
 import type { EndedRollout, RolloutApplication } from '../domain/rolloutApplication.js';
@@ -44,6 +45,11 @@ export interface ServiceDocument {
   outbox?: DomainEvent[];
   /** The last seq claimed in the service's event log. */
   eventSeq?: number;
+  /**
+   * Attestations the service is owed, in the order decided: pushed by the write that decides a success
+   * or a drift, taken off by the issuer once the attestation is stored (src/operations/attestations.ts).
+   */
+  attestationsDue?: AttestationDue[];
   /** The rollout the current one replaced, with its final milestones (the history copies them). */
   endedRollout?: EndedRollout;
   createdAt: number;
@@ -90,7 +96,11 @@ export function applicationUpdate (a: RolloutApplication, now: number) {
   else if (a.hold) set['automationHold'] = a.hold;
   if (a.clearQueue) unset['automationQueue'] = '';
   const push: Record<string, unknown> = { ...pushEvent(a.statusEvent).$push, ...outboxOf(a.events) };
-  if (a.verified) push['verifiedReleases'] = { $each: [a.verified], $slice: -VERIFIED_RELEASES_KEPT };
+  if (a.verified) {
+    push['verifiedReleases'] = { $each: [a.verified], $slice: -VERIFIED_RELEASES_KEPT };
+    // The success this replacement decided owes its attestation: recorded in the same write.
+    push['attestationsDue'] = runtimeVerificationDue(a.verified);
+  }
   return { $set: set, $unset: unset, $push: push };
 }
 

@@ -6,6 +6,7 @@
 export * from './canonical.js';
 export * from './chain.js';
 export * from './dsse.js';
+export * from './issuance.js';
 export * from './keys.js';
 export * from './oci.js';
 export * from './refusal.js';

@@ -1,3 +1,4 @@
+import type { AttestationDues, AttestationLog } from './attestations.js';
 import type { ClusterRepository } from './clusters.js';
 import type { EventLog } from './eventLog.js';
 import type { PushEventRepository, ReleaseRepository } from './releases.js';
@@ -12,6 +13,7 @@ import type { AutomationQueue, Lifecycles, ServiceCatalogue, ServicePlans, Statu
  * throws only the unexpected, and turns an unreachable database into `database-unavailable`.
  */
 
+export type * from './attestations.js';
 export type * from './clusters.js';
 export type * from './eventLog.js';
 export type * from './releases.js';
@@ -35,6 +37,8 @@ export interface Repositories {
   rollouts: RolloutRepository;
   idempotency: IdempotencyRepository;
   reports: ReportRepository;
+  attestations: AttestationLog;
+  attestationDues: AttestationDues;
 }
 
 // The outside world ------------------------------------------------------------------

@@ -29,6 +29,8 @@ export interface RolloutRepository {
   findByGeneration(serviceId: string, generation: number): Promise<RolloutRecord | null>;
   /** Copies a rollout's milestones into its history record (idempotent: each is set once in the status summary first). */
   recordMilestones(rolloutId: string, milestones: Pick<RolloutRecord, 'succeededAt' | 'failure' | 'deadline'>): Promise<void>;
+  /** When the rollout's success was revoked (once; idempotent). */
+  recordRevocation(rolloutId: string, at: number): Promise<void>;
   /** How the rollout ended (once: the first writer's end stays); true for that first writer. */
   markEnded(rolloutId: string, end: RolloutEnd): Promise<boolean>;
 }

@@ -2,7 +2,8 @@ import type {
   IImmutableImageDeploymentPlan, IRolloutPolicy, IService, ServiceSummary, TServiceWritableData,
 } from '../../contracts/index.js';
 import type { DomainEvent } from '../events.js';
-import type { DeadlineDecision, FailureMilestone, FollowUp, QueuedPromotion, RolloutLifecycle, VerifiedRelease } from '../lifecycle.js';
+import type { AttestationDue } from '../attestation/issuance.js';
+import type { DeadlineDecision, DriftMilestone, FailureMilestone, FollowUp, QueuedPromotion, RolloutLifecycle, VerifiedRelease } from '../lifecycle.js';
 import type { EndedRollout, RolloutApplication } from '../rolloutApplication.js';
 import type { AutomationHold, RolloutRecord } from '../rollouts.js';
 import type { MismatchCounts, StatusEvent, StatusSummary, StatusTotals, SummaryEntry } from '../rolloutStatus.js';
@@ -189,6 +190,8 @@ export interface Lifecycles {
   recordProgress(target: LifecycleTarget, totals: StatusTotals, at: number): Promise<boolean>;
   /** The first success (sticky) with its event, and the release on the verified list. */
   markSucceeded(target: LifecycleTarget, at: number, verified: VerifiedRelease, event: DomainEvent): Promise<MilestoneWrite>;
+  /** A succeeded rollout drifted (once): the drift, its release off the verified list, the revocation it owes — one write. */
+  markDrifted(target: LifecycleTarget, drift: DriftMilestone, due: AttestationDue): Promise<MilestoneWrite>;
   /** The first failure before any success, with its event. */
   markFailure(target: LifecycleTarget, failure: FailureMilestone, event: DomainEvent): Promise<MilestoneWrite>;
   /** The deadline's verdict with its events, if the summary is still at `seenSeq` (no report since): exactly one process decides. */

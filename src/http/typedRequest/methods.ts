@@ -3,6 +3,7 @@ import {
   clusterContracts, clusterListLimits, Id, releaseTypedRequestContracts, serviceTypedRequestContracts, typedRequestContracts,
 } from '../../contracts/index.js';
 import { ReportDeploymentSnapshotsInput } from '../../contracts/reports.js';
+import { attestationTypedRequestContracts as attestationContracts } from '../../domain/attestation/index.js';
 import { duplicateNodeNamesRefusal } from '../../domain/clusters.js';
 import { permissions, type Permission } from '../../domain/principal.js';
 import { serverManagedFieldRefusal } from '../../domain/services.js';
@@ -186,12 +187,37 @@ const getImageReleaseVerification: MethodOf = ({ releases }) => define({
   run: ({ serviceId, releaseId }) => releases.readVerification(serviceId, releaseId),
 });
 
+const getServiceAttestations: MethodOf = ({ attestations }) => define({
+  method: attestationContracts.getServiceAttestations.method,
+  permission: permissions.readAttestations,
+  payload: attestationContracts.getServiceAttestations.payload,
+  response: attestationContracts.getServiceAttestations.response,
+  run: ({ serviceId, ...query }) => attestations.list(serviceId, query),
+});
+
+const getServiceAttestation: MethodOf = ({ attestations }) => define({
+  method: attestationContracts.getServiceAttestation.method,
+  permission: permissions.readAttestations,
+  payload: attestationContracts.getServiceAttestation.payload,
+  response: attestationContracts.getServiceAttestation.response,
+  run: ({ serviceId, attestationId }) => attestations.get(serviceId, attestationId),
+});
+
+const getAttestationKeys: MethodOf = ({ attestations }) => define({
+  method: attestationContracts.getAttestationKeys.method,
+  permission: permissions.readAttestationKeys,
+  payload: attestationContracts.getAttestationKeys.payload,
+  response: attestationContracts.getAttestationKeys.response,
+  run: async () => success(attestations.keys()),
+});
+
 /** Every method, in the order the route lists them. */
 const methods: readonly MethodOf[] = [
   registerCluster, getCluster, listClusters,
   getServiceById, createService, updateService, listServices,
   reportImmutableRegistryPushEvent, promoteServiceImageRelease, rollbackServiceImageRelease, abortServiceRollout, reportDeploymentSnapshots,
   getServiceImageReleases, getServiceImageReleasesPage, getServiceImageTagHistory, getImageReleaseVerification,
+  getServiceAttestations, getServiceAttestation, getAttestationKeys,
 ];
 
 export function typedRequestMethods (operations: Operations): TypedRequestMethod[] {

@@ -50,6 +50,7 @@ export class RegistrySession {
       endpoint: new URL(`https://${registryHost}`),
       credentials: { kind: 'anonymous' },
       configured: false,
+      attachAttestations: false,
       redirectHosts: [],
       ...this.settings.unlisted,
     };

@@ -28,7 +28,9 @@ import {
 import { typedRequestMethods } from '../../../src/http/typedRequest/methods.js';
 import { TypedRequestEnvelope } from '../../../src/http/typedRequest/protocol.js';
 import type { Operations } from '../../../src/operations/index.js';
+import { attestationTypedRequestContracts } from '../../../src/domain/attestation/index.js';
 import { buildTestApp, serviceData, type TestApp } from '../../support/app.js';
+import { testSigner } from '../../support/attestations.js';
 import { bearer, pushEvent, pushRelease, registerCluster, registryHost, type FixtureService } from '../../support/fixtures.js';
 import { fullReplicas, reportBody } from '../../support/reports.js';
 
@@ -165,6 +167,8 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     releases: [string, string];
     plan: IImmutableImageDeploymentPlan;
     sequence: number;
+    /** The service's first attestation, once a report made a rollout succeed (the app signs with a test key). */
+    attestationId?: string;
   };
 
   const serviceBody = (name: string): Record<string, unknown> => serviceData({
@@ -269,6 +273,9 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     getServiceImageReleasesPage: { token: () => admin, payload: () => ({ serviceId: s.svc.id, limit: 10 }) },
     getServiceImageTagHistory: { token: () => admin, payload: () => ({ serviceId: s.svc.id, tag: 'a', limit: 5 }) },
     getImageReleaseVerification: { token: () => admin, payload: () => ({ serviceId: s.svc.id, releaseId: s.plan.releaseId }) },
+    getServiceAttestations: { token: () => admin, payload: () => ({ serviceId: s.svc.id, limit: 5 }) },
+    getServiceAttestation: { token: () => admin, payload: () => ({ serviceId: s.svc.id, attestationId: s.attestationId ?? 'att_none' }) },
+    getAttestationKeys: { token: () => admin, payload: () => ({}) },
     getCluster: { token: () => admin, payload: () => ({ clusterId: 'c1' }) },
     listClusters: { token: () => admin, payload: () => ({ limit: 10 }) },
     listServices: { token: () => admin, payload: () => ({ limit: 10 }) },
@@ -282,7 +289,7 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
 
   /** The request schema of every TypedRequest method (identity included), from the contracts. */
   const typedContracts: Record<string, { request: TSchema }> = {
-    ...typedRequestContracts, ...releaseTypedRequestContracts, ...clusterContracts, ...serviceTypedRequestContracts,
+    ...typedRequestContracts, ...releaseTypedRequestContracts, ...clusterContracts, ...serviceTypedRequestContracts, ...attestationTypedRequestContracts,
   };
   const typedEnvelope = (method: string): TSchema => {
     const contract = typedContracts[method];
@@ -298,10 +305,12 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
   const refresh = async (): Promise<void> => {
     const res = await t.app.inject({ method: 'GET', url: `/v1/services/${s.svc.id}`, headers: bearer(admin) });
     s.plan = res.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
+    const listed = await t.app.inject({ method: 'GET', url: `/v1/services/${s.svc.id}/attestations?limit=1`, headers: bearer(admin) });
+    s.attestationId = (listed.json() as { attestations: Array<{ id: string }> }).attestations[0]?.id;
   };
 
   beforeAll(async () => {
-    t = await buildTestApp();
+    t = await buildTestApp({ ATTESTATION_SIGNING_KEY: testSigner('ed25519').privateKeyPem });
     [admin, api, cluster] = await Promise.all([t.token('admin'), t.token('api'), t.token('cluster', { clusterId: 'c1', subject: 'coreflow-c1' })]);
     await registerCluster(t.app, admin, 'c1', ['n1', 'n2']);
     s.svc = { id: '', repository: `team/hostile-${randomBytes(4).toString('hex')}` };

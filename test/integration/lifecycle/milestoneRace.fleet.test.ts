@@ -5,7 +5,7 @@ import {
   bearer, createFixtureService, fullRolloutHistory, httpCaller, promote, pushRelease, registerCluster, type Caller, type PushedRelease,
 } from '../../support/fixtures.js';
 import { reportBody, verifiedReplica } from '../../support/reports.js';
-import { sleep } from '../../support/wait.js';
+import { eventually, sleep } from '../../support/wait.js';
 
 /**
  * Found by an independent acceptance run (issue 20): a rollout's success or failure was lost when a
@@ -111,6 +111,22 @@ describe('a milestone decided while a promotion replaces its rollout', () => {
       generation += 3;
     }
     expect(races).toHaveLength(ROUNDS);
+    // Every success — decided by the lifecycle pass or by the promotion that replaced the rollout as it
+    // succeeded — has exactly one signed attestation (docs/attestations.md "Issuance"; the sweeper issues
+    // what a replacement decided), and nothing else has one.
+    const succeeded = (await fullRolloutHistory(via(0), admin, svc.id)).filter((r) => r.succeededAt !== undefined).map((r) => r.rolloutId).sort();
+    const attested = async (): Promise<string[]> => {
+      const res = await via(1).inject({ method: 'GET', url: `/v1/services/${svc.id}/attestations?limit=500`, headers: bearer(admin) });
+      const listed = res.json().attestations as Array<{ rolloutId: string, kind: string }>;
+      return listed.filter((a) => a.kind === 'runtime-verification').map((a) => a.rolloutId).sort();
+    };
+    let seen: string[] = [];
+    try {
+      await eventually('an attestation per success', async () => JSON.stringify(seen = await attested()) === JSON.stringify(succeeded), 120, 250);
+    } catch (err) {
+      const logs = fleet.logs().split('\n').filter((l) => l.includes('attestation')).slice(-20).join('\n');
+      throw new Error(`${String(err)}\nsucceeded: ${succeeded.join(' ')}\nattested:  ${seen.join(' ')}\n${logs}`);
+    }
     const accepted = races.filter((r) => r.endsWith(':200')).length;
     console.log(`[milestone race] ${ROUNDS} rounds: the deciding report accepted in ${accepted},` +
       ` refused as stale (the promotion came first) in ${ROUNDS - accepted}`);
