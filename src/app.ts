@@ -259,8 +259,14 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   const attestationRegistry = attestationRegistryFrom(registrySettingsOf(config));
   if (attestationRegistry) app.addHook('onClose', async () => { attestationRegistry.close(); });
   const operations = composeOperations({
-    repos, telemetry: metrics, config, fault: opts.fault ?? faultHookFromConfig(faultPointsOf(config)), log: app.log, now: opts.now ?? Date.now,
-    registry, attestationRegistry,
+    repos,
+    telemetry: metrics,
+    config,
+    fault: opts.fault ?? faultHookFromConfig(faultPointsOf(config)),
+    log: app.log,
+    now: opts.now ?? Date.now,
+    registry,
+    attestationRegistry,
   });
   const verifier = await tokenVerifierOf(authKey);
   // One status hub per process: polls the database for services with SSE listeners.

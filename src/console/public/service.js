@@ -119,8 +119,13 @@ function summary (view, entry, onAbort) {
 function abortButton (succeeded, onAbort) {
   return succeeded
     ? h('button', {
-      type: 'button', class: 'danger', id: 'abort', 'data-focus-key': 'abort', text: 'Roll back to the last verified release…',
-      title: 'This rollout succeeded: an abort now rolls it back to the newest other release whose rollout succeeded.', onclick: onAbort,
+      type: 'button',
+      class: 'danger',
+      id: 'abort',
+      'data-focus-key': 'abort',
+      text: 'Roll back to the last verified release…',
+      title: 'This rollout succeeded: an abort now rolls it back to the newest other release whose rollout succeeded.',
+      onclick: onAbort,
     })
     : h('button', { type: 'button', class: 'danger', id: 'abort', 'data-focus-key': 'abort', text: 'Abort rollout…', onclick: onAbort });
 }
