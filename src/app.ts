@@ -7,7 +7,7 @@ import type { DatabaseHealth } from './domain/ports/database.js';
 import type { Repositories } from './domain/ports/index.js';
 import { isAppError } from './errors.js';
 import { faultHookFromConfig, type FaultHook } from './faults.js';
-import { createTokenVerifier } from './http/auth.js';
+import { createTokenVerifier, type TokenVerifier } from './http/auth.js';
 import { registerErrorHandling } from './http/errorHandler.js';
 import { instrumentRequests } from './http/instrumentation.js';
 import { registerJsonBody } from './http/jsonBody.js';
@@ -26,6 +26,8 @@ import { typedRequestMethods } from './http/typedRequest/methods.js';
 import { typedRequestRoute } from './http/typedRequest/route.js';
 import { validatorCompiler } from './http/validator.js';
 import { Metrics } from './outbound/metrics.js';
+import { AddressPolicy } from './outbound/webhooks/addressPolicy.js';
+import { HttpWebhookSender, WebhookTargetRules } from './outbound/webhooks/sender.js';
 import { abort, promote, rollBack } from './operations/manualRollout.js';
 import { clusterOperations } from './operations/clusters.js';
 import type { Operations } from './operations/index.js';
@@ -36,8 +38,12 @@ import { rolloutReads } from './operations/readRollout.js';
 import { releaseReads } from './operations/releases.js';
 import { reportSnapshot } from './operations/reportSnapshot.js';
 import { serviceOperations } from './operations/services.js';
+import { webhookDelivery } from './operations/webhookDelivery.js';
+import { webhookOperations } from './operations/webhooks.js';
+import { webhookRoutes } from './http/rest/webhooks.js';
 import type { Telemetry } from './domain/ports/telemetry.js';
 import { conformanceBoundMs, InvalidConnectionString, openStore } from './store/index.js';
+import { randomUUID } from 'node:crypto';
 
 export interface BuildAppOptions {
   /** The configuration; MONGODB_URI and a JWT key must be set (src/server.ts provisions them for development). */
@@ -171,6 +177,40 @@ async function prepareDatabase (app: FastifyInstance, health: DatabaseHealth): P
 }
 
 /**
+ * Webhooks (docs/webhooks.md): the subscriptions' routes, and the delivery every process runs (a
+ * subscription's lease decides which process delivers it), started once the app is ready.
+ */
+interface WebhookParts { repos: Repositories, metrics: Metrics, config: AppConfig, now: () => number, verifier: TokenVerifier }
+async function composeWebhooks (app: FastifyInstance, parts: WebhookParts): Promise<void> {
+  const { repos, metrics, config, now } = parts;
+  const policy = new AddressPolicy(config.WEBHOOK_ALLOWED_HOSTS);
+  const targets = new WebhookTargetRules(policy);
+  const sender = new HttpWebhookSender(policy);
+  await app.register(webhookRoutes, { webhooks: webhookOperations({ repos, targets, now }), verifier: parts.verifier });
+  const delivery = webhookDelivery({
+    repos,
+    sender,
+    targets,
+    telemetry: metrics,
+    now,
+    log: app.log,
+    owner: `${process.pid}:${randomUUID()}`,
+    retry: {
+      maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
+      maxAgeMs: config.WEBHOOK_MAX_AGE_SECONDS * 1000,
+      baseDelayMs: config.WEBHOOK_RETRY_BASE_MS,
+      maxDelayMs: config.WEBHOOK_RETRY_MAX_MS,
+    },
+    leaseMs: config.WEBHOOK_LEASE_MS,
+    source: config.WEBHOOK_EVENT_SOURCE,
+    gapGraceMs: Math.max(30_000, 6 * config.LIFECYCLE_SWEEP_INTERVAL_MS),
+  });
+  let running: { stop: () => Promise<void> } | undefined;
+  app.addHook('onReady', async () => { running = delivery.start(config.WEBHOOK_POLL_INTERVAL_MS); });
+  app.addHook('preClose', async () => { await running?.stop(); sender.close(); });
+}
+
+/**
  * Composes the service and returns it un-started (tests use `inject` or `listen` on port 0):
  * the store, the use cases, the REST and TypedRequest adapters and the error handler. The
  * database is connected lazily; indexes are created at ready time, or later by /readyz when the
@@ -251,6 +291,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(reportRoutes, { operations, verifier, bodyLimit: reportBodyLimit(config) });
   await app.register(rolloutStatusRoutes, { rolloutReads: operations.rolloutReads, verifier, hub });
   await app.register(consolePlugin);
+  await composeWebhooks(app, { repos, metrics, config, now: opts.now ?? Date.now, verifier });
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);
   // Progress deadlines, milestones and follow-ups of rollouts in progress, and the domain-event log's
   // relays and retention: every process sweeps (compare-and-swap decides).

@@ -16,6 +16,7 @@ import { ServiceCatalogueStore } from './catalogueStore.js';
 import { LifecycleStore } from './lifecycleStore.js';
 import { ServicePlanStore } from './planStore.js';
 import { StatusStore } from './statusStore.js';
+import { WebhookStore } from './webhookStore.js';
 
 /** The store as the app composes it: the repositories, the database's health, and its lifecycle. */
 export interface Store {
@@ -50,6 +51,7 @@ export function openStore (options: DatabaseOptions): Store {
     idempotency: guarded(new IdempotencyStore(database)),
     reports: guarded(new ReportStore(database)),
     events: guarded(new EventLogStore(database)),
+    webhooks: guarded(new WebhookStore(database)),
   };
   return {
     repositories,

@@ -38,6 +38,10 @@ export const collections = {
   reports: 'reports',
   reportClaims: 'reportClaims',
   events: 'events',
+  webhookSubscriptions: 'webhookSubscriptions',
+  webhookCursors: 'webhookCursors',
+  webhookDeliveries: 'webhookDeliveries',
+  webhookDeadLetters: 'webhookDeadLetters',
 } as const;
 
 export const indexPlan: readonly IndexPlanEntry[] = [
@@ -140,5 +144,24 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     name: 'events_time',
     key: { time: 1 },
     serves: 'removing events past the retention (EVENTS_RETENTION_DAYS); a service\'s events are read by _id (`<serviceId>:<seq>`, `$in`)',
+  },
+  {
+    collection: collections.webhookCursors,
+    name: 'webhookCursors_subscription',
+    key: { subscriptionId: 1 },
+    serves: 'a subscription\'s cursors (one per service; each moved by _id `<subscriptionId>|<serviceId>` compare-and-swap on its seq); removing them with it',
+  },
+  {
+    collection: collections.webhookDeliveries,
+    name: 'webhookDeliveries_subscription_at',
+    key: { subscriptionId: 1, at: -1 },
+    serves: 'a subscription\'s delivery log, newest first; removing it with the subscription',
+  },
+  {
+    collection: collections.webhookDeadLetters,
+    name: 'webhookDeadLetters_subscription_state',
+    key: { subscriptionId: 1, state: 1, deadAt: 1 },
+    serves: 'a subscription\'s dead letters oldest first, those queued for redelivery, queueing every dead one' +
+      ' (a letter itself is by _id `<subscriptionId>|<eventId>`)',
   },
 ];

@@ -4,6 +4,7 @@ import type { PushEventRepository, ReleaseRepository } from './releases.js';
 import type { ReportRepository } from './reports.js';
 import type { IdempotencyRepository, RolloutRepository } from './rollouts.js';
 import type { AutomationQueue, Lifecycles, ServiceCatalogue, ServicePlans, StatusEvents, StatusSummaries } from './services.js';
+import type { WebhookRepository } from './webhooks.js';
 
 /**
  * The ports: what the use cases need from persistence and the outside world, declared here,
@@ -18,6 +19,7 @@ export type * from './releases.js';
 export type * from './reports.js';
 export type * from './rollouts.js';
 export type * from './services.js';
+export type * from './webhooks.js';
 export type { DatabaseHealth } from './database.js';
 
 /** Every repository, over one database. */
@@ -35,6 +37,7 @@ export interface Repositories {
   rollouts: RolloutRepository;
   idempotency: IdempotencyRepository;
   reports: ReportRepository;
+  webhooks: WebhookRepository;
 }
 
 // The outside world ------------------------------------------------------------------

@@ -1,0 +1,160 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { permissions } from '../../domain/principal.js';
+import { SUBSCRIPTION_ID_PATTERN, WebhookEventType, WebhookHealth, WebhookServices } from '../../domain/webhooks.js';
+import { DEFAULT_TIMEOUT_MS, type WebhookOperations } from '../../operations/webhooks.js';
+import type { TokenVerifier } from '../auth.js';
+import { valueOf } from '../replies.js';
+import { withBody, withInput } from '../schemas.js';
+import { guardWith, replies } from './guard.js';
+
+export interface WebhookRoutesOptions {
+  webhooks: WebhookOperations;
+  verifier: TokenVerifier;
+}
+
+const tags = ['webhooks'];
+const SubscriptionId = Type.String({ pattern: SUBSCRIPTION_ID_PATTERN, maxLength: 80 });
+const Params = Type.Object({ subscriptionId: SubscriptionId }, { additionalProperties: false });
+const EventParams = Type.Object({ subscriptionId: SubscriptionId, eventId: Type.String({ minLength: 1, maxLength: 300 }) }, { additionalProperties: false });
+const LimitQuery = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })) }, { additionalProperties: false });
+
+const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'the receiver: an http or https URL (no credentials, no fragment)' });
+const Types = Type.Array(WebhookEventType, { maxItems: 32, uniqueItems: true, description: 'the CloudEvents types wanted; empty or absent: every type' });
+const Timeout = Type.Integer({ minimum: 100, maximum: 60_000, description: `delivery timeout per attempt (ms; default ${DEFAULT_TIMEOUT_MS})` });
+const Description = Type.String({ maxLength: 500 });
+
+const CreateBody = Type.Object({
+  url: Url,
+  description: Type.Optional(Description),
+  types: Type.Optional(Types),
+  services: Type.Optional(WebhookServices),
+  enabled: Type.Optional(Type.Boolean({ description: 'false: created paused' })),
+  timeoutMs: Type.Optional(Timeout),
+}, { additionalProperties: false });
+
+const UpdateBody = Type.Object({
+  url: Type.Optional(Url),
+  description: Type.Optional(Description),
+  types: Type.Optional(Types),
+  services: Type.Optional(WebhookServices),
+  enabled: Type.Optional(Type.Boolean({ description: 'false: paused (events wait in the log); true: resumed, from where it stopped' })),
+  timeoutMs: Type.Optional(Timeout),
+}, { additionalProperties: false, minProperties: 1 });
+
+const RotateBody = Type.Object({
+  overlapSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 7 * 24 * 3600, description: 'how long the previous secret still signs (default 86400)' })),
+}, { additionalProperties: false });
+
+const SubscriptionView = Type.Object({
+  id: Type.String(),
+  url: Type.String(),
+  description: Type.Optional(Type.String()),
+  types: Type.Array(Type.String()),
+  services: WebhookServices,
+  enabled: Type.Boolean(),
+  timeoutMs: Type.Integer(),
+  health: WebhookHealth,
+  lastError: Type.Optional(Type.String()),
+  secretCount: Type.Integer({ description: 'signing secrets in use (2 during a rotation\'s overlap)' }),
+  createdAt: Type.Integer(),
+  updatedAt: Type.Integer(),
+});
+const SubscriptionReply = Type.Object({ subscription: SubscriptionView });
+const WithSecretReply = Type.Object({
+  subscription: SubscriptionView,
+  secret: Type.String({ description: 'the signing secret (`whsec_…`, Standard Webhooks): shown this once' }),
+  previousSecretValidUntil: Type.Optional(Type.String()),
+});
+const Attempt = Type.Object({
+  eventId: Type.String(),
+  type: Type.String(),
+  attempt: Type.Integer(),
+  at: Type.Integer(),
+  latencyMs: Type.Integer(),
+  outcome: Type.String(),
+  statusCode: Type.Optional(Type.Integer()),
+  error: Type.Optional(Type.String()),
+  excerpt: Type.Optional(Type.String()),
+  redelivery: Type.Optional(Type.Boolean()),
+});
+const Letter = Type.Object({
+  eventId: Type.String(),
+  serviceId: Type.String(),
+  attempts: Type.Integer(),
+  deadAt: Type.Integer(),
+  lastError: Type.String(),
+  state: Type.String(),
+  redeliveredAt: Type.Optional(Type.Integer()),
+  event: Type.Record(Type.String(), Type.Unknown()),
+});
+
+const notFound = ['webhook-subscription-not-found'] as const;
+const base = '/v1/webhooks/subscriptions';
+
+/** REST: webhook subscriptions (admin), their delivery log and dead letters (docs/webhooks.md). */
+export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { webhooks, verifier }) => {
+  const guard = guardWith(verifier);
+  const admin = permissions.manageWebhooks;
+
+  app.post(base, guard(admin, {
+    tags,
+    summary: 'Subscribe a receiver to events (admin)',
+    description: 'Answers the signing secret once. A URL whose host resolves to a loopback, link-local or private address is 422' +
+      ' `webhook-target-not-allowed` unless WEBHOOK_ALLOWED_HOSTS names it.',
+    body: CreateBody,
+    response: { ...replies(WithSecretReply, withBody, ['webhook-target-not-allowed']), 201: WithSecretReply },
+  }), async (request, reply) => {
+    const created = valueOf(await webhooks.create(request.body), reply, '/body');
+    return reply.code(201).header('location', `${base}/${created.subscription.id}`).send(created);
+  });
+
+  const ListReply = Type.Object({ subscriptions: Type.Array(SubscriptionView) });
+  app.get(base, guard(admin, { tags, summary: 'List webhook subscriptions (admin)', response: replies(ListReply) }),
+    async (_request, reply) => ({ subscriptions: valueOf(await webhooks.list(), reply, '') }));
+
+  const one = `${base}/:subscriptionId`;
+  const read = { tags, summary: 'Read a webhook subscription (admin)', params: Params, response: replies(SubscriptionReply, withInput, notFound) };
+  app.get(one, guard(admin, read),
+    async (request, reply) => ({ subscription: valueOf(await webhooks.get(request.params.subscriptionId), reply, '/params') }));
+
+  app.patch(one, guard(admin, {
+    tags,
+    summary: 'Update, pause or resume a webhook subscription (admin)',
+    params: Params,
+    body: UpdateBody,
+    response: replies(SubscriptionReply, withBody, notFound, ['webhook-target-not-allowed']),
+  }), async (request, reply) => ({ subscription: valueOf(await webhooks.update(request.params.subscriptionId, request.body), reply, '/body') }));
+
+  const Deleted = Type.Object({ deleted: Type.Literal(true) });
+  app.delete(one, guard(admin, { tags, summary: 'Delete a webhook subscription (admin)', params: Params, response: replies(Deleted, withInput, notFound) }),
+    async (request, reply) => valueOf(await webhooks.remove(request.params.subscriptionId), reply, '/params'));
+
+  app.post(`${one}/rotate-secret`, guard(admin, {
+    tags,
+    summary: 'Rotate the signing secret (admin)',
+    description: 'The new secret is answered once; the previous one keeps signing beside it for `overlapSeconds`.',
+    params: Params,
+    body: RotateBody,
+    response: replies(WithSecretReply, withBody, notFound),
+  }), async (request, reply) => valueOf(await webhooks.rotateSecret(request.params.subscriptionId, request.body?.overlapSeconds), reply, '/body'));
+
+  const Deliveries = Type.Object({ deliveries: Type.Array(Attempt) });
+  app.get(`${one}/deliveries`, guard(admin, {
+    tags, summary: 'The delivery log, newest first (admin)', params: Params, querystring: LimitQuery, response: replies(Deliveries, withInput, notFound),
+  }), async ({ params, query }, reply) => ({ deliveries: valueOf(await webhooks.deliveries(params.subscriptionId, query.limit ?? 100), reply, '/params') }));
+
+  const Letters = Type.Object({ deadLetters: Type.Array(Letter) });
+  app.get(`${one}/dead-letters`, guard(admin, {
+    tags, summary: 'Dead letters, oldest first (admin)', params: Params, querystring: LimitQuery, response: replies(Letters, withInput, notFound),
+  }), async ({ params, query }, reply) => ({ deadLetters: valueOf(await webhooks.deadLetters(params.subscriptionId, query.limit ?? 100), reply, '/params') }));
+
+  const Queued = Type.Object({ queued: Type.Integer() });
+  app.post(`${one}/dead-letters/redeliver`, guard(admin, {
+    tags, summary: 'Redeliver every dead letter (admin)', params: Params, response: replies(Queued, withInput, notFound),
+  }), async (request, reply) => valueOf(await webhooks.redeliver(request.params.subscriptionId), reply, '/params'));
+
+  app.post(`${one}/dead-letters/:eventId/redeliver`, guard(admin, {
+    tags, summary: 'Redeliver one dead letter (admin)', params: EventParams, response: replies(Queued, withInput, notFound, ['dead-letter-not-found']),
+  }), async ({ params }, reply) => valueOf(await webhooks.redeliver(params.subscriptionId, params.eventId), reply, '/params'));
+};
