@@ -5,6 +5,7 @@ import { SUBSCRIPTION_ID_PATTERN, WebhookEventType, WebhookHealth, WebhookServic
 import { DEFAULT_TIMEOUT_MS, type WebhookOperations } from '../../operations/webhooks.js';
 import type { TokenVerifier } from '../auth.js';
 import { valueOf } from '../replies.js';
+import { withExample } from '../examples.js';
 import { withBody, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
 
@@ -24,27 +25,33 @@ const Types = Type.Array(WebhookEventType, { maxItems: 32, uniqueItems: true, de
 const Timeout = Type.Integer({ minimum: 100, maximum: 60_000, description: `delivery timeout per attempt (ms; default ${DEFAULT_TIMEOUT_MS})` });
 const Description = Type.String({ maxLength: 500 });
 
-const CreateBody = Type.Object({
+const CreateBody = withExample(Type.Object({
   url: Url,
   description: Type.Optional(Description),
   types: Type.Optional(Types),
   services: Type.Optional(WebhookServices),
   enabled: Type.Optional(Type.Boolean({ description: 'false: created paused' })),
   timeoutMs: Type.Optional(Timeout),
-}, { additionalProperties: false });
+}, { additionalProperties: false }), {
+  url: 'https://hooks.example.com/cloudly',
+  description: 'on-call: failed rollouts of the payments services',
+  types: ['dev.cloudly.release.rollout.failed', 'dev.cloudly.release.rollout.deadline-exceeded'],
+  services: { namePattern: 'payments-*' },
+  timeoutMs: 5000,
+});
 
-const UpdateBody = Type.Object({
+const UpdateBody = withExample(Type.Object({
   url: Type.Optional(Url),
   description: Type.Optional(Description),
   types: Type.Optional(Types),
   services: Type.Optional(WebhookServices),
   enabled: Type.Optional(Type.Boolean({ description: 'false: paused (events wait in the log); true: resumed, from where it stopped' })),
   timeoutMs: Type.Optional(Timeout),
-}, { additionalProperties: false, minProperties: 1 });
+}, { additionalProperties: false, minProperties: 1 }), { enabled: false });
 
-const RotateBody = Type.Object({
+const RotateBody = withExample(Type.Object({
   overlapSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 7 * 24 * 3600, description: 'how long the previous secret still signs (default 86400)' })),
-}, { additionalProperties: false });
+}, { additionalProperties: false }), { overlapSeconds: 3600 });
 
 const SubscriptionView = Type.Object({
   id: Type.String(),
@@ -110,24 +117,39 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
   });
 
   const ListReply = Type.Object({ subscriptions: Type.Array(SubscriptionView) });
-  app.get(base, guard(admin, { tags, summary: 'List webhook subscriptions (admin)', response: replies(ListReply) }),
+  const listDescription = 'Every subscription with its health (`healthy`, `failing`, `gone`) and last error; never a secret.';
+  app.get(base, guard(admin, { tags, summary: 'List webhook subscriptions (admin)', description: listDescription, response: replies(ListReply) }),
     async (_request, reply) => ({ subscriptions: valueOf(await webhooks.list(), reply, '') }));
 
   const one = `${base}/:subscriptionId`;
-  const read = { tags, summary: 'Read a webhook subscription (admin)', params: Params, response: replies(SubscriptionReply, withInput, notFound) };
+  const read = {
+    tags,
+    summary: 'Read a webhook subscription (admin)',
+    description: 'Its settings and health; never its secret.',
+    params: Params,
+    response: replies(SubscriptionReply, withInput, notFound),
+  };
   app.get(one, guard(admin, read),
     async (request, reply) => ({ subscription: valueOf(await webhooks.get(request.params.subscriptionId), reply, '/params') }));
 
   app.patch(one, guard(admin, {
     tags,
     summary: 'Update, pause or resume a webhook subscription (admin)',
+    description: '`enabled: false` pauses delivery (events wait in the log); `enabled: true` resumes from where it stopped, healthy again.',
     params: Params,
     body: UpdateBody,
     response: replies(SubscriptionReply, withBody, notFound, ['webhook-target-not-allowed']),
   }), async (request, reply) => ({ subscription: valueOf(await webhooks.update(request.params.subscriptionId, request.body), reply, '/body') }));
 
   const Deleted = Type.Object({ deleted: Type.Literal(true) });
-  app.delete(one, guard(admin, { tags, summary: 'Delete a webhook subscription (admin)', params: Params, response: replies(Deleted, withInput, notFound) }),
+  const remove = {
+    tags,
+    summary: 'Delete a webhook subscription (admin)',
+    description: 'With its cursors, delivery log and dead letters.',
+    params: Params,
+    response: replies(Deleted, withInput, notFound),
+  };
+  app.delete(one, guard(admin, remove),
     async (request, reply) => valueOf(await webhooks.remove(request.params.subscriptionId), reply, '/params'));
 
   app.post(`${one}/rotate-secret`, guard(admin, {
@@ -141,20 +163,38 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
 
   const Deliveries = Type.Object({ deliveries: Type.Array(Attempt) });
   app.get(`${one}/deliveries`, guard(admin, {
-    tags, summary: 'The delivery log, newest first (admin)', params: Params, querystring: LimitQuery, response: replies(Deliveries, withInput, notFound),
+    tags,
+    summary: 'The delivery log, newest first (admin)',
+    description: 'One entry per attempt: event id, attempt number, status code or error, latency, a bounded excerpt of the answer.',
+    params: Params,
+    querystring: LimitQuery,
+    response: replies(Deliveries, withInput, notFound),
   }), async ({ params, query }, reply) => ({ deliveries: valueOf(await webhooks.deliveries(params.subscriptionId, query.limit ?? 100), reply, '/params') }));
 
   const Letters = Type.Object({ deadLetters: Type.Array(Letter) });
   app.get(`${one}/dead-letters`, guard(admin, {
-    tags, summary: 'Dead letters, oldest first (admin)', params: Params, querystring: LimitQuery, response: replies(Letters, withInput, notFound),
+    tags,
+    summary: 'Dead letters, oldest first (admin)',
+    description: 'Events given up after their attempts (or refused by the receiver with a 4xx), with the CloudEvent as sent.',
+    params: Params,
+    querystring: LimitQuery,
+    response: replies(Letters, withInput, notFound),
   }), async ({ params, query }, reply) => ({ deadLetters: valueOf(await webhooks.deadLetters(params.subscriptionId, query.limit ?? 100), reply, '/params') }));
 
   const Queued = Type.Object({ queued: Type.Integer() });
   app.post(`${one}/dead-letters/redeliver`, guard(admin, {
-    tags, summary: 'Redeliver every dead letter (admin)', params: Params, response: replies(Queued, withInput, notFound),
+    tags,
+    summary: 'Redeliver every dead letter (admin)',
+    description: 'Queues every dead letter: the process delivering the subscription sends each once more, with its original webhook-id.',
+    params: Params,
+    response: replies(Queued, withInput, notFound),
   }), async (request, reply) => valueOf(await webhooks.redeliver(request.params.subscriptionId), reply, '/params'));
 
   app.post(`${one}/dead-letters/:eventId/redeliver`, guard(admin, {
-    tags, summary: 'Redeliver one dead letter (admin)', params: EventParams, response: replies(Queued, withInput, notFound, ['dead-letter-not-found']),
+    tags,
+    summary: 'Redeliver one dead letter (admin)',
+    description: 'Queues one dead letter (by event id): sent once more, with its original webhook-id.',
+    params: EventParams,
+    response: replies(Queued, withInput, notFound, ['dead-letter-not-found']),
   }), async ({ params }, reply) => valueOf(await webhooks.redeliver(params.subscriptionId, params.eventId), reply, '/params'));
 };

@@ -56,7 +56,8 @@ describe('webhook delivery', () => {
   /** Records events in a service's log (its outbox, then the relay), as a use case does. */
   const emit = async (serviceId: string, ...keys: string[]): Promise<void> => {
     for (const key of keys) {
-      const event: DomainEvent = { key, type: 'automation.held', time: Date.now(), data: { rolloutId: key, generation: 1, by: { subject: 'test' }, reason: key } };
+      const data = { rolloutId: key, generation: 1, by: { subject: 'test' }, reason: key };
+      const event: DomainEvent = { key, type: 'automation.held', time: Date.now(), data };
       await log.record(serviceId, event);
     }
     await log.relay(serviceId);
@@ -193,7 +194,8 @@ describe('webhook delivery', () => {
     await emit(svc.id, 'p4');
     await eventually('the marker got p4', async () => { expect(marker.received.map((r) => r.id)).toEqual([`${svc.id}:4`]); });
     expect(hook.received).toHaveLength(0);
-    const res = await t.app.inject({ method: 'PATCH', url: `/v1/webhooks/subscriptions/${subscription.id}`, headers: bearer(admin), payload: { enabled: true } });
+    const url = `/v1/webhooks/subscriptions/${subscription.id}`;
+    const res = await t.app.inject({ method: 'PATCH', url, headers: bearer(admin), payload: { enabled: true } });
     expect(res.statusCode, res.body).toBe(200);
     await eventually('all four delivered', async () => { expect(hook.received.map((r) => r.id)).toEqual([1, 2, 3, 4].map((n) => `${svc.id}:${n}`)); });
   });
