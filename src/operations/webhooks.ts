@@ -113,8 +113,9 @@ export function webhookOperations (deps: WebhookDeps) {
       if (!sub.ok) return sub;
       const at = now();
       const until = at + overlapSeconds * 1000;
-      const kept = activeSecrets(sub.value.secrets, at).map((s) => (s.expiresAt === undefined ? { ...s, expiresAt: until } : s))
-        .filter((s) => (s.expiresAt ?? Infinity) > at);
+      // Every earlier secret signs until the overlap ends at the latest (0: all retired now).
+      const kept = activeSecrets(sub.value.secrets, at).map((s) => ({ ...s, expiresAt: Math.min(s.expiresAt ?? until, until) }))
+        .filter((s) => s.expiresAt > at);
       const secret = targets.newSecret();
       const updated = await repos.webhooks.setSecrets(id, [{ secret, createdAt: at }, ...kept], at);
       if (!updated) return refusal(errors.webhookSubscriptionNotFound(id));

@@ -1,0 +1,118 @@
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from '../../support/app.js';
+import { bearer } from '../../support/fixtures.js';
+
+/** Webhook subscriptions (docs/webhooks.md): admin only, validated field by field, private addresses refused without the allow-list. */
+describe('webhook subscriptions', () => {
+  let t: TestApp;
+  let admin: string;
+  const url = '/v1/webhooks/subscriptions';
+  beforeAll(async () => {
+    t = await buildTestApp();
+    admin = await t.token('admin');
+  });
+  afterAll(async () => { await t?.close(); });
+
+  const post = (payload: unknown, token = admin) => t.app.inject({ method: 'POST', url, headers: bearer(token), payload: payload as Record<string, unknown> });
+
+  it.each([
+    ['http://127.0.0.1:8080/hook', '127.0.0.1'],
+    ['http://localhost/hook', 'localhost'],
+    ['http://10.1.2.3/hook', '10.1.2.3'],
+    ['http://169.254.169.254/latest/meta-data', '169.254.169.254'],
+    ['http://[::1]/hook', '::1'],
+    ['http://[::ffff:192.168.1.1]/hook', '::ffff:c0a8:101'],
+  ])('refuses %s without the allow-list, naming the field and the address', async (target, address) => {
+    const res = await post({ url: target });
+    expect(res.statusCode, res.body).toBe(422);
+    const problem = res.json();
+    expect(problem.code).toBe('webhook-target-not-allowed');
+    expect(problem.field).toBe('/url');
+    expect(problem.detail).toContain('WEBHOOK_ALLOWED_HOSTS');
+    expect(problem.detail).toContain(address);
+    // Nothing was written.
+    expect(await t.db.collection('webhookSubscriptions').countDocuments()).toBe(0);
+  });
+
+  it.each([
+    [{ url: 'ftp://hooks.example.com/x' }, '/body/url'],
+    [{ url: 'not a url' }, '/body/url'],
+    [{ url: 'https://user:pw@hooks.example.com/x' }, '/body/url'],
+    [{}, '/body/url'],
+    [{ url: 'https://hooks.example.com/x', types: ['rollout.issued'] }, '/body/types/0'],
+    [{ url: 'https://hooks.example.com/x', services: { namePattern: 'a b' } }, '/body/services'],
+    [{ url: 'https://hooks.example.com/x', timeoutMs: 10 }, '/body/timeoutMs'],
+    [{ url: 'https://hooks.example.com/x', secret: 'mine' }, '/body/secret'],
+  ])('refuses %j with 400 naming %s', async (body, field) => {
+    const res = await post(body);
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().code).toBe('validation-failed');
+    expect(res.json().problems.map((p: { field: string }) => p.field).join(' ')).toContain(field);
+  });
+
+  it('only admins manage subscriptions', async () => {
+    for (const role of ['user', 'api'] as const) {
+      const res = await post({ url: 'https://hooks.example.com/x' }, await t.token(role));
+      expect(res.statusCode).toBe(403);
+      const list = await t.app.inject({ method: 'GET', url, headers: bearer(await t.token(role)) });
+      expect(list.statusCode).toBe(403);
+    }
+  });
+});
+
+describe('webhook subscriptions with an allow-list', () => {
+  let t: TestApp;
+  let admin: string;
+  const url = '/v1/webhooks/subscriptions';
+  beforeAll(async () => {
+    t = await buildTestApp({ WEBHOOK_ALLOWED_HOSTS: '10.0.0.0/8,localhost' });
+    admin = await t.token('admin');
+  });
+  afterAll(async () => { await t?.close(); });
+
+  it('allows the listed range and host name, still refuses the rest', async () => {
+    for (const allowed of ['http://10.9.8.7/hook', 'http://localhost:9/hook']) {
+      const res = await t.app.inject({ method: 'POST', url, headers: bearer(admin), payload: { url: allowed } });
+      expect(res.statusCode, res.body).toBe(201);
+    }
+    const refused = await t.app.inject({ method: 'POST', url, headers: bearer(admin), payload: { url: 'http://192.168.0.1/hook' } });
+    expect(refused.json().code).toBe('webhook-target-not-allowed');
+  });
+
+  it('creates, reads, lists, pauses, rotates with an overlap and deletes', async () => {
+    const payload = { url: 'http://10.0.0.1/hook', services: { ids: ['s1'] } };
+    const created = await t.app.inject({ method: 'POST', url, headers: bearer(admin), payload });
+    expect(created.statusCode, created.body).toBe(201);
+    const { subscription, secret } = created.json();
+    expect(created.headers.location).toBe(`${url}/${subscription.id}`);
+    expect(subscription).toMatchObject({ enabled: true, health: 'healthy', types: [], services: { ids: ['s1'] }, timeoutMs: 10_000, secretCount: 1 });
+
+    const paused = await t.app.inject({ method: 'PATCH', url: `${url}/${subscription.id}`, headers: bearer(admin), payload: { enabled: false } });
+    expect(paused.json().subscription.enabled).toBe(false);
+
+    const rotate = `${url}/${subscription.id}/rotate-secret`;
+    const rotated = await t.app.inject({ method: 'POST', url: rotate, headers: bearer(admin), payload: { overlapSeconds: 3600 } });
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    expect(rotated.json().secret).not.toBe(secret);
+    expect(rotated.json().subscription.secretCount).toBe(2);
+    expect(Date.parse(rotated.json().previousSecretValidUntil)).toBeGreaterThan(Date.now());
+    const stored = await t.db.collection('webhookSubscriptions').findOne({ _id: subscription.id as never });
+    expect((stored?.['secrets'] as Array<{ secret: string }>).map((s) => s.secret)).toEqual([rotated.json().secret, secret]);
+    // Both are real Standard Webhooks secrets.
+    for (const s of [secret, rotated.json().secret]) expect(() => new Webhook(s)).not.toThrow();
+
+    const immediate = await t.app.inject({ method: 'POST', url: rotate, headers: bearer(admin), payload: { overlapSeconds: 0 } });
+    expect(immediate.json().subscription.secretCount).toBe(1);
+
+    const listed = await t.app.inject({ method: 'GET', url, headers: bearer(admin) });
+    expect(listed.json().subscriptions.map((s: { id: string }) => s.id)).toContain(subscription.id);
+    expect(listed.body).not.toContain('whsec_');
+
+    const deleted = await t.app.inject({ method: 'DELETE', url: `${url}/${subscription.id}`, headers: bearer(admin) });
+    expect(deleted.json()).toEqual({ deleted: true });
+    const gone = await t.app.inject({ method: 'GET', url: `${url}/${subscription.id}`, headers: bearer(admin) });
+    expect(gone.statusCode).toBe(404);
+    expect(gone.json().code).toBe('webhook-subscription-not-found');
+  });
+});
