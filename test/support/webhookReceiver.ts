@@ -11,7 +11,7 @@ export interface Received {
 }
 
 /** What the receiver does with a request: answer a status (and headers), or hang (never answer). */
-export type Behaviour = (request: Received, index: number) => { status: number, headers?: Record<string, string>, body?: string } | 'hang';
+export type Behaviour = (request: Received, index: number) => { status: number, headers?: Record<string, string>, body?: string, delayMs?: number } | 'hang';
 
 export interface Receiver {
   url: string;
@@ -37,8 +37,12 @@ export async function startReceiver (behaviour: Behaviour = () => ({ status: 200
         hanging.add(res);
         return;
       }
-      res.writeHead(answer.status, answer.headers ?? {});
-      res.end(answer.body ?? 'ok');
+      const send = (): void => {
+        res.writeHead(answer.status, answer.headers ?? {});
+        res.end(answer.body ?? 'ok');
+      };
+      if (answer.delayMs === undefined) send();
+      else setTimeout(send, answer.delayMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
