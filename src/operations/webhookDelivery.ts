@@ -273,8 +273,16 @@ export function webhookDelivery (deps: DeliveryDeps): DeliveryControl {
 
   const start = (intervalMs: number) => {
     let ticking: Promise<void> = Promise.resolve();
+    // A database outage fails every tick: told once, and once more when delivery goes on.
+    let failing = false;
     const timer = setInterval(() => {
-      ticking = ticking.then(tick).catch((err: unknown) => { deps.log.warn({ err }, 'webhook delivery tick failed; the next goes on'); });
+      ticking = ticking.then(tick).then(() => {
+        if (failing) deps.log.info({}, 'webhook delivery goes on');
+        failing = false;
+      }, (err: unknown) => {
+        if (!failing) deps.log.warn({ err }, 'webhook delivery stopped (it goes on once the database answers)');
+        failing = true;
+      });
     }, intervalMs);
     timer.unref();
     return {
