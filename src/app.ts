@@ -203,7 +203,8 @@ async function composeWebhooks (app: FastifyInstance, parts: WebhookParts): Prom
     },
     leaseMs: config.WEBHOOK_LEASE_MS,
     source: config.WEBHOOK_EVENT_SOURCE,
-    gapGraceMs: Math.max(30_000, 6 * config.LIFECYCLE_SWEEP_INTERVAL_MS),
+    // Longer than a relay takes: a crashed writer's outbox is relayed by the next lifecycle sweep.
+    gapGraceMs: 5_000 + 6 * config.LIFECYCLE_SWEEP_INTERVAL_MS,
   });
   let running: { stop: () => Promise<void> } | undefined;
   app.addHook('onReady', async () => { running = delivery.start(config.WEBHOOK_POLL_INTERVAL_MS); });

@@ -52,23 +52,33 @@ const REDELIVERIES_PER_PASS = 100;
 interface Pass {
   sub: Subscription;
   stopped: boolean;
-  renewedAt: number;
   healthy: boolean;
   oldestPendingAt: number | undefined;
   stopping: () => boolean;
 }
 
-/** Renews the lease when a third of it has passed; false (and the pass stops) when another process holds it now. */
-async function holdLease (deps: DeliveryDeps, pass: Pass): Promise<boolean> {
-  if (pass.stopped || pass.stopping()) return false;
-  const now = deps.now();
-  if (now - pass.renewedAt < deps.leaseMs / 3) return true;
-  if (!(await deps.repos.webhooks.claimLease(pass.sub.id, deps.owner, now, now + deps.leaseMs))) {
-    pass.stopped = true;
-    return false;
-  }
-  pass.renewedAt = now;
-  return true;
+/** Whether the pass may go on: it still holds the lease (renewed by `keepLease`), no 410 stopped it, no shutdown. */
+async function holdLease (_deps: DeliveryDeps, pass: Pass): Promise<boolean> {
+  return !pass.stopped && !pass.stopping();
+}
+
+/**
+ * Renews the pass's lease every third of it while the pass runs — also while one attempt waits for a
+ * slow receiver, which may take longer than the lease — and stops the pass when another process holds
+ * it now. Returns the function that ends the renewals.
+ */
+function keepLease (deps: DeliveryDeps, pass: Pass): () => void {
+  let renewing = false;
+  const timer = setInterval(() => {
+    if (renewing || pass.stopped) return;
+    renewing = true;
+    const now = deps.now();
+    deps.repos.webhooks.claimLease(pass.sub.id, deps.owner, now, now + deps.leaseMs)
+      .then((held) => { if (!held) pass.stopped = true; }, () => { pass.stopped = true; })
+      .finally(() => { renewing = false; });
+  }, Math.max(50, Math.floor(deps.leaseMs / 3)));
+  timer.unref();
+  return () => { clearInterval(timer); };
 }
 
 /** One attempt: sent, logged, counted. */
@@ -231,7 +241,17 @@ async function redeliverQueued (deps: DeliveryDeps, pass: Pass): Promise<void> {
 
 /** One pass over a subscription whose lease this process holds: redeliveries, then every covered service's events. */
 export async function deliverSubscription (deps: DeliveryDeps, sub: Subscription, heads: readonly ServiceHead[], stopping: () => boolean): Promise<void> {
-  const pass: Pass = { sub, stopped: false, renewedAt: deps.now(), healthy: sub.health === 'healthy', oldestPendingAt: undefined, stopping };
+  const pass: Pass = { sub, stopped: false, healthy: sub.health === 'healthy', oldestPendingAt: undefined, stopping };
+  const release = keepLease(deps, pass);
+  try {
+    await deliverPass(deps, pass, heads);
+  } finally {
+    release();
+  }
+}
+
+async function deliverPass (deps: DeliveryDeps, pass: Pass, heads: readonly ServiceHead[]): Promise<void> {
+  const { sub, stopping } = pass;
   await redeliverQueued(deps, pass);
   const cursors = new Map((await deps.repos.webhooks.cursors(sub.id)).map((c) => [c.serviceId, c]));
   const due = heads.filter((h) => coversService(sub.services, { id: h.serviceId, name: h.name }) && h.head > (cursors.get(h.serviceId)?.seq ?? 0));

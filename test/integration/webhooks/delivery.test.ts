@@ -22,6 +22,7 @@ describe('webhook delivery', () => {
 
   beforeAll(async () => {
     t = await buildTestApp({
+      LIFECYCLE_SWEEP_INTERVAL_MS: 100,
       WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_POLL_INTERVAL_MS: 50,
       WEBHOOK_RETRY_BASE_MS: RETRY_BASE_MS,
@@ -198,5 +199,35 @@ describe('webhook delivery', () => {
     const res = await t.app.inject({ method: 'PATCH', url, headers: bearer(admin), payload: { enabled: true } });
     expect(res.statusCode, res.body).toBe(200);
     await eventually('all four delivered', async () => { expect(hook.received.map((r) => r.id)).toEqual([1, 2, 3, 4].map((n) => `${svc.id}:${n}`)); });
+  });
+
+  it('a subscription behind the log\'s retention is told (events-missed, failing), then goes on from the oldest event kept', async () => {
+    const hook = await receiver();
+    const svc = await createFixtureService(t.app, admin, { withPlacement: false });
+    const { subscription, secret } = await subscribe({ url: hook.url, services: { ids: [svc.id] }, enabled: false });
+    await emit(svc.id, 'm1', 'm2', 'm3');
+    // The retention removes the first two (as the lifecycle sweep does past EVENTS_RETENTION_DAYS).
+    await t.db.collection('events').deleteMany({ _id: { $in: [`${svc.id}:1`, `${svc.id}:2`] } as never });
+    const url = `/v1/webhooks/subscriptions/${subscription.id}`;
+    expect((await t.app.inject({ method: 'PATCH', url, headers: bearer(admin), payload: { enabled: true } })).statusCode).toBe(200);
+    await eventually('told, then the kept event', async () => {
+      expect(hook.received.map((r) => r.id)).toEqual([`${svc.id}:missed:1-2`, `${svc.id}:3`]);
+    }, 120, 250);
+    const missed = JSON.parse((hook.received[0] as { body: string }).body);
+    expect(missed).toMatchObject({ type: 'dev.cloudly.release.events-missed', subject: svc.id, data: { fromSeq: 1, toSeq: 2 } });
+    expect(verifies(secret, hook.received[0] as { body: string, headers: Record<string, unknown> })).toBe(true);
+    const { deliveries } = await read(`${subscription.id}/deliveries`);
+    expect(deliveries.map((d: { eventId: string, type: string }) => d.type).reverse())
+      .toEqual(['dev.cloudly.release.events-missed', 'dev.cloudly.release.automation.held']);
+  }, 60_000);
+
+  it('counts deliveries, failures and retries per subscription on /metrics', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+    const text = res.body;
+    expect(text).toMatch(/cloudly_release_webhook_deliveries_total\{subscription="whsub_[^"]+"\} [1-9]/);
+    expect(text).toMatch(/cloudly_release_webhook_failures_total\{subscription="whsub_[^"]+",outcome="retry"\} [1-9]/);
+    expect(text).toMatch(/cloudly_release_webhook_failures_total\{subscription="whsub_[^"]+",outcome="gone"\} 1/);
+    expect(text).toMatch(/cloudly_release_webhook_retries_total\{subscription="whsub_[^"]+"\} [1-9]/);
+    expect(text).toMatch(/cloudly_release_webhook_lag_seconds\{subscription="whsub_[^"]+"\} 0/);
   });
 });
