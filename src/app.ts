@@ -202,6 +202,7 @@ async function composeWebhooks (app: FastifyInstance, parts: WebhookParts): Prom
       maxDelayMs: config.WEBHOOK_RETRY_MAX_MS,
     },
     leaseMs: config.WEBHOOK_LEASE_MS,
+    deliveryLogRetentionMs: config.EVENTS_RETENTION_DAYS * 24 * 3600 * 1000,
     source: config.WEBHOOK_EVENT_SOURCE,
     // Longer than a relay takes: a crashed writer's outbox is relayed by the next lifecycle sweep.
     gapGraceMs: 5_000 + 6 * config.LIFECYCLE_SWEEP_INTERVAL_MS,

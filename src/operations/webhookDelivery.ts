@@ -37,6 +37,8 @@ export interface DeliveryDeps {
   leaseMs: number;
   /** The CloudEvents `source` of every event. */
   source: string;
+  /** How long the delivery log keeps an attempt (EVENTS_RETENTION_DAYS). */
+  deliveryLogRetentionMs: number;
   /** How long the log may show nothing after a cursor while its head is further on before it counts as a gap (retention). */
   gapGraceMs: number;
   random?: () => number;
@@ -47,6 +49,7 @@ const READ_BATCH = 50;
 const SERVICE_CONCURRENCY = 8;
 const EVENTS_PER_PASS = 500;
 const REDELIVERIES_PER_PASS = 100;
+const DELIVERY_LOG_SWEEP_MS = 5 * 60_000;
 
 /** What one pass of one subscription carries: the lease's renewal and whether delivery must stop (lease lost, 410, shutdown). */
 interface Pass {
@@ -305,10 +308,16 @@ export function webhookDelivery (deps: DeliveryDeps): DeliveryControl {
       });
     }, intervalMs);
     timer.unref();
+    // The delivery log's retention, every few minutes.
+    const sweep = setInterval(() => {
+      deps.repos.webhooks.sweepDeliveries(deps.now() - deps.deliveryLogRetentionMs).catch(() => undefined);
+    }, DELIVERY_LOG_SWEEP_MS);
+    sweep.unref();
     return {
       stop: async () => {
         stopping = true;
         clearInterval(timer);
+        clearInterval(sweep);
         await ticking;
         const held = [...running.keys()];
         await Promise.allSettled(running.values());

@@ -158,6 +158,12 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     serves: 'a subscription\'s delivery log, newest first; removing it with the subscription',
   },
   {
+    collection: collections.webhookDeliveries,
+    name: 'webhookDeliveries_at',
+    key: { at: 1 },
+    serves: 'removing delivery-log entries past the event log\'s retention (EVENTS_RETENTION_DAYS)',
+  },
+  {
     collection: collections.webhookDeadLetters,
     name: 'webhookDeadLetters_subscription_state',
     key: { subscriptionId: 1, state: 1, deadAt: 1 },

@@ -176,6 +176,10 @@ export class WebhookStore implements WebhookRepository {
     return (await this.deliveryDocs.find({ subscriptionId }).sort({ at: -1 }).limit(limit).toArray()).map(toAttempt);
   }
 
+  async sweepDeliveries (before: number): Promise<number> {
+    return (await this.deliveryDocs.deleteMany({ at: { $lt: before } })).deletedCount;
+  }
+
   async addDeadLetter (letter: DeadLetter): Promise<void> {
     // Kept once per event: a second process giving up on it too (after a lost lease) rewrites the same letter.
     await this.letters.replaceOne({ _id: letterId(letter.subscriptionId, letter.eventId) }, letter, { upsert: true });

@@ -102,6 +102,8 @@ export interface WebhookRepository {
 
   recordAttempt(attempt: DeliveryAttempt): Promise<void>;
   deliveries(subscriptionId: string, limit: number): Promise<DeliveryAttempt[]>;
+  /** Removes delivery-log entries older than `before`; resolves to how many. */
+  sweepDeliveries(before: number): Promise<number>;
 
   addDeadLetter(letter: DeadLetter): Promise<void>;
   deadLetters(subscriptionId: string, limit: number): Promise<DeadLetter[]>;
