@@ -4,7 +4,7 @@ import { EventLogStore } from '../../../src/store/eventLogStore.js';
 import { Database } from '../../../src/store/mongo.js';
 import { bearer, createFixtureService, httpCaller } from '../../support/fixtures.js';
 import { startFleet, type Fleet } from '../../support/fleet.js';
-import { eventually } from '../../support/wait.js';
+import { eventually, sleep } from '../../support/wait.js';
 import { startReceiver, type Receiver } from '../../support/webhookReceiver.js';
 
 /**
@@ -89,4 +89,59 @@ describe('webhook delivery: the delivering process is killed, another takes over
     const requests = receiver.received.length;
     console.log(`webhook takeover: ${requests} requests for ${EVENTS} events (${requests - EVENTS} duplicates), killed at ${receivedAtKill}`);
   }, 120_000);
+
+  it('3 processes, 10 SIGKILLs at random during delivery of 3 services: every event at least once, in each service\'s order', async () => {
+    while (fleet.servers.length < 3) await fleet.add();
+    for (const server of fleet.servers) if (!server.running) await server.restart();
+    const storm = await startReceiver(() => ({ status: 200, delayMs: 5 }));
+    try {
+      const admin = await fleet.token('admin');
+      const app = httpCaller((fleet.servers[0] as { url: string }).url);
+      const services = [];
+      for (let i = 0; i < 3; i++) services.push((await createFixtureService(app, admin, { withPlacement: false })).id);
+      const payload = { url: storm.url, services: { ids: services } };
+      const created = await app.inject({ method: 'POST', url: '/v1/webhooks/subscriptions', headers: bearer(admin), payload });
+      expect(created.statusCode, created.body).toBe(201);
+      const log = new EventLogStore(database);
+      const PER_SERVICE = 60;
+      let kills = 0;
+      const emitter = (async () => {
+        for (let n = 1; n <= PER_SERVICE; n++) {
+          for (const id of services) {
+            await log.record(id, { key: `s${n}`, type: 'rollout.status-changed', time: Date.now(), data: { status: 'in-progress', statusRevision: n } });
+            await log.relay(id);
+          }
+          if (n % 10 === 0) await sleep(100);
+        }
+      })();
+      while (kills < 10) {
+        await sleep(300 + Math.floor(Math.random() * 400));
+        const victim = fleet.servers[Math.floor(Math.random() * fleet.servers.length)];
+        if (!victim?.running) continue;
+        await victim.kill('SIGKILL');
+        kills++;
+        await victim.restart();
+      }
+      await emitter;
+      const expected = services.flatMap((id) => Array.from({ length: PER_SERVICE }, (_, i) => `${id}:${i + 1}`));
+      await eventually('every event delivered', async () => {
+        expect(new Set(storm.received.map((r) => r.id)).size).toBe(expected.length);
+      }, 240, 250);
+      for (const id of services) {
+        const firsts: string[] = [];
+        for (const r of storm.received) if (r.id.startsWith(`${id}:`) && !firsts.includes(r.id)) firsts.push(r.id);
+        expect(firsts, `the order of ${id}`).toEqual(Array.from({ length: PER_SERVICE }, (_, i) => `${id}:${i + 1}`));
+      }
+      const bodies = new Map<string, string>();
+      for (const r of storm.received) {
+        const seen = bodies.get(r.id);
+        if (seen !== undefined) expect(r.body, r.id).toBe(seen);
+        bodies.set(r.id, r.body);
+      }
+      const requests = storm.received.length;
+      console.log(`webhook storm: ${kills} SIGKILLs, ${requests} requests for ${expected.length} events (${requests - expected.length} duplicates)`);
+    } finally {
+      await storm.close();
+    }
+  }, 240_000);
 });
