@@ -257,7 +257,6 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   registerErrorHandling(app, { onErrorAnswered: (code) => { metrics.errorAnswered(code); }, bodyLimitBytes: config.BODY_LIMIT_BYTES });
 
   await registerOpenApi(app);
-
   const repos = store.repositories;
   const operations = composeOperations({
     repos, telemetry: metrics, config, fault: opts.fault ?? faultHookFromConfig(faultPointsOf(config)), log: app.log, now: opts.now ?? Date.now,

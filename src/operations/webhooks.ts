@@ -52,37 +52,57 @@ async function urlRefusal (deps: WebhookDeps, raw: string): Promise<Result<never
   return refused === undefined ? undefined : refusal(errors.webhookTargetNotAllowed('/url', refused));
 }
 
-export function webhookOperations (deps: WebhookDeps) {
+/** A new subscription, delivered from now on, and its secret. */
+async function create (deps: WebhookDeps, input: SubscriptionInput): Promise<Result<WithSecret>> {
   const { repos, targets, now } = deps;
+  const refused = await urlRefusal(deps, input.url);
+  if (refused) return refused;
+  const at = now();
+  const secret = targets.newSecret();
+  const subscription: Subscription = {
+    id: `whsub_${randomBytes(12).toString('base64url')}`,
+    url: input.url,
+    ...(input.description === undefined ? {} : { description: input.description }),
+    types: input.types ?? [],
+    services: input.services ?? { all: true },
+    enabled: input.enabled ?? true,
+    timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    health: 'healthy',
+    secrets: [{ secret, createdAt: at }],
+    createdAt: at,
+    updatedAt: at,
+  };
+  // Delivered from now on: every existing service's cursor starts at its log's head (a later service's at 0).
+  const heads = await repos.webhooks.serviceHeads();
+  await repos.webhooks.createSubscription(subscription, heads.map((h) => ({ serviceId: h.serviceId, seq: h.head })));
+  return success({ subscription: viewOf(subscription, at), secret });
+}
+
+/** A new secret; the current one keeps signing (beside it) for `overlapSeconds` (default 24 h; 0: retired at once). */
+async function rotateSecret (deps: WebhookDeps, id: string, overlapSeconds: number): Promise<Result<WithSecret>> {
+  const { repos, targets, now } = deps;
+  const sub = await repos.webhooks.getSubscription(id);
+  if (!sub) return refusal(errors.webhookSubscriptionNotFound(id));
+  const at = now();
+  const until = at + overlapSeconds * 1000;
+  // Every earlier secret signs until the overlap ends at the latest (0: all retired now).
+  const kept = activeSecrets(sub.secrets, at).map((s) => ({ ...s, expiresAt: Math.min(s.expiresAt ?? until, until) }))
+    .filter((s) => s.expiresAt > at);
+  const secret = targets.newSecret();
+  const updated = await repos.webhooks.setSecrets(id, [{ secret, createdAt: at }, ...kept], at);
+  if (!updated) return refusal(errors.webhookSubscriptionNotFound(id));
+  return success({ subscription: viewOf(updated, at), secret, previousSecretValidUntil: new Date(until).toISOString() });
+}
+
+export function webhookOperations (deps: WebhookDeps) {
+  const { repos, now } = deps;
   const found = async (id: string): Promise<Result<Subscription>> => {
     const sub = await repos.webhooks.getSubscription(id);
     return sub ? success(sub) : refusal(errors.webhookSubscriptionNotFound(id));
   };
 
   return {
-    async create (input: SubscriptionInput): Promise<Result<WithSecret>> {
-      const refused = await urlRefusal(deps, input.url);
-      if (refused) return refused;
-      const at = now();
-      const secret = targets.newSecret();
-      const subscription: Subscription = {
-        id: `whsub_${randomBytes(12).toString('base64url')}`,
-        url: input.url,
-        ...(input.description === undefined ? {} : { description: input.description }),
-        types: input.types ?? [],
-        services: input.services ?? { all: true },
-        enabled: input.enabled ?? true,
-        timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-        health: 'healthy',
-        secrets: [{ secret, createdAt: at }],
-        createdAt: at,
-        updatedAt: at,
-      };
-      // Delivered from now on: every existing service's cursor starts at its log's head (a later service's at 0).
-      const heads = await repos.webhooks.serviceHeads();
-      await repos.webhooks.createSubscription(subscription, heads.map((h) => ({ serviceId: h.serviceId, seq: h.head })));
-      return success({ subscription: viewOf(subscription, at), secret });
-    },
+    create: (input: SubscriptionInput) => create(deps, input),
 
     async get (id: string): Promise<Result<SubscriptionView>> {
       const sub = await found(id);
@@ -107,20 +127,7 @@ export function webhookOperations (deps: WebhookDeps) {
       return (await repos.webhooks.deleteSubscription(id)) ? success({ deleted: true }) : refusal(errors.webhookSubscriptionNotFound(id));
     },
 
-    /** A new secret; the current one keeps signing (beside it) for `overlapSeconds` (default 24 h; 0: retired at once). */
-    async rotateSecret (id: string, overlapSeconds = DEFAULT_OVERLAP_SECONDS): Promise<Result<WithSecret>> {
-      const sub = await found(id);
-      if (!sub.ok) return sub;
-      const at = now();
-      const until = at + overlapSeconds * 1000;
-      // Every earlier secret signs until the overlap ends at the latest (0: all retired now).
-      const kept = activeSecrets(sub.value.secrets, at).map((s) => ({ ...s, expiresAt: Math.min(s.expiresAt ?? until, until) }))
-        .filter((s) => s.expiresAt > at);
-      const secret = targets.newSecret();
-      const updated = await repos.webhooks.setSecrets(id, [{ secret, createdAt: at }, ...kept], at);
-      if (!updated) return refusal(errors.webhookSubscriptionNotFound(id));
-      return success({ subscription: viewOf(updated, at), secret, previousSecretValidUntil: new Date(until).toISOString() });
-    },
+    rotateSecret: (id: string, overlapSeconds = DEFAULT_OVERLAP_SECONDS) => rotateSecret(deps, id, overlapSeconds),
 
     async deliveries (id: string, limit: number): Promise<Result<DeliveryAttempt[]>> {
       const sub = await found(id);

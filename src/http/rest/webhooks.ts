@@ -99,10 +99,18 @@ const Letter = Type.Object({
 const notFound = ['webhook-subscription-not-found'] as const;
 const base = '/v1/webhooks/subscriptions';
 
+const one = `${base}/:subscriptionId`;
+const admin = permissions.manageWebhooks;
+
 /** REST: webhook subscriptions (admin), their delivery log and dead letters (docs/webhooks.md). */
-export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { webhooks, verifier }) => {
+export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, options) => {
+  await app.register(subscriptionRoutes, options);
+  await app.register(deliveryRoutes, options);
+};
+
+/** Create, list, read, update, delete, rotate. */
+const subscriptionRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { webhooks, verifier }) => {
   const guard = guardWith(verifier);
-  const admin = permissions.manageWebhooks;
 
   app.post(base, guard(admin, {
     tags,
@@ -121,7 +129,6 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
   app.get(base, guard(admin, { tags, summary: 'List webhook subscriptions (admin)', description: listDescription, response: replies(ListReply) }),
     async (_request, reply) => ({ subscriptions: valueOf(await webhooks.list(), reply, '') }));
 
-  const one = `${base}/:subscriptionId`;
   const read = {
     tags,
     summary: 'Read a webhook subscription (admin)',
@@ -160,7 +167,11 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     body: RotateBody,
     response: replies(WithSecretReply, withBody, notFound),
   }), async (request, reply) => valueOf(await webhooks.rotateSecret(request.params.subscriptionId, request.body?.overlapSeconds), reply, '/body'));
+};
 
+/** The delivery log and the dead letters. */
+const deliveryRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { webhooks, verifier }) => {
+  const guard = guardWith(verifier);
   const Deliveries = Type.Object({ deliveries: Type.Array(Attempt) });
   app.get(`${one}/deliveries`, guard(admin, {
     tags,
