@@ -24,6 +24,7 @@ import { serviceRoutes } from './http/rest/services.js';
 import { StatusHub } from './http/sse/hub.js';
 import { typedRequestMethods } from './http/typedRequest/methods.js';
 import { typedRequestRoute } from './http/typedRequest/route.js';
+import { webhookTypedRequestMethods } from './http/typedRequest/webhookMethods.js';
 import { validatorCompiler } from './http/validator.js';
 import { Metrics } from './outbound/metrics.js';
 import { AddressPolicy } from './outbound/webhooks/addressPolicy.js';
@@ -39,7 +40,7 @@ import { releaseReads } from './operations/releases.js';
 import { reportSnapshot } from './operations/reportSnapshot.js';
 import { serviceOperations } from './operations/services.js';
 import { webhookDelivery } from './operations/webhookDelivery.js';
-import { webhookOperations } from './operations/webhooks.js';
+import { webhookOperations, type WebhookOperations } from './operations/webhooks.js';
 import { webhookRoutes } from './http/rest/webhooks.js';
 import type { Telemetry } from './domain/ports/telemetry.js';
 import { conformanceBoundMs, InvalidConnectionString, openStore } from './store/index.js';
@@ -181,12 +182,13 @@ async function prepareDatabase (app: FastifyInstance, health: DatabaseHealth): P
  * subscription's lease decides which process delivers it), started once the app is ready.
  */
 interface WebhookParts { repos: Repositories, metrics: Metrics, config: AppConfig, now: () => number, verifier: TokenVerifier }
-async function composeWebhooks (app: FastifyInstance, parts: WebhookParts): Promise<void> {
+async function composeWebhooks (app: FastifyInstance, parts: WebhookParts): Promise<WebhookOperations> {
   const { repos, metrics, config, now } = parts;
   const policy = new AddressPolicy(config.WEBHOOK_ALLOWED_HOSTS);
   const targets = new WebhookTargetRules(policy);
   const sender = new HttpWebhookSender(policy);
-  await app.register(webhookRoutes, { webhooks: webhookOperations({ repos, targets, now }), verifier: parts.verifier });
+  const webhooks = webhookOperations({ repos, targets, now });
+  await app.register(webhookRoutes, { webhooks, verifier: parts.verifier });
   const delivery = webhookDelivery({
     repos,
     sender,
@@ -210,6 +212,7 @@ async function composeWebhooks (app: FastifyInstance, parts: WebhookParts): Prom
   let running: { stop: () => Promise<void> } | undefined;
   app.addHook('onReady', async () => { running = delivery.start(config.WEBHOOK_POLL_INTERVAL_MS); });
   app.addHook('preClose', async () => { await running?.stop(); sender.close(); });
+  return webhooks;
 }
 
 /**
@@ -284,7 +287,8 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
 
   await app.register(healthRoutes, { database: store.health });
   await app.register(metricsRoutes, { metrics, token: config.METRICS_TOKEN });
-  await app.register(typedRequestRoute, { methods: typedRequestMethods(operations), verifier, bodyLimit: reportBodyLimit(config) });
+  const webhooks = webhookTypedRequestMethods(await composeWebhooks(app, { repos, metrics, config, now: opts.now ?? Date.now, verifier }));
+  await app.register(typedRequestRoute, { methods: [...typedRequestMethods(operations), ...webhooks], verifier, bodyLimit: reportBodyLimit(config) });
   await app.register(serviceRoutes, { services: operations.services, clusters: operations.clusters, verifier });
   await app.register(clusterRoutes, { clusters: operations.clusters, verifier });
   await app.register(releaseRoutes, { operations, verifier });
@@ -292,7 +296,6 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(reportRoutes, { operations, verifier, bodyLimit: reportBodyLimit(config) });
   await app.register(rolloutStatusRoutes, { rolloutReads: operations.rolloutReads, verifier, hub });
   await app.register(consolePlugin);
-  await composeWebhooks(app, { repos, metrics, config, now: opts.now ?? Date.now, verifier });
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);
   // Progress deadlines, milestones and follow-ups of rollouts in progress, and the domain-event log's
   // relays and retention: every process sweeps (compare-and-swap decides).

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, type TestApp } from '../../support/app.js';
+import { buildTestApp, callTypedRequest, identity, type TestApp } from '../../support/app.js';
 import { bearer } from '../../support/fixtures.js';
 
 /** Webhook subscriptions (docs/webhooks.md): admin only, validated field by field, private addresses refused without the allow-list. */
@@ -114,5 +114,26 @@ describe('webhook subscriptions with an allow-list', () => {
     const gone = await t.app.inject({ method: 'GET', url: `${url}/${subscription.id}`, headers: bearer(admin) });
     expect(gone.statusCode).toBe(404);
     expect(gone.json().code).toBe('webhook-subscription-not-found');
+  });
+
+  it('speaks TypedRequest too: create, read, pause, rotate, delete; refusals coded; admin only', async () => {
+    const call = async (method: string, request: Record<string, unknown>, token = admin) =>
+      (await callTypedRequest(t.app, method, { ...request, identity: identity(token) })).json();
+    const created = await call('createWebhookSubscription', { url: 'http://10.0.0.2/hook', types: ['dev.cloudly.release.rollout.failed'] });
+    const { subscription, secret } = created.response;
+    expect(secret).toMatch(/^whsec_/);
+    const read = await call('getWebhookSubscription', { subscriptionId: subscription.id });
+    expect(read.response.subscription.types).toEqual(['dev.cloudly.release.rollout.failed']);
+    const paused = await call('updateWebhookSubscription', { subscriptionId: subscription.id, enabled: false });
+    expect(paused.response.subscription.enabled).toBe(false);
+    expect((await call('rotateWebhookSecret', { subscriptionId: subscription.id })).response.subscription.secretCount).toBe(2);
+    expect((await call('listWebhookSubscriptions', {})).response.subscriptions.map((s: { id: string }) => s.id)).toContain(subscription.id);
+    expect((await call('getWebhookDeliveries', { subscriptionId: subscription.id })).response.deliveries).toEqual([]);
+    expect((await call('redeliverWebhookDeadLetters', { subscriptionId: subscription.id })).response).toEqual({ queued: 0 });
+    expect((await call('createWebhookSubscription', { url: 'http://192.168.1.1/x' })).error.data.code).toBe('webhook-target-not-allowed');
+    expect((await call('createWebhookSubscription', { url: 'http://10.0.0.3/x', timeoutMs: 1 })).error.data.problems[0].field).toBe('/request/timeoutMs');
+    expect((await call('listWebhookSubscriptions', {}, await t.token('user'))).error.data.code).toBe('forbidden');
+    expect((await call('deleteWebhookSubscription', { subscriptionId: subscription.id })).response).toEqual({ deleted: true });
+    expect((await call('getWebhookSubscription', { subscriptionId: subscription.id })).error.data.code).toBe('webhook-subscription-not-found');
   });
 });
