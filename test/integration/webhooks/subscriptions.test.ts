@@ -1,7 +1,10 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, callTypedRequest, identity, type TestApp } from '../../support/app.js';
-import { bearer } from '../../support/fixtures.js';
+import { EventLogStore } from '../../../src/store/eventLogStore.js';
+import { bearer, createFixtureService } from '../../support/fixtures.js';
+import { eventually } from '../../support/wait.js';
+import { startReceiver } from '../../support/webhookReceiver.js';
 
 /** Webhook subscriptions (docs/webhooks.md): admin only, validated field by field, private addresses refused without the allow-list. */
 describe('webhook subscriptions', () => {
@@ -9,7 +12,7 @@ describe('webhook subscriptions', () => {
   let admin: string;
   const url = '/v1/webhooks/subscriptions';
   beforeAll(async () => {
-    t = await buildTestApp();
+    t = await buildTestApp({ WEBHOOK_POLL_INTERVAL_MS: 50 });
     admin = await t.token('admin');
   });
   afterAll(async () => { await t?.close(); });
@@ -49,6 +52,43 @@ describe('webhook subscriptions', () => {
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json().code).toBe('validation-failed');
     expect(res.json().problems.map((p: { field: string }) => p.field).join(' ')).toContain(field);
+  });
+
+  it('refuses at connect time too: a stored receiver whose name resolves to loopback gets no request (DNS rebinding)', async () => {
+    const hook = await startReceiver();
+    try {
+      const svc = await createFixtureService(t.app, admin, { withPlacement: false });
+      // As if the name had resolved to a public address when the subscription was written: stored as it would be.
+      const now = Date.now();
+      const id = 'whsub_rebinding00';
+      await t.db.collection('webhookSubscriptions').insertOne({
+        _id: id as never,
+        url: hook.url.replace('127.0.0.1', 'localhost'),
+        types: [],
+        services: { ids: [svc.id] },
+        enabled: true,
+        timeoutMs: 2_000,
+        health: 'healthy',
+        secrets: [{ secret: `whsec_${Buffer.alloc(32, 3).toString('base64')}`, createdAt: now }],
+        createdAt: now,
+        updatedAt: now,
+        leaseOwner: null,
+        leaseUntil: 0,
+      });
+      const log = new EventLogStore(t.database);
+      await log.record(svc.id, { key: 'x1', type: 'automation.held', time: now, data: { reason: 'x' } });
+      await log.relay(svc.id);
+      await eventually('the attempt was refused and the event dead-lettered', async () => {
+        const res = await t.app.inject({ method: 'GET', url: `${url}/${id}/dead-letters`, headers: bearer(admin) });
+        expect(res.json().deadLetters).toHaveLength(1);
+      });
+      const res = await t.app.inject({ method: 'GET', url: `${url}/${id}/deliveries`, headers: bearer(admin) });
+      expect(res.json().deliveries[0]).toMatchObject({ outcome: 'dead' });
+      expect(res.json().deliveries[0].error).toMatch(/^not-allowed: localhost resolves to (127\.0\.0\.1|::1)/);
+      expect(hook.received).toHaveLength(0);
+    } finally {
+      await hook.close();
+    }
   });
 
   it('only admins manage subscriptions', async () => {
