@@ -50,6 +50,8 @@ const SERVICE_CONCURRENCY = 8;
 const EVENTS_PER_PASS = 500;
 const REDELIVERIES_PER_PASS = 100;
 const DELIVERY_LOG_SWEEP_MS = 5 * 60_000;
+/** How long a shutdown waits for the attempts in flight (a duplicate after it is allowed: at least once). */
+const STOP_WAIT_MS = 2_000;
 
 /** What one pass of one subscription carries: the lease's renewal and whether delivery must stop (lease lost, 410, shutdown). */
 interface Pass {
@@ -320,7 +322,13 @@ export function webhookDelivery (deps: DeliveryDeps): DeliveryControl {
         clearInterval(sweep);
         await ticking;
         const held = [...running.keys()];
-        await Promise.allSettled(running.values());
+        // An attempt in flight may wait for a slow receiver: shutting down waits for it a little, not for its whole timeout.
+        let waited: NodeJS.Timeout | undefined;
+        await Promise.race([
+          Promise.allSettled(running.values()),
+          new Promise<void>((resolve) => { waited = setTimeout(resolve, STOP_WAIT_MS); }),
+        ]);
+        clearTimeout(waited);
         // Given back at once: another process goes on without waiting for the leases to run out.
         await Promise.allSettled(held.map((id) => deps.repos.webhooks.releaseLease(id, deps.owner)));
       },
