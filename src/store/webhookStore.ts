@@ -88,7 +88,8 @@ export class WebhookStore implements WebhookRepository {
     const set: Record<string, unknown> = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
     // Resuming a subscription the receiver ended (410), or a failing one, starts it healthy again.
     if (patch.enabled === true) set['health'] = 'healthy';
-    const doc = await this.subscriptions.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after' });
+    const update = patch.enabled === true ? { $set: set, $unset: { lastError: '' as const } } : { $set: set };
+    const doc = await this.subscriptions.findOneAndUpdate({ _id: id }, update, { returnDocument: 'after' });
     return doc ? toSubscription(doc) : null;
   }
 

@@ -148,6 +148,15 @@ describe('webhook delivery', () => {
     });
     // Only the first event was tried: the subscription ended at its answer.
     expect(hook.received.map((r) => r.id)).toEqual([`${svc.id}:1`]);
+    // Resumed by an update: healthy again, from where it stopped.
+    hook.behave(() => ({ status: 200 }));
+    const url = `/v1/webhooks/subscriptions/${subscription.id}`;
+    const resumed = await t.app.inject({ method: 'PATCH', url, headers: bearer(admin), payload: { enabled: true } });
+    expect(resumed.json().subscription).toMatchObject({ enabled: true, health: 'healthy' });
+    expect(resumed.json().subscription.lastError).toBeUndefined();
+    await eventually('both delivered after the resume', async () => {
+      expect(hook.received.map((r) => r.id)).toEqual([`${svc.id}:1`, `${svc.id}:1`, `${svc.id}:2`]);
+    });
   });
 
   it('an event that exhausts its attempts is a dead letter, listed, and redelivered by the API with the same webhook-id', async () => {
