@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock, DeadLetter, DeliveryAttempt, Repositories, SubscriptionPatch, WebhookTargets } from '../domain/ports/index.js';
 import { invalid, refusal, success, type Result } from '../domain/result.js';
-import { activeSecrets, viewOf, type Subscription, type SubscriptionView, type WebhookServices } from '../domain/webhooks.js';
+import { activeSecrets, coversService, viewOf, type Subscription, type SubscriptionView, type WebhookServices } from '../domain/webhooks.js';
 import { errors } from '../errors.js';
 
 /**
@@ -94,6 +94,18 @@ async function rotateSecret (deps: WebhookDeps, id: string, overlapSeconds: numb
   return success({ subscription: viewOf(updated, at), secret, previousSecretValidUntil: new Date(until).toISOString() });
 }
 
+/** Services a change of `services` starts to cover are delivered from their heads on, like a new subscription's. */
+async function startNewlyCovered (deps: WebhookDeps, id: string, services: WebhookServices): Promise<void> {
+  const before = await deps.repos.webhooks.getSubscription(id);
+  if (!before) return;
+  const heads = await deps.repos.webhooks.serviceHeads();
+  const newly = heads.filter((h) => {
+    const service = { id: h.serviceId, name: h.name };
+    return coversService(services, service) && !coversService(before.services, service);
+  });
+  await deps.repos.webhooks.resetCursors(id, newly.map((h) => ({ serviceId: h.serviceId, seq: h.head })));
+}
+
 export function webhookOperations (deps: WebhookDeps) {
   const { repos, now } = deps;
   const found = async (id: string): Promise<Result<Subscription>> => {
@@ -119,6 +131,7 @@ export function webhookOperations (deps: WebhookDeps) {
         const refused = await urlRefusal(deps, patch.url);
         if (refused) return refused;
       }
+      if (patch.services !== undefined) await startNewlyCovered(deps, id, patch.services);
       const updated = await repos.webhooks.updateSubscription(id, { ...patch, updatedAt: now() });
       return updated ? success(viewOf(updated, now())) : refusal(errors.webhookSubscriptionNotFound(id));
     },

@@ -132,6 +132,17 @@ export class WebhookStore implements WebhookRepository {
     return (await this.cursorDocs.find({ subscriptionId }).toArray()).map(toCursor);
   }
 
+  async resetCursors (subscriptionId: string, cursors: ReadonlyArray<{ serviceId: string, seq: number }>): Promise<void> {
+    if (cursors.length === 0) return;
+    await this.cursorDocs.bulkWrite(cursors.map((c) => ({
+      replaceOne: {
+        filter: { _id: cursorId(subscriptionId, c.serviceId) },
+        replacement: { subscriptionId, serviceId: c.serviceId, seq: c.seq, attempts: 0 },
+        upsert: true,
+      },
+    })), { ordered: false });
+  }
+
   async advanceCursor (subscriptionId: string, serviceId: string, fromSeq: number, toSeq: number): Promise<boolean> {
     const _id = cursorId(subscriptionId, serviceId);
     const cleared = { firstAttemptAt: '' as const, nextAttemptAt: '' as const, gapSince: '' as const };

@@ -89,6 +89,8 @@ export interface WebhookRepository {
   /** The services and the heads of their logs, by id. */
   serviceHeads(): Promise<ServiceHead[]>;
   cursors(subscriptionId: string): Promise<WebhookCursor[]>;
+  /** Sets cursors (retries cleared), whatever they were: a service the subscription starts to cover is delivered from its head. */
+  resetCursors(subscriptionId: string, cursors: ReadonlyArray<{ serviceId: string, seq: number }>): Promise<void>;
   /**
    * Moves the cursor from `fromSeq` to `toSeq` (retries cleared), by compare-and-swap on `fromSeq`
    * (a missing cursor counts as 0); false: another process moved it.

@@ -230,6 +230,23 @@ describe('webhook delivery', () => {
       .toEqual(['dev.cloudly.release.events-missed', 'dev.cloudly.release.automation.held']);
   }, 60_000);
 
+  it('a service the subscription starts to cover is delivered from the change on, not from its past', async () => {
+    const hook = await receiver();
+    const a = await createFixtureService(t.app, admin, { withPlacement: false });
+    const { subscription } = await subscribe({ url: hook.url, services: { ids: [a.id] } });
+    const b = await createFixtureService(t.app, admin, { withPlacement: false });
+    await emit(b.id, 'b1', 'b2', 'b3');
+    const url = `/v1/webhooks/subscriptions/${subscription.id}`;
+    const res = await t.app.inject({ method: 'PATCH', url, headers: bearer(admin), payload: { services: { ids: [a.id, b.id] } } });
+    expect(res.statusCode, res.body).toBe(200);
+    await emit(b.id, 'b4');
+    await emit(a.id, 'a1');
+    // In order per service: had b's past been due, b:1..3 would have come before b:4.
+    await eventually('b:4 and a:1 delivered', async () => {
+      expect(hook.received.map((r) => r.id).sort()).toEqual([`${a.id}:1`, `${b.id}:4`].sort());
+    });
+  });
+
   it('counts deliveries, failures and retries per subscription on /metrics', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/metrics' });
     const text = res.body;
