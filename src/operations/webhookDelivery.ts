@@ -1,5 +1,5 @@
 import type {
-  Clock, DeadLetter, Log, Repositories, ServiceHead, WebhookCursor, WebhookSender, WebhookTargets, WebhookTelemetry,
+  Clock, DeadLetter, DeliveryAttempt, Log, Repositories, ServiceHead, WebhookCursor, WebhookSender, WebhookTargets, WebhookTelemetry,
 } from '../domain/ports/index.js';
 import type { LoggedEvent } from '../domain/events.js';
 import {
@@ -59,6 +59,8 @@ interface Pass {
   stopped: boolean;
   healthy: boolean;
   oldestPendingAt: number | undefined;
+  /** Delivered attempts not written to the delivery log yet (written per batch: one insert, not one per event). */
+  logged: DeliveryAttempt[];
   stopping: () => boolean;
 }
 
@@ -100,7 +102,7 @@ async function attempt (deps: DeliveryDeps, pass: Pass, event: CloudEventJson, a
     ? { kind: 'answer', status: sent.answer.status, retryAfterMs: retryAfterMsOf(sent.answer.retryAfter, deps.now()) }
     : { kind: 'failure', reason: sent.failure };
   const verdict = verdictOf(outcome);
-  await deps.repos.webhooks.recordAttempt({
+  const entry: DeliveryAttempt = {
     subscriptionId: sub.id,
     eventId: event.id,
     type: event.type,
@@ -110,7 +112,9 @@ async function attempt (deps: DeliveryDeps, pass: Pass, event: CloudEventJson, a
     outcome: verdict,
     ...(sent.ok ? { statusCode: sent.answer.status, excerpt: sent.answer.excerpt } : { error: `${sent.failure}: ${sent.message}`.slice(0, 512) }),
     ...(redelivery ? { redelivery } : {}),
-  });
+  };
+  if (verdict === 'delivered') pass.logged.push(entry);
+  else await deps.repos.webhooks.recordAttempt(entry);
   if (verdict === 'delivered') deps.telemetry.webhookDelivered(sub.id, sent.latencyMs);
   else deps.telemetry.webhookFailed(sub.id, verdict === 'gone' ? 'gone' : verdict === 'retry' ? 'retry' : 'dead');
   return { verdict, outcome, error: sent.ok ? `HTTP ${sent.answer.status}` : sent.message };
@@ -198,6 +202,7 @@ async function deliverService (deps: DeliveryDeps, pass: Pass, service: ServiceH
     if (cursor.gapSince !== undefined) cursor = { ...cursor, gapSince: undefined };
     pass.oldestPendingAt = Math.min(pass.oldestPendingAt ?? Infinity, (events[0] as LoggedEvent).time);
     const moved = await deliverEvents(deps, pass, cursor, events);
+    await flushLog(deps, pass);
     if (moved === undefined) return;
     sent += events.length;
     cursor = moved;
@@ -244,14 +249,21 @@ async function redeliverQueued (deps: DeliveryDeps, pass: Pass): Promise<void> {
   }
 }
 
+/** Writes the delivered attempts kept so far to the delivery log. */
+async function flushLog (deps: DeliveryDeps, pass: Pass): Promise<void> {
+  const entries = pass.logged.splice(0);
+  await deps.repos.webhooks.recordAttempts(entries);
+}
+
 /** One pass over a subscription whose lease this process holds: redeliveries, then every covered service's events. */
 export async function deliverSubscription (deps: DeliveryDeps, sub: Subscription, heads: readonly ServiceHead[], stopping: () => boolean): Promise<void> {
-  const pass: Pass = { sub, stopped: false, healthy: sub.health === 'healthy', oldestPendingAt: undefined, stopping };
+  const pass: Pass = { sub, stopped: false, healthy: sub.health === 'healthy', oldestPendingAt: undefined, stopping, logged: [] };
   const release = keepLease(deps, pass);
   try {
     await deliverPass(deps, pass, heads);
   } finally {
     release();
+    await flushLog(deps, pass);
   }
 }
 

@@ -184,6 +184,10 @@ export class WebhookStore implements WebhookRepository {
     await this.deliveryDocs.insertOne({ ...attempt });
   }
 
+  async recordAttempts (attempts: readonly DeliveryAttempt[]): Promise<void> {
+    if (attempts.length > 0) await this.deliveryDocs.insertMany(attempts.map((a) => ({ ...a })), { ordered: false });
+  }
+
   async deliveries (subscriptionId: string, limit: number): Promise<DeliveryAttempt[]> {
     return (await this.deliveryDocs.find({ subscriptionId }).sort({ at: -1 }).limit(limit).toArray()).map(toAttempt);
   }

@@ -103,6 +103,8 @@ export interface WebhookRepository {
   markGap(subscriptionId: string, serviceId: string, seq: number, since: number | undefined): Promise<void>;
 
   recordAttempt(attempt: DeliveryAttempt): Promise<void>;
+  /** Several at once (the delivered ones of a batch). */
+  recordAttempts(attempts: readonly DeliveryAttempt[]): Promise<void>;
   deliveries(subscriptionId: string, limit: number): Promise<DeliveryAttempt[]>;
   /** Removes delivery-log entries older than `before`; resolves to how many. */
   sweepDeliveries(before: number): Promise<number>;
