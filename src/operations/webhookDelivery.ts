@@ -138,7 +138,9 @@ async function deadLetter (deps: DeliveryDeps, pass: Pass, serviceId: string, ev
  * One event of a service, at the cursor: 'next' (delivered or given up: the cursor may move past it),
  * 'wait' (a retry is scheduled; the service's later events wait), 'stop' (the subscription is gone).
  */
-async function deliverEvent (deps: DeliveryDeps, pass: Pass, cursor: WebhookCursor, event: CloudEventJson): Promise<'next' | 'wait' | 'stop'> {
+async function deliverEvent (
+  deps: DeliveryDeps, pass: Pass, cursor: WebhookCursor, event: CloudEventJson, stored: () => Promise<boolean> = async () => true,
+): Promise<'next' | 'wait' | 'stop'> {
   const attemptNo = cursor.attempts + 1;
   const result = await attempt(deps, pass, event, attemptNo);
   if (result.verdict === 'delivered') {
@@ -157,6 +159,8 @@ async function deliverEvent (deps: DeliveryDeps, pass: Pass, cursor: WebhookCurs
   if (result.verdict === 'retry' && mayRetry(deps.retry, attemptNo, firstAttemptAt, now)) {
     const retryAfterMs = result.outcome.kind === 'answer' ? result.outcome.retryAfterMs : undefined;
     const delay = retryDelayMs(deps.retry, attemptNo, (deps.random ?? Math.random)(), retryAfterMs);
+    // The retry is kept on the stored cursor, which must stand right before this event first.
+    if (!(await stored())) return 'stop';
     await deps.repos.webhooks.recordRetry(pass.sub.id, cursor.serviceId, cursor.seq, { attempts: attemptNo, firstAttemptAt, nextAttemptAt: now + delay });
     deps.telemetry.webhookRetried(pass.sub.id);
     return 'wait';
@@ -211,27 +215,37 @@ async function deliverService (deps: DeliveryDeps, pass: Pass, service: ServiceH
 
 /** A batch of events of one service, in order; the cursor after them, or undefined when the service must wait (or the pass stop). */
 async function deliverEvents (deps: DeliveryDeps, pass: Pass, start: WebhookCursor, events: LoggedEvent[]): Promise<WebhookCursor | undefined> {
-  let cursor = start;
-  let skipTo = cursor.seq;
-  const advance = async (to: number): Promise<boolean> => {
-    if (to === cursor.seq) return true;
-    const moved = await deps.repos.webhooks.advanceCursor(pass.sub.id, cursor.serviceId, cursor.seq, to);
-    cursor = { serviceId: cursor.serviceId, seq: to, attempts: 0 };
+  const { serviceId } = start;
+  // `at`: everything up to it is delivered, given up or not wanted; the stored cursor follows once per batch
+  // (a crash re-sends at most the batch: at least once), and before a retry is recorded on it.
+  let at = start.seq;
+  let stored = start.seq;
+  const store = async (): Promise<boolean> => {
+    if (at === stored) return true;
+    // Compare-and-swap: false means another process moved it (its lease taken over): this pass stops here.
+    const moved = await deps.repos.webhooks.advanceCursor(pass.sub.id, serviceId, stored, at);
+    stored = at;
     return moved;
   };
   for (const event of events) {
     if (!wantsType(pass.sub, event.type)) {
-      skipTo = event.seq;
+      at = event.seq;
       continue;
     }
-    if (!(await advance(skipTo)) || !(await holdLease(deps, pass))) return undefined;
-    const outcome = await deliverEvent(deps, pass, cursor, cloudEventOf(event, deps.source));
-    if (outcome !== 'next') return undefined;
-    // Moved by compare-and-swap: false means another process moved it (a lease taken over): this pass stops here.
-    if (!(await advance(event.seq))) return undefined;
-    skipTo = event.seq;
+    if (!(await holdLease(deps, pass))) {
+      await store();
+      return undefined;
+    }
+    const cursor: WebhookCursor = at === start.seq ? start : { serviceId, seq: at, attempts: 0 };
+    const outcome = await deliverEvent(deps, pass, cursor, cloudEventOf(event, deps.source), store);
+    if (outcome === 'wait') return undefined;
+    if (outcome === 'stop') {
+      await store();
+      return undefined;
+    }
+    at = event.seq;
   }
-  return (await advance(skipTo)) ? cursor : undefined;
+  return (await store()) ? { serviceId, seq: at, attempts: 0 } : undefined;
 }
 
 /** Dead letters queued for redelivery by the API: one attempt each; a failure leaves them dead. */
