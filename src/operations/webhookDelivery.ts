@@ -13,9 +13,10 @@ import {
  *
  * - One process delivers a subscription at a time: it holds the subscription's lease (renewed while it
  *   delivers; a dead holder's lease runs out after `leaseMs` and another process takes it over).
- * - At least once, in order per service: an event is sent, THEN the cursor moves past it (compare-and-
- *   swap on the seq it moves from), so a crash in between re-sends it, with the same `webhook-id`. A
- *   service's next event waits until the one before is delivered or given up.
+ * - At least once, in order per service: events are sent, THEN the cursor moves past them (compare-and-
+ *   swap on the seq it moves from; once per batch, and before a retry is recorded on it), so a crash in
+ *   between re-sends them, with the same `webhook-id`. A service's next event waits until the one before
+ *   is delivered or given up.
  * - Retries on no answer, timeouts, 408, 429 and 5xx, with exponential backoff and jitter (a longer
  *   `Retry-After` wins), kept on the cursor; after `maxAttempts` or `maxAgeMs` the event becomes a dead
  *   letter (kept, listed, redeliverable) and the subscription `failing`; any other 4xx (or 3xx: redirects
