@@ -8,7 +8,7 @@ import type { DatabaseHealth } from './domain/ports/database.js';
 import type { Repositories } from './domain/ports/index.js';
 import { isAppError } from './errors.js';
 import { faultHookFromConfig, type FaultHook } from './faults.js';
-import { createTokenVerifier } from './http/auth.js';
+import { createTokenVerifier, type TokenVerifier } from './http/auth.js';
 import { registerErrorHandling } from './http/errorHandler.js';
 import { instrumentRequests } from './http/instrumentation.js';
 import { registerJsonBody } from './http/jsonBody.js';
@@ -27,6 +27,7 @@ import { serviceRoutes } from './http/rest/services.js';
 import { StatusHub } from './http/sse/hub.js';
 import { typedRequestMethods } from './http/typedRequest/methods.js';
 import { typedRequestRoute } from './http/typedRequest/route.js';
+import { webhookTypedRequestMethods } from './http/typedRequest/webhookMethods.js';
 import { validatorCompiler } from './http/validator.js';
 import { Metrics } from './outbound/metrics.js';
 import { attestationRegistryFrom, RegistryClient } from './outbound/registry/index.js';
@@ -34,6 +35,8 @@ import { attestationSignerFrom } from './outbound/signer/index.js';
 import type { ImageRegistry } from './domain/ports/registry.js';
 import { keylessVerifierFrom, LruVerificationCache } from './domain/trust/index.js';
 import { trustChecker } from './operations/trustCheck.js';
+import { AddressPolicy } from './outbound/webhooks/addressPolicy.js';
+import { HttpWebhookSender, WebhookTargetRules } from './outbound/webhooks/sender.js';
 import { abort, promote, rollBack } from './operations/manualRollout.js';
 import { clusterOperations } from './operations/clusters.js';
 import type { Operations } from './operations/index.js';
@@ -45,8 +48,12 @@ import { rolloutReads } from './operations/readRollout.js';
 import { releaseReads } from './operations/releases.js';
 import { reportSnapshot } from './operations/reportSnapshot.js';
 import { serviceOperations } from './operations/services.js';
+import { webhookDelivery } from './operations/webhookDelivery.js';
+import { webhookOperations, type WebhookOperations } from './operations/webhooks.js';
+import { webhookRoutes } from './http/rest/webhooks.js';
 import type { Telemetry } from './domain/ports/telemetry.js';
 import { conformanceBoundMs, InvalidConnectionString, openStore } from './store/index.js';
+import { randomUUID } from 'node:crypto';
 
 export interface BuildAppOptions {
   /** The configuration; MONGODB_URI and a JWT key must be set (src/server.ts provisions them for development). */
@@ -219,6 +226,44 @@ async function tokenVerifierOf (authKey: NonNullable<ReturnType<typeof authKeyOf
 }
 
 /**
+ * Webhooks (docs/webhooks.md): the subscriptions' routes, and the delivery every process runs (a
+ * subscription's lease decides which process delivers it), started once the app is ready.
+ */
+interface WebhookParts { repos: Repositories, metrics: Metrics, config: AppConfig, now: () => number, verifier: TokenVerifier }
+async function composeWebhooks (app: FastifyInstance, parts: WebhookParts): Promise<WebhookOperations> {
+  const { repos, metrics, config, now } = parts;
+  const policy = new AddressPolicy(config.WEBHOOK_ALLOWED_HOSTS);
+  const targets = new WebhookTargetRules(policy);
+  const sender = new HttpWebhookSender(policy);
+  const webhooks = webhookOperations({ repos, targets, now });
+  await app.register(webhookRoutes, { webhooks, verifier: parts.verifier });
+  const delivery = webhookDelivery({
+    repos,
+    sender,
+    targets,
+    telemetry: metrics,
+    now,
+    log: app.log,
+    owner: `${process.pid}:${randomUUID()}`,
+    retry: {
+      maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
+      maxAgeMs: config.WEBHOOK_MAX_AGE_SECONDS * 1000,
+      baseDelayMs: config.WEBHOOK_RETRY_BASE_MS,
+      maxDelayMs: config.WEBHOOK_RETRY_MAX_MS,
+    },
+    leaseMs: config.WEBHOOK_LEASE_MS,
+    deliveryLogRetentionMs: config.EVENTS_RETENTION_DAYS * 24 * 3600 * 1000,
+    source: config.WEBHOOK_EVENT_SOURCE,
+    // Longer than a relay takes: a crashed writer's outbox is relayed by the next lifecycle sweep.
+    gapGraceMs: 5_000 + 6 * config.LIFECYCLE_SWEEP_INTERVAL_MS,
+  });
+  let running: { stop: () => Promise<void> } | undefined;
+  app.addHook('onReady', async () => { running = delivery.start(config.WEBHOOK_POLL_INTERVAL_MS); });
+  app.addHook('preClose', async () => { await running?.stop(); sender.close(); });
+  return webhooks;
+}
+
+/**
  * Composes the service and returns it un-started (tests use `inject` or `listen` on port 0):
  * the store, the use cases, the REST and TypedRequest adapters and the error handler. The
  * database is connected lazily; indexes are created at ready time, or later by /readyz when the
@@ -251,7 +296,6 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   registerErrorHandling(app, { onErrorAnswered: (code) => { metrics.errorAnswered(code); }, bodyLimitBytes: config.BODY_LIMIT_BYTES });
 
   await registerOpenApi(app);
-
   const repos = store.repositories;
   const registry = new RegistryClient(registrySettingsOf(config));
   app.addHook('onClose', async () => { registry.close(); });
@@ -286,7 +330,8 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
 
   await app.register(healthRoutes, { database: store.health });
   await app.register(metricsRoutes, { metrics, token: config.METRICS_TOKEN });
-  await app.register(typedRequestRoute, { methods: typedRequestMethods(operations), verifier, bodyLimit: reportBodyLimit(config) });
+  const webhooks = webhookTypedRequestMethods(await composeWebhooks(app, { repos, metrics, config, now: opts.now ?? Date.now, verifier }));
+  await app.register(typedRequestRoute, { methods: [...typedRequestMethods(operations), ...webhooks], verifier, bodyLimit: reportBodyLimit(config) });
   await app.register(serviceRoutes, { services: operations.services, clusters: operations.clusters, verifier });
   await app.register(clusterRoutes, { clusters: operations.clusters, verifier });
   await app.register(releaseRoutes, { operations, verifier });

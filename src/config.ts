@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { keylessVerifierFrom } from './domain/trust/keyless.js';
@@ -130,6 +131,36 @@ export const EnvSchema = Type.Object({
     pattern: '-----BEGIN PUBLIC KEY-----',
     description: 'PEM bundle of the public keys that signed attestations before the current key (still listed, so old attestations verify)',
   })),
+  WEBHOOK_ALLOWED_HOSTS: Type.Optional(Type.String({
+    maxLength: 8192,
+    pattern: '^[A-Za-z0-9.:/,\\[\\] -]+$',
+    description: 'webhook receivers allowed on loopback, link-local or private addresses (SSRF): comma-separated host names, IP addresses' +
+      ' and CIDR ranges (e.g. `hooks.internal,10.1.0.0/16,127.0.0.1`); unset = public addresses only',
+  })),
+  WEBHOOK_MAX_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 100, default: 12, description: 'attempts of one webhook event before it becomes a dead letter' }),
+  WEBHOOK_MAX_AGE_SECONDS: Type.Integer({
+    minimum: 1,
+    maximum: 30 * 24 * 3600,
+    default: 24 * 3600,
+    description: 'how long an event is retried (from its first attempt) before it becomes a dead letter',
+  }),
+  WEBHOOK_RETRY_BASE_MS: Type.Integer({ minimum: 1, maximum: 3_600_000, default: 5_000, description: 'the first retry delay; doubled per attempt, jittered' }),
+  WEBHOOK_RETRY_MAX_MS: Type.Integer({ minimum: 1, maximum: 86_400_000, default: 3_600_000, description: 'the longest retry delay (also caps Retry-After)' }),
+  WEBHOOK_POLL_INTERVAL_MS: Type.Integer({
+    minimum: 10, maximum: 60_000, default: 500, description: 'how often each process looks for webhook events to deliver and subscriptions to take over',
+  }),
+  WEBHOOK_LEASE_MS: Type.Integer({
+    minimum: 500,
+    maximum: 600_000,
+    default: 5_000,
+    description: 'how long a process holds a subscription\'s delivery without renewing: a dead holder\'s is taken over after this',
+  }),
+  WEBHOOK_EVENT_SOURCE: Type.String({
+    minLength: 1,
+    maxLength: 1024,
+    default: 'urn:cloudly:release-control-plane',
+    description: 'the CloudEvents `source` of every webhook event (a URI reference)',
+  }),
   FAULT_INJECTION: Type.Optional(Type.String({
     pattern: '^[a-z-]+(,[a-z-]+)*$',
     description: 'TEST ONLY: comma-separated fault points at which the process kills itself (crash-safety tests)',
@@ -217,6 +248,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): AppConfig {
   registrySettingsOf(config);
   trustedRootOf(config);
   checkAttestationKeys(config);
+  checkWebhookAllowList(config);
   return config;
 }
 
@@ -253,6 +285,22 @@ function checkAttestationKeys (config: AppConfig): void {
     const parsed = parsePublicKeyPems(config.ATTESTATION_RETIRED_PUBLIC_KEYS);
     if (!parsed.ok) throw new ConfigError(`ATTESTATION_RETIRED_PUBLIC_KEYS: ${parsed.problem}`);
   }
+}
+
+/** Every entry of WEBHOOK_ALLOWED_HOSTS must be a host name, an IP address or a CIDR range. */
+function checkWebhookAllowList (config: AppConfig): void {
+  const entries = (config.WEBHOOK_ALLOWED_HOSTS ?? '').split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const bad = entries.find((entry) => !isAllowListEntry(entry));
+  if (bad !== undefined) throw new ConfigError(`WEBHOOK_ALLOWED_HOSTS: '${bad}' is neither a host name, an IP address nor a CIDR range`);
+}
+
+/** A host name, an IP address, or an IP/prefix. */
+export function isAllowListEntry (entry: string): boolean {
+  const [network, prefix, extra] = entry.split('/');
+  if (extra !== undefined || network === undefined || network === '') return false;
+  const family = isIP(network);
+  if (prefix !== undefined) return family !== 0 && /^\d+$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+  return family !== 0 || new RegExp(`^${HOST_LABEL}(?:\\.${HOST_LABEL})*$`).test(network);
 }
 
 /** The key tokens are verified with; undefined when none is configured (server.ts then provisions a development secret). */

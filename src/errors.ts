@@ -64,6 +64,8 @@ export const errorCatalogue = {
   'cluster-not-found': { status: 404, title: 'Cluster not found' },
   'attestation-not-found': { status: 404, title: 'Attestation not found' },
   'method-not-found': { status: 404, title: 'Unknown TypedRequest method' },
+  'webhook-subscription-not-found': { status: 404, title: 'Webhook subscription not found' },
+  'dead-letter-not-found': { status: 404, title: 'No such dead letter of this subscription' },
   'rollout-generation-conflict': { status: 409, title: 'The rollout generation changed', rollout: lostRace },
   'current-rollout-mismatch': { status: 409, title: 'The current rollout is not the expected one', rollout: lostRace },
   'idempotency-request-in-progress': { status: 409, title: 'A request with this Idempotency-Key is still in progress' },
@@ -94,6 +96,7 @@ export const errorCatalogue = {
   'signature-untrusted': { status: 422, title: 'The digest is signed, but by no signer the trust policy trusts', rollout: trustRefused },
   'signature-digest-mismatch': { status: 422, title: 'The trusted signature names another digest or repository', rollout: trustRefused },
   'attestation-missing': { status: 422, title: 'A required attestation is missing', rollout: trustRefused },
+  'webhook-target-not-allowed': { status: 422, title: 'Webhooks may not be sent to this address' },
   'promotion-window-closed': { status: 423, title: 'Promotions are closed by a window' },
   'stop-the-line': { status: 423, title: 'Promotions are stopped' },
   'request-header-too-large': { status: 431, title: 'The request head is too large' },
@@ -303,6 +306,18 @@ export const errors = {
   clusterNotFound: (clusterId: string): AppError => new AppError('cluster-not-found', {
     detail: `cluster '${excerpt(clusterId)}' is not registered`,
     details: { clusterId: excerpt(clusterId) },
+  }),
+  webhookSubscriptionNotFound: (subscriptionId: string): AppError => new AppError('webhook-subscription-not-found', {
+    detail: `webhook subscription '${excerpt(subscriptionId)}' does not exist`,
+    details: { subscriptionId: excerpt(subscriptionId) },
+  }),
+  deadLetterNotFound: (subscriptionId: string, eventId: string): AppError => new AppError('dead-letter-not-found', {
+    detail: `subscription '${excerpt(subscriptionId)}' has no dead letter for event '${excerpt(eventId)}'`,
+    details: { subscriptionId: excerpt(subscriptionId), eventId: excerpt(eventId) },
+  }),
+  webhookTargetNotAllowed: (field: string, reason: string): AppError => new AppError('webhook-target-not-allowed', {
+    detail: `${field}: ${excerpt(reason, 300)}`,
+    details: { field, reason: excerpt(reason, 300) },
   }),
   methodNotFound: (method: string): AppError => new AppError('method-not-found', {
     detail: `unknown method '${excerpt(method)}'`,

@@ -46,5 +46,6 @@ export const permissions = {
   ...grant([...can.read, ...can.report], { readAttestationKeys: 'read the attestation keys' }),
   ...grant(can.release, { promote: 'promote releases', rollBack: 'roll back releases', pushRegistryEvents: 'push registry events' }),
   ...grant(can.administer, { createServices: 'create services', updateServices: 'update services', registerClusters: 'register clusters' }),
+  ...grant(can.administer, { manageWebhooks: 'manage webhook subscriptions' }),
   ...grant(can.report, { reportSnapshots: 'report deployment snapshots' }),
 };

@@ -1,8 +1,9 @@
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TImmutableImageRolloutMode } from '../contracts/index.js';
 import { errorCatalogue, errors, isAppError, rolloutRefusalOf, type AppError, type ErrorCode } from '../errors.js';
 import type { Result } from '../domain/result.js';
 import { UNMATCHED_ROUTE, type HttpTelemetry, type RequestLabels, type Telemetry } from '../domain/ports/telemetry.js';
+import type { WebhookTelemetry } from '../domain/ports/webhooks.js';
 
 /**
  * The Prometheus series of one app (GET /metrics). Every app gets its own
@@ -13,7 +14,8 @@ import { UNMATCHED_ROUTE, type HttpTelemetry, type RequestLabels, type Telemetry
  * status codes, error codes, upstream mismatch reasons, rollout modes), never
  * from a request's ids or free text, so the number of series stays bounded —
  * except the delivery series, labelled by service id: services are created by
- * admins, so their number is the operator's, not a caller's.
+ * admins, so their number is the operator's, not a caller's — and the webhook series, labelled by
+ * subscription id (subscriptions are created by admins too).
  */
 
 export type RolloutOutcome = 'success' | 'replayed' | 'conflict' | 'refused' | 'error';
@@ -40,7 +42,7 @@ const thrownError = (err: unknown): AppError => (isAppError(err) ? err : errors.
 
 type HttpLabels = 'method' | 'route' | 'status_code';
 
-export class Metrics implements Telemetry, HttpTelemetry {
+export class Metrics implements Telemetry, HttpTelemetry, WebhookTelemetry {
   readonly registry = new Registry();
 
   readonly httpRequestDuration = new Histogram<HttpLabels>({
@@ -114,6 +116,30 @@ export class Metrics implements Telemetry, HttpTelemetry {
 
   readonly databaseHeartbeatFailures = this.counter('cloudly_release_mongodb_heartbeat_failures_total',
     'MongoDB server monitor heartbeats that failed (the database was unreachable), counted whether or not requests were waiting');
+
+  readonly webhookDeliveries = this.counter('cloudly_release_webhook_deliveries_total',
+    'Webhook events delivered (the receiver answered 2xx), by subscription id; redeliveries of dead letters included', ['subscription']);
+
+  readonly webhookFailures = this.counter('cloudly_release_webhook_failures_total',
+    'Webhook attempts that failed, by subscription id and outcome: retry (scheduled again), dead (the event became a dead letter),' +
+    ' gone (410: the subscription was disabled)', ['subscription', 'outcome']);
+
+  readonly webhookRetries = this.counter('cloudly_release_webhook_retries_total',
+    'Webhook retries scheduled (with backoff) by subscription id', ['subscription']);
+
+  readonly webhookLagSeconds = new Gauge<'subscription'>({
+    name: 'cloudly_release_webhook_lag_seconds',
+    help: 'Age of the oldest event a subscription has not delivered yet (0: caught up), as of the last delivery pass of this process',
+    labelNames: ['subscription'],
+    registers: [this.registry],
+  });
+
+  readonly webhookLatency = new Histogram<never>({
+    name: 'cloudly_release_webhook_delivery_seconds',
+    help: 'Latency of webhook attempts the receiver answered with 2xx',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
 
   constructor () {
     collectDefaultMetrics({ register: this.registry });
@@ -234,5 +260,22 @@ export class Metrics implements Telemetry, HttpTelemetry {
   lifecycleSwept (looked: number): void {
     this.lifecycleSweeps.inc();
     this.lifecycleLookedAt.inc(looked);
+  }
+
+  webhookDelivered (subscriptionId: string, latencyMs: number): void {
+    this.webhookDeliveries.inc({ subscription: subscriptionId });
+    this.webhookLatency.observe(latencyMs / 1000);
+  }
+
+  webhookFailed (subscriptionId: string, outcome: 'retry' | 'dead' | 'gone'): void {
+    this.webhookFailures.inc({ subscription: subscriptionId, outcome });
+  }
+
+  webhookRetried (subscriptionId: string): void {
+    this.webhookRetries.inc({ subscription: subscriptionId });
+  }
+
+  webhookLag (subscriptionId: string, seconds: number): void {
+    this.webhookLagSeconds.set({ subscription: subscriptionId }, seconds);
   }
 }

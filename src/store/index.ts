@@ -17,6 +17,7 @@ import { ServiceCatalogueStore } from './catalogueStore.js';
 import { LifecycleStore } from './lifecycleStore.js';
 import { ServicePlanStore } from './planStore.js';
 import { StatusStore } from './statusStore.js';
+import { WebhookStore } from './webhookStore.js';
 
 /** The store as the app composes it: the repositories, the database's health, and its lifecycle. */
 export interface Store {
@@ -54,6 +55,7 @@ export function openStore (options: DatabaseOptions): Store {
     events: guarded(new EventLogStore(database)),
     attestations,
     attestationDues: attestations,
+    webhooks: guarded(new WebhookStore(database)),
   };
   return {
     repositories,

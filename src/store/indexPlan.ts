@@ -39,6 +39,10 @@ export const collections = {
   reportClaims: 'reportClaims',
   events: 'events',
   attestations: 'attestations',
+  webhookSubscriptions: 'webhookSubscriptions',
+  webhookCursors: 'webhookCursors',
+  webhookDeliveries: 'webhookDeliveries',
+  webhookDeadLetters: 'webhookDeadLetters',
 } as const;
 
 export const indexPlan: readonly IndexPlanEntry[] = [
@@ -161,5 +165,30 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     name: 'attestations_attach',
     key: { attach: 1 },
     serves: 'attestations whose registry attachment is pending (the sweeper retries them)',
+  },
+  {
+    collection: collections.webhookCursors,
+    name: 'webhookCursors_subscription',
+    key: { subscriptionId: 1 },
+    serves: 'a subscription\'s cursors (one per service; each moved by _id `<subscriptionId>|<serviceId>` compare-and-swap on its seq); removing them with it',
+  },
+  {
+    collection: collections.webhookDeliveries,
+    name: 'webhookDeliveries_subscription_at',
+    key: { subscriptionId: 1, at: -1 },
+    serves: 'a subscription\'s delivery log, newest first; removing it with the subscription',
+  },
+  {
+    collection: collections.webhookDeliveries,
+    name: 'webhookDeliveries_at',
+    key: { at: 1 },
+    serves: 'removing delivery-log entries past the event log\'s retention (EVENTS_RETENTION_DAYS)',
+  },
+  {
+    collection: collections.webhookDeadLetters,
+    name: 'webhookDeadLetters_subscription_state',
+    key: { subscriptionId: 1, state: 1, deadAt: 1 },
+    serves: 'a subscription\'s dead letters oldest first, those queued for redelivery, queueing every dead one' +
+      ' (a letter itself is by _id `<subscriptionId>|<eventId>`)',
   },
 ];

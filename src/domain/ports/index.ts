@@ -5,6 +5,7 @@ import type { PushEventRepository, ReleaseRepository } from './releases.js';
 import type { ReportRepository } from './reports.js';
 import type { IdempotencyRepository, RolloutRepository } from './rollouts.js';
 import type { AutomationQueue, Lifecycles, ServiceCatalogue, ServicePlans, StatusEvents, StatusSummaries } from './services.js';
+import type { WebhookRepository } from './webhooks.js';
 
 /**
  * The ports: what the use cases need from persistence and the outside world, declared here,
@@ -20,6 +21,7 @@ export type * from './releases.js';
 export type * from './reports.js';
 export type * from './rollouts.js';
 export type * from './services.js';
+export type * from './webhooks.js';
 export type { DatabaseHealth } from './database.js';
 
 /** Every repository, over one database. */
@@ -39,6 +41,7 @@ export interface Repositories {
   reports: ReportRepository;
   attestations: AttestationLog;
   attestationDues: AttestationDues;
+  webhooks: WebhookRepository;
 }
 
 // The outside world ------------------------------------------------------------------
