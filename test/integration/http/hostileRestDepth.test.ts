@@ -23,7 +23,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { BSON } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  clusterContracts, releaseTypedRequestContracts, serviceTypedRequestContracts, typedRequestContracts, type IImmutableImageDeploymentPlan,
+  clusterContracts, IIdentity, releaseTypedRequestContracts, serviceTypedRequestContracts, typedRequestContracts, type IImmutableImageDeploymentPlan,
 } from '../../../src/contracts/index.js';
 import { typedRequestMethods } from '../../../src/http/typedRequest/methods.js';
 import { TypedRequestEnvelope } from '../../../src/http/typedRequest/protocol.js';
@@ -169,6 +169,7 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     sequence: number;
     /** The service's first attestation, once a report made a rollout succeed (the app signs with a test key). */
     attestationId?: string;
+    subscriptionId?: string;
   };
 
   const serviceBody = (name: string): Record<string, unknown> => serviceData({
@@ -214,6 +215,17 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
       ok: 201,
     },
     'POST /v1/deployment-snapshots': { url: () => '/v1/deployment-snapshots', token: () => cluster, body: report, ok: 200 },
+    // Webhook subscriptions (docs/webhooks.md): a receiver on loopback, allowed by WEBHOOK_ALLOWED_HOSTS in this app.
+    'POST /v1/webhooks/subscriptions': { url: () => '/v1/webhooks/subscriptions', token: () => admin, body: () => ({ url: 'http://127.0.0.1:9/hook' }), ok: 201 },
+    'PATCH /v1/webhooks/subscriptions/{subscriptionId}': {
+      url: () => `/v1/webhooks/subscriptions/${s.subscriptionId ?? 'whsub_none'}`, token: () => admin, body: () => ({ enabled: false }), ok: 200,
+    },
+    'POST /v1/webhooks/subscriptions/{subscriptionId}/rotate-secret': {
+      url: () => `/v1/webhooks/subscriptions/${s.subscriptionId ?? 'whsub_none'}/rotate-secret`,
+      token: () => admin,
+      body: () => ({ overlapSeconds: 60 }),
+      ok: 200,
+    },
     'POST /v1/services/{serviceId}/image-releases/{releaseId}/promote': {
       url: () => `/v1/services/${s.svc.id}/image-releases/${other()}/promote`,
       token: () => api,
@@ -289,7 +301,13 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
 
   /** The request schema of every TypedRequest method (identity included), from the contracts. */
   const typedContracts: Record<string, { request: TSchema }> = {
-    ...typedRequestContracts, ...releaseTypedRequestContracts, ...clusterContracts, ...serviceTypedRequestContracts, ...attestationTypedRequestContracts,
+    ...typedRequestContracts,
+    ...releaseTypedRequestContracts,
+    ...clusterContracts,
+    ...serviceTypedRequestContracts,
+    ...attestationTypedRequestContracts,
+    // This project's (docs/trust.md): its payload is declared with the method.
+    getImageReleaseVerification: { request: Type.Object({ identity: IIdentity, serviceId: Type.String(), releaseId: Type.String() }) },
   };
   const typedEnvelope = (method: string): TSchema => {
     const contract = typedContracts[method];
@@ -310,7 +328,7 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
   };
 
   beforeAll(async () => {
-    t = await buildTestApp({ ATTESTATION_SIGNING_KEY: testSigner('ed25519').privateKeyPem });
+    t = await buildTestApp({ ATTESTATION_SIGNING_KEY: testSigner('ed25519').privateKeyPem, WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' });
     [admin, api, cluster] = await Promise.all([t.token('admin'), t.token('api'), t.token('cluster', { clusterId: 'c1', subject: 'coreflow-c1' })]);
     await registerCluster(t.app, admin, 'c1', ['n1', 'n2']);
     s.svc = { id: '', repository: `team/hostile-${randomBytes(4).toString('hex')}` };
@@ -332,6 +350,11 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
       expect(promoted.statusCode, promoted.body).toBe(200);
     }
     await refresh();
+    const subscription = await t.app.inject({
+      method: 'POST', url: '/v1/webhooks/subscriptions', headers: bearer(admin), payload: { url: 'http://127.0.0.1:9/hook', enabled: false },
+    });
+    expect(subscription.statusCode, subscription.body).toBe(201);
+    s.subscriptionId = subscription.json().subscription.id as string;
     doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json() as OpenApiDocument;
   });
   afterAll(async () => { await t.close(); });
@@ -347,7 +370,7 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
   const restSend = (routeKey: string, text: string): Promise<LightMyRequestResponse> => {
     const base = restBases[routeKey];
     if (!base) throw new Error(`no base body for ${routeKey}`);
-    const method = routeKey.split(' ')[0] as 'POST' | 'PUT';
+    const method = routeKey.split(' ')[0] as 'POST' | 'PUT' | 'PATCH';
     return t.app.inject({
       method,
       url: base.url(),
@@ -549,7 +572,9 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     const order = ['POST /v1/deployment-snapshots', 'POST /v1/services', 'PUT /v1/services/{serviceId}', 'PUT /v1/clusters/{clusterId}',
       'POST /v1/registry/push-events',
       'POST /v1/services/{serviceId}/image-releases/{releaseId}/promote', 'POST /v1/services/{serviceId}/rollout/abort',
-      'POST /v1/services/{serviceId}/image-releases/{releaseId}/rollback'];
+      'POST /v1/services/{serviceId}/image-releases/{releaseId}/rollback',
+      'POST /v1/webhooks/subscriptions', 'PATCH /v1/webhooks/subscriptions/{subscriptionId}',
+      'POST /v1/webhooks/subscriptions/{subscriptionId}/rotate-secret'];
     expect([...order].sort()).toEqual(Object.keys(restBases).sort());
     for (const routeKey of order) {
       const res = await restSend(routeKey, JSON.stringify(restBases[routeKey]!.body()));
