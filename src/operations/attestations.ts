@@ -97,7 +97,7 @@ async function statementOf (deps: AttestationDeps, facts: DueAttestations, due: 
     });
     return { statement, revokes: revoked.id };
   }
-  const replicas = requiredReplicaEvidence(plan, await deps.repos.reports.findRolloutRecords(plan.rolloutId));
+  const replicas = requiredReplicaEvidence(plan, await deps.repos.reports.findRolloutRecords(plan.rolloutId, plan.targetScope.targetNodeNames));
   if (replicas === undefined) return 'the rollout\'s report records no longer show every required replica verified (it drifted, or they were removed)';
   const statement = runtimeVerificationStatement({
     service,

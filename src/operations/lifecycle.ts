@@ -148,7 +148,7 @@ async function issueAttestations (deps: LifecycleDeps, serviceId: string): Promi
  * verified list and the revocation due — one write, once (docs/attestations.md "Revocation").
  */
 async function decideDrift (deps: LifecycleDeps, serviceId: string, plan: Plan, state: StatusState): Promise<void> {
-  const drift = driftOf(plan, await deps.repos.reports.findRolloutRecords(plan.rolloutId));
+  const drift = driftOf(plan, await deps.repos.reports.findRolloutRecords(plan.rolloutId, plan.targetScope.targetNodeNames));
   if (drift === undefined) return;
   const at = state.summary.updatedAt;
   const target: LifecycleTarget = { serviceId, rolloutId: plan.rolloutId };

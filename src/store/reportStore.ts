@@ -106,8 +106,17 @@ export class ReportStore implements ReportRepository {
     return (await this.collection.find({ _id: { $in: [...ids] } }).toArray()).map(toRecord);
   }
 
-  async findRolloutRecords (rolloutId: string): Promise<ReportRecord[]> {
-    return (await this.collection.find({ rolloutId }).sort({ _id: 1 }).toArray()).map(toRecord);
+  /**
+   * The records of a rollout's reporters: the reporters that claimed its target nodes (claims by `_id`
+   * `$in`), then their records (by `_id` `$in`) — both served by the unique `_id` index on every server,
+   * where `{ rolloutId }` scans every record on the local development database (test/integration/http/reportIndexes.test.ts).
+   */
+  async findRolloutRecords (rolloutId: string, targetNodeNames: readonly string[]): Promise<ReportRecord[]> {
+    if (targetNodeNames.length === 0) return [];
+    const nodeClaims = targetNodeNames.map((n) => claimId(rolloutId, 'node', n));
+    const claims = await this.claims.find({ _id: { $in: nodeClaims } }, { projection: { reporterId: 1 } }).toArray();
+    const ids = [...new Set(claims.map((c) => rolloutRecordId(rolloutId, c.reporterId)))].sort();
+    return (await this.findRecords(ids)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   async listServiceRecords (serviceId: string): Promise<ReportRecord[]> {

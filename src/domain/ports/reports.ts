@@ -11,8 +11,8 @@ export interface ReportRepository {
    */
   knownHead(id: string): ReportHead | undefined;
   findRecords(ids: readonly string[]): Promise<ReportRecord[]>;
-  /** Every reporter's record of a rollout (its attestation's evidence; a drift's): index `reports_rollout`. */
-  findRolloutRecords(rolloutId: string): Promise<ReportRecord[]>;
+  /** Every record of a rollout by the reporters that claimed its target nodes (its attestation's evidence; a drift's), by `_id` only. */
+  findRolloutRecords(rolloutId: string, targetNodeNames: readonly string[]): Promise<ReportRecord[]>;
   /** The reports of a service without the immutable policy (one per reporting cluster; a few per reporter, from before: src/store/migrations.ts). */
   listServiceRecords(serviceId: string): Promise<ReportRecord[]>;
   /** The size limit the record would pass as stored (the database's document limit), or undefined when it fits. */
