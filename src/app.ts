@@ -23,6 +23,7 @@ import { reportRoutes } from './http/rest/reports.js';
 import { rolloutRoutes } from './http/rest/rollouts.js';
 import { rolloutStatusRoutes } from './http/rest/rolloutStatus.js';
 import { versionRoutes } from './http/rest/version.js';
+import { governanceRoutes } from './http/rest/governance.js';
 import { serviceRoutes } from './http/rest/services.js';
 import { StatusHub } from './http/sse/hub.js';
 import { typedRequestMethods } from './http/typedRequest/methods.js';
@@ -39,6 +40,8 @@ import { AddressPolicy } from './outbound/webhooks/addressPolicy.js';
 import { HttpWebhookSender, WebhookTargetRules } from './outbound/webhooks/sender.js';
 import { abort, promote, rollBack } from './operations/manualRollout.js';
 import { clusterOperations } from './operations/clusters.js';
+import { governanceOperations } from './operations/governance.js';
+import { approvalOperations } from './operations/approvals.js';
 import type { Operations } from './operations/index.js';
 import { attestationIssuer } from './operations/attestations.js';
 import { rolloutIssuer } from './operations/issueRollout.js';
@@ -126,6 +129,8 @@ function composeOperations ({ repos, telemetry, config, fault, log, now, registr
     abort: abort({ issuer, telemetry }),
     services: serviceOperations({ repos, now, trust: { trustedRootConfigured: root !== undefined } }),
     clusters: clusterOperations({ repos, now }),
+    governance: governanceOperations({ repos, now }),
+    approvals: approvalOperations({ repos, issuer, now }),
     releases: releaseReads({ repos }),
     rolloutReads: rolloutReads({ repos, now }),
     promote: promote({ issuer, telemetry }),
@@ -339,6 +344,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(reportRoutes, { operations, verifier, bodyLimit: reportBodyLimit(config) });
   await app.register(rolloutStatusRoutes, { rolloutReads: operations.rolloutReads, verifier, hub });
   await app.register(versionRoutes, { verifier });
+  await app.register(governanceRoutes, { governance: operations.governance, approvals: operations.approvals, verifier });
   await app.register(attestationRoutes, { attestations: operations.attestations, verifier });
   await app.register(consolePlugin);
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);

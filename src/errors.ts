@@ -46,12 +46,23 @@ const lostRace: RolloutRefusal = { replay: true, automatic: 'conflict', waiting:
  * refusal; an automatic promotion of it promotes nothing and says why (skipped, reason `<code>: …`).
  */
 const trustRefused: RolloutRefusal = { replay: true, automatic: 'skipped', waiting: 'forget' };
+/**
+ * Governance said not now (a closed window, stop-the-line, a stage not soaked yet): not stored — the
+ * same request may pass later, so its retry is asked again; an automatic promotion promotes nothing
+ * and says why (skipped, reason `<code>: …`); a waiting push is forgotten (docs/governance.md).
+ */
+const governanceRefused: RolloutRefusal = { replay: false, automatic: 'skipped', waiting: 'forget' };
+/**
+ * A promotion request was made instead of a rollout: the answer is stored with the key (its retry names
+ * the same request); an automatic promotion promotes nothing now and says so (skipped, `approval-required: …`).
+ */
+const approvalAwaited: RolloutRefusal = { replay: true, automatic: 'skipped', waiting: 'forget' };
 /** The registry could not be asked: transient (not stored, the push event answers 503 so that it is redelivered), a waiting push keeps waiting. */
 const registryAway: RolloutRefusal = { replay: false, automatic: 'error', waiting: 'keep-waiting' };
 
 export const errorCatalogue = {
   // Not a failure: nothing was issued, a promotion request waits for its approvals (docs/governance.md).
-  'approval-required': { status: 202, title: 'The promotion needs approvals: a promotion request was created' },
+  'approval-required': { status: 202, title: 'The promotion needs approvals: a promotion request was created', rollout: approvalAwaited },
   'validation-failed': { status: 400, title: 'The request is not valid' },
   'idempotency-key-missing': { status: 400, title: 'An Idempotency-Key is required' },
   'server-managed-field': { status: 400, title: 'The field is managed by the server' },
@@ -63,6 +74,7 @@ export const errorCatalogue = {
   'release-not-found': { status: 404, title: 'Image release not found', rollout: deterministic },
   'cluster-not-found': { status: 404, title: 'Cluster not found' },
   'attestation-not-found': { status: 404, title: 'Attestation not found' },
+  'promotion-request-not-found': { status: 404, title: 'Promotion request not found' },
   'method-not-found': { status: 404, title: 'Unknown TypedRequest method' },
   'webhook-subscription-not-found': { status: 404, title: 'Webhook subscription not found' },
   'dead-letter-not-found': { status: 404, title: 'No such dead letter of this subscription' },
@@ -79,7 +91,7 @@ export const errorCatalogue = {
   'push-event-conflict': { status: 409, title: 'The push event id was used for a different event' },
   'stale-rollout-report': { status: 409, title: 'The report is for a rollout that is not current' },
   'immutable-plan-missing': { status: 409, title: 'The service has no immutable deployment plan' },
-  'pipeline-stage-not-satisfied': { status: 409, title: 'The digest has not passed an upstream stage' },
+  'pipeline-stage-not-satisfied': { status: 409, title: 'The digest has not passed an upstream stage', rollout: governanceRefused },
   'promotion-request-void': { status: 409, title: 'The promotion request is void' },
   'break-glass-not-available': { status: 409, title: 'Break-glass cannot be used' },
   'request-timeout': { status: 408, title: 'The request did not arrive in time' },
@@ -97,8 +109,8 @@ export const errorCatalogue = {
   'signature-digest-mismatch': { status: 422, title: 'The trusted signature names another digest or repository', rollout: trustRefused },
   'attestation-missing': { status: 422, title: 'A required attestation is missing', rollout: trustRefused },
   'webhook-target-not-allowed': { status: 422, title: 'Webhooks may not be sent to this address' },
-  'promotion-window-closed': { status: 423, title: 'Promotions are closed by a window' },
-  'stop-the-line': { status: 423, title: 'Promotions are stopped' },
+  'promotion-window-closed': { status: 423, title: 'Promotions are closed by a window', rollout: governanceRefused },
+  'stop-the-line': { status: 423, title: 'Promotions are stopped', rollout: governanceRefused },
   'request-header-too-large': { status: 431, title: 'The request head is too large' },
   'internal-error': { status: 500, title: 'Internal error' },
   'database-unavailable': { status: 503, title: 'The database is unavailable' },
@@ -298,6 +310,10 @@ export const errors = {
   releaseNotFound: (serviceId: string, releaseId: string): AppError => new AppError('release-not-found', {
     detail: `release '${excerpt(releaseId)}' does not exist for service '${excerpt(serviceId)}' (${releaseHint(releaseId)})`,
     details: { serviceId: excerpt(serviceId), releaseId: excerpt(releaseId) },
+  }),
+  promotionRequestNotFound: (serviceId: string, requestId: string): AppError => new AppError('promotion-request-not-found', {
+    detail: `service '${excerpt(serviceId)}' has no promotion request '${excerpt(requestId)}'`,
+    details: { serviceId: excerpt(serviceId), requestId: excerpt(requestId) },
   }),
   attestationNotFound: (serviceId: string, attestationId: string): AppError => new AppError('attestation-not-found', {
     detail: `attestation '${excerpt(attestationId)}' does not exist for service '${excerpt(serviceId)}'`,

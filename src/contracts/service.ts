@@ -24,6 +24,7 @@ import { IImageRolloutStatus, IImmutableImageDeploymentPlan } from './immutableI
 import { literalUnion } from './literals.js';
 import { IRegistryTarget } from './registry.js';
 import { IRolloutPolicy } from './rolloutPolicy.js';
+import { IPromotionPolicy } from './promotionPolicy.js';
 import { ITrustPolicy } from './trustPolicy.js';
 
 /**
@@ -88,6 +89,8 @@ export const IServiceData = strictObject({
   rolloutPolicy: Type.Optional(IRolloutPolicy),
   /** Project extension: the signatures and attestations a digest needs before promotion (src/contracts/trustPolicy.ts, docs/trust.md); absent = none. */
   trustPolicy: Type.Optional(ITrustPolicy),
+  /** Project extension: pipeline stages, approvals, windows and break-glass (src/contracts/promotionPolicy.ts, docs/governance.md); absent = none. */
+  promotionPolicy: Type.Optional(IPromotionPolicy),
 });
 export type IServiceData = Static<typeof IServiceData>;
 

@@ -1,6 +1,10 @@
 import type { IImageRelease, IService } from '../contracts/index.js';
 import { errors, type AppError } from '../errors.js';
 import { placementRefusal, type ClusterNodes } from './clusters.js';
+import type { GlobalGovernance, TGovernanceIntent } from '../contracts/promotionPolicy.js';
+import { freezeDecision, pipelineRefusal } from './governance/gate.js';
+import type { StageFacts } from './governance/pipelines.js';
+import type { EffectivePromotionPolicy } from './governance/policy.js';
 import type { VerifiedRelease } from './lifecycle.js';
 import type { ReleaseVerification, RolloutTrustCheck } from './trust/releaseVerification.js';
 import {
@@ -27,6 +31,19 @@ export type TrustFact =
   | { kind: 'passed', check: RolloutTrustCheck, verification?: ReleaseVerification }
   | { kind: 'refused', error: AppError };
 
+/**
+ * The governance rules' facts (promotions only; docs/governance.md): the global policy, the service's
+ * promotion policy with its defaults, and each upstream stage's rollouts of the target digest.
+ */
+export interface GovernanceFacts {
+  at: number;
+  global?: GlobalGovernance;
+  policy: EffectivePromotionPolicy;
+  stages: readonly StageFacts[];
+  /** The target release's digest. */
+  digest: string;
+}
+
 /** What the rules look at. `release` is the target: the one named, or for an abort the last verified release. */
 export interface AdmissionFacts {
   service: IService;
@@ -41,6 +58,8 @@ export interface AdmissionFacts {
   clusters: readonly ClusterNodes[];
   /** The generation the caller expects (automatic promotion: whatever is current when it plans). */
   expectedRolloutGeneration: number;
+  /** Read for promotions: what stop-the-line, the windows and the pipeline look at. */
+  governance?: GovernanceFacts;
   /** The signature verification of the target's digest; read only when every other rule admits (src/operations/trustCheck.ts). */
   trust?: TrustFact;
 }
@@ -109,6 +128,32 @@ export const rollbackTargetNotCurrent = (_intent: RolloutIntent, f: AdmissionFac
 export const placementRegistered = (intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict =>
   placementRefusal(f.service.id, f.service.data.placement, f.clusters, intent.kind);
 
+/** The governance intent of a rollout: which kind of promotion, or a return to a known-good release. */
+export const governanceIntentOf = (intent: RolloutIntent): TGovernanceIntent =>
+  intent.kind === 'rollback' ? 'rollback' : intent.mode === 'automatic' ? 'automatic-promotion' : 'promotion';
+
+const isPromotion = (intent: RolloutIntent): boolean => intent.kind === 'promotion';
+
+/** Fail closed: a promotion whose governance facts were not read is refused, never let through. */
+const governanceUnread = (f: AdmissionFacts): AppError => errors.internalError(new Error(`the governance of service '${f.service.id}' was not read`));
+
+/** Stop-the-line, then the windows (global and the service's): a closed one refuses a promotion, telling when it opens. */
+export const promotionsOpen = (intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {
+  const g = f.governance;
+  if (g === undefined) return governanceUnread(f);
+  const decision = freezeDecision({
+    intent: governanceIntentOf(intent), at: g.at, policy: g.policy, serviceId: f.service.id, releaseId: f.releaseId, ...(g.global ? { global: g.global } : {}),
+  });
+  return decision.pass ? undefined : decision.error;
+};
+
+/** The pipeline: the digest has succeeded and soaked in every upstream stage. */
+export const pipelinePassed = (intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {
+  const g = f.governance;
+  if (g === undefined) return governanceUnread(f);
+  return pipelineRefusal(g.digest, g.policy, g.stages, g.at, governanceIntentOf(intent)) ?? undefined;
+};
+
 /**
  * A service with a trust policy deploys only a digest that passed it (docs/trust.md): fail closed —
  * no verification read is a refusal too.
@@ -130,6 +175,8 @@ export const admissionRules: readonly AdmissionRule[] = [
   { name: 'rollback-target-accepted', appliesTo: isRollback, check: rollbackTargetAccepted },
   { name: 'rollback-target-not-current', appliesTo: isRollback, check: rollbackTargetNotCurrent },
   { name: 'placement-registered', appliesTo: any, check: placementRegistered },
+  { name: 'promotions-open', appliesTo: isPromotion, check: promotionsOpen },
+  { name: 'pipeline', appliesTo: isPromotion, check: pipelinePassed },
   // Last: its fact costs the registry's round trips, read only once every rule above admits.
   { name: 'signature-verified', appliesTo: any, check: signatureVerified },
 ];

@@ -46,6 +46,9 @@ export const permissions = {
   ...grant([...can.read, ...can.report], { readAttestationKeys: 'read the attestation keys' }),
   ...grant(can.release, { promote: 'promote releases', rollBack: 'roll back releases', pushRegistryEvents: 'push registry events' }),
   ...grant(can.administer, { createServices: 'create services', updateServices: 'update services', registerClusters: 'register clusters' }),
-  ...grant(can.administer, { manageWebhooks: 'manage webhook subscriptions' }),
+  ...grant(can.administer, { manageWebhooks: 'manage webhook subscriptions', manageGovernance: 'change the global governance policy' }),
+  ...grant(can.read, { readGovernance: 'read the global governance policy' }),
+  // Whose approval counts is the service's promotion policy's to say (docs/governance.md "Approvals"): any role that may read may try.
+  ...grant(can.read, { approvePromotions: 'approve promotion requests' }),
   ...grant(can.report, { reportSnapshots: 'report deployment snapshots' }),
 };

@@ -1,5 +1,7 @@
 import type { AttestationIssuer } from './attestations.js';
 import type { ClusterOperations } from './clusters.js';
+import type { ApprovalOperations } from './approvals.js';
+import type { GovernanceOperations } from './governance.js';
 import type { RolloutLifecycleControl } from './lifecycle.js';
 import type { observePushEvent } from './observePushEvent.js';
 import type { abort, promote, rollBack } from './manualRollout.js';
@@ -26,6 +28,10 @@ export interface Operations {
   abort: ReturnType<typeof abort>;
   /** Signed attestations: issuing what successes and drifts left due, and reading them (src/operations/attestations.ts). */
   attestations: AttestationIssuer;
+  /** The global governance policy (windows for every service, stop-the-line): src/operations/governance.ts. */
+  governance: GovernanceOperations;
+  /** Promotion requests and their approvals: src/operations/approvals.ts. */
+  approvals: ApprovalOperations;
   /** Lifecycle control: the sweeper (started by src/app.ts) and the pass after each status change. */
   lifecycle: RolloutLifecycleControl;
 }

@@ -1,6 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { IImageRelease, IService } from '../contracts/index.js';
-import { admit, isSkip, rulesBeforeVerification, type AdmissionFacts, type TrustFact } from '../domain/admission.js';
+import type { TGovernanceIntent } from '../contracts/promotionPolicy.js';
+import { admit, governanceIntentOf, isSkip, rulesBeforeVerification, type AdmissionFacts, type TrustFact } from '../domain/admission.js';
+import { approvalsFor, quorumReachable, requestExpiresAt } from '../domain/governance/approvals.js';
+import { effectivePromotionPolicy, type EffectiveApprovals } from '../domain/governance/policy.js';
+import type { Role } from '../domain/principal.js';
 import { computeTargetScope } from '../domain/clusters.js';
 import type { Clock, Log, Repositories, ServiceWithHold, StoredOutcome } from '../domain/ports/index.js';
 import type { EndedRollout } from '../domain/rolloutApplication.js';
@@ -9,10 +13,11 @@ import {
   type AutomaticPromotionSkip, type Issuer, type RolloutEnd, type RolloutIntent, type RolloutRecord, type RolloutTrigger,
 } from '../domain/rollouts.js';
 import { lastVerifiedRelease } from '../domain/lifecycle.js';
-import { errors, rolloutRefusalOf, type AppError } from '../errors.js';
+import { errors, isAppError, rolloutRefusalOf, type AppError } from '../errors.js';
 import type { FaultHook } from '../faults.js';
 import { refusal, success, type Result } from '../domain/result.js';
 import type { Telemetry } from '../domain/ports/telemetry.js';
+import { governanceFactsOf } from './governance.js';
 import { countDecided } from './milestoneCounts.js';
 import { relayQuietly } from './statusEvents.js';
 import type { TrustChecker } from './trustCheck.js';
@@ -38,7 +43,9 @@ import type { TrustChecker } from './trustCheck.js';
  */
 
 export interface IssueRolloutDeps {
-  repos: Pick<Repositories, 'automationQueue' | 'clusters' | 'events' | 'idempotency' | 'plans' | 'releases' | 'reports' | 'rollouts'>;
+  repos: Pick<Repositories,
+    'automationQueue' | 'clusters' | 'events' | 'governance' | 'idempotency' | 'lifecycles' | 'plans' | 'promotionRequests' | 'releases' | 'reports' |
+    'rollouts'>;
   now: Clock;
   leaseMs: number;
   fault: FaultHook;
@@ -67,6 +74,8 @@ export interface RolloutRequest {
   fingerprintExtra?: unknown[];
   /** Why the server issues it by itself (abort, automatic rollback, a push that waited): kept in the history. */
   trigger?: RolloutTrigger;
+  /** The promotion request whose approvals this issuing completes (src/operations/approvals.ts): no new request is made. */
+  approvedRequest?: string;
 }
 
 /** A rollout was issued (or had been, for a replay), or an automatic promotion did not apply. */
@@ -234,8 +243,9 @@ async function generationTaken (deps: IssueRolloutDeps, req: RolloutRequest, gen
  * the release deployed now (automatic promotion only) and the placement's clusters.
  */
 async function admissionFactsOf (
-  { repos }: IssueRolloutDeps, req: RolloutRequest, found: ServiceWithHold, release: IImageRelease | null
+  deps: IssueRolloutDeps, req: RolloutRequest, found: ServiceWithHold, release: IImageRelease | null
 ): Promise<AdmissionFacts> {
+  const { repos } = deps;
   const { service } = found;
   const current = service.data.imageDeployment;
   const automatic = req.intent.kind === 'promotion' && req.intent.mode === 'automatic';
@@ -245,9 +255,10 @@ async function admissionFactsOf (
     const verified = lastVerifiedRelease(found.verifiedReleases, current);
     target = verified ? { release: await repos.releases.findById(verified.releaseId), releaseId: verified.releaseId } : { release: null, releaseId: '' };
   }
-  const [currentRelease, clusters] = await Promise.all([
+  const [currentRelease, clusters, governance] = await Promise.all([
     automatic && current ? repos.releases.findById(current.releaseId) : Promise.resolve(null),
     repos.clusters.findClustersWithNodes(service.data.placement?.clusterIds ?? []),
+    governanceFactsOf(deps, service, target.release, req.intent),
   ]);
   return {
     service,
@@ -257,7 +268,47 @@ async function admissionFactsOf (
     currentRelease,
     clusters,
     expectedRolloutGeneration: req.expectedRolloutGeneration ?? currentGeneration(service),
+    ...(governance ? { governance } : {}),
   };
+}
+
+/** Which kind of governed operation a rollout request is (approvals may cover each). */
+const approvalIntentOf = (req: RolloutRequest): TGovernanceIntent =>
+  req.trigger?.kind === 'automatic-rollback' ? 'automatic-rollback' : req.trigger?.kind === 'abort' ? 'abort' : governanceIntentOf(req.intent);
+
+/**
+ * The promotion request an admitted rollout becomes when the policy wants it approved: one per
+ * Idempotency-Key lifetime (its id derives from the key's record, so a retry after a crash finds it),
+ * answered `approval-required` — stored with the key and replayed like any answer.
+ */
+async function requestApprovals (
+  deps: IssueRolloutDeps, req: RolloutRequest, rolloutRef: string, facts: AdmissionFacts & { release: IImageRelease }, approvals: EffectiveApprovals,
+): Promise<AppError> {
+  const requestId = `pr_${createHash('sha256').update(rolloutRef).digest('hex').slice(0, 24)}`;
+  const requester = { subject: req.issuer.subject, role: req.issuer.role as Role, type: req.issuer.type };
+  if (!quorumReachable(approvals, requester)) return errors.approvalNotAllowed('self-approval', requester.subject, requestId);
+  const createdAt = deps.now();
+  const stored = await deps.repos.promotionRequests.createIfAbsent({
+    requestId,
+    serviceId: facts.service.id,
+    releaseId: facts.release.id,
+    intent: approvalIntentOf(req),
+    requester,
+    expectedRolloutGeneration: facts.expectedRolloutGeneration,
+    createdAt,
+    expiresAt: requestExpiresAt(approvals, createdAt),
+    rollout: { intent: req.intent, reason: req.reason, ...(req.trigger ? { trigger: req.trigger } : {}) },
+    approvals: [],
+  });
+  return errors.approvalRequired({
+    requestId: stored.requestId,
+    serviceId: stored.serviceId,
+    releaseId: stored.releaseId,
+    expectedRolloutGeneration: stored.expectedRolloutGeneration,
+    required: approvals.required,
+    approvals: stored.approvals.length,
+    expiresAt: stored.expiresAt,
+  });
 }
 
 /**
@@ -280,6 +331,10 @@ async function planRollout (
   if (verdict) return verdict;
   // Admitted: the release is the service's (the release rule holds).
   const admitted = facts.release as IImageRelease;
+  // Last: a rollout the promotion policy wants approved becomes a promotion request instead (docs/governance.md).
+  const policy = effectivePromotionPolicy(found.service.data.promotionPolicy);
+  const approvals = req.approvedRequest === undefined ? approvalsFor(policy, approvalIntentOf(req)) : undefined;
+  if (approvals) return requestApprovals(deps, req, rolloutRef, { ...facts, release: admitted }, approvals);
   const targetScope = computeTargetScope(found.service.data.placement, facts.clusters);
   const built = recordOf(deps, { req, rolloutRef, found, release: admitted, targetScope, trust });
   if ('refusal' in built) return built.refusal;
@@ -344,6 +399,8 @@ export async function issueRollout (deps: IssueRolloutDeps, req: RolloutRequest)
   } catch (err) {
     // Transient failure (database away): store nothing, give the key back for the retry.
     await repos.idempotency.release(recordId, owner).catch(() => undefined);
+    // Governance said not now (src/errors.ts `governanceRefused`): an answer, not stored — the retry is asked again.
+    if (isAppError(err) && rolloutRefusalOf(err.code).automatic === 'skipped') return refusal(err, false);
     throw err;
   }
   await repos.idempotency.complete(recordId, outcome, deps.now());

@@ -1,5 +1,6 @@
 import type { IService, IServiceData, ServiceListQuery, ServicePage, TServiceWritableData } from '../contracts/index.js';
 import type { Clock, Repositories, ServiceWithHold } from '../domain/ports/index.js';
+import { promotionPolicyProblems } from '../domain/governance/policy.js';
 import { rolloutPolicyProblems } from '../domain/lifecycle.js';
 import { trustPolicyProblems, type PolicyContext } from '../domain/trust/policy.js';
 import { decodeNameCursor, encodeNameCursor, newServiceId } from '../domain/services.js';
@@ -17,10 +18,11 @@ export interface ServiceDeps {
   trust?: PolicyContext;
 }
 
-/** The writable data's problems the schema cannot see: the rollout policy's and the trust policy's (paths relative to the service data). */
-const dataProblems = (serviceData: TServiceWritableData, trust: PolicyContext) => [
+/** The writable data's problems the schema cannot see: the rollout, trust and promotion policies' (paths relative to the service data). */
+const dataProblems = (serviceData: TServiceWritableData, trust: PolicyContext, serviceId?: string) => [
   ...rolloutPolicyProblems(serviceData.rolloutPolicy, '/rolloutPolicy'),
   ...trustPolicyProblems(serviceData.trustPolicy, '/trustPolicy', trust),
+  ...promotionPolicyProblems(serviceData.promotionPolicy, '/promotionPolicy', serviceId),
 ];
 
 export function serviceOperations ({ repos, now, trust = { trustedRootConfigured: false } }: ServiceDeps) {
@@ -42,7 +44,7 @@ export function serviceOperations ({ repos, now, trust = { trustedRootConfigured
     },
 
     async updateService (serviceId: string, serviceData: TServiceWritableData): Promise<Result<{ service: IService }>> {
-      const problems = dataProblems(serviceData, trust);
+      const problems = dataProblems(serviceData, trust, serviceId);
       if (problems.length > 0) return invalid(problems);
       const replaced = await repos.catalogue.replaceWritableData(serviceId, serviceData, now());
       if (replaced.kind === 'missing') return refusal(errors.serviceNotFound(serviceId));

@@ -3,6 +3,8 @@ import type { Repositories } from '../domain/ports/index.js';
 import { AttestationStore } from './attestationStore.js';
 import { ClusterStore } from './clusterStore.js';
 import { EventLogStore } from './eventLogStore.js';
+import { GovernanceStore } from './governanceStore.js';
+import { PromotionRequestStore } from './promotionRequestStore.js';
 import { withDomainErrors } from './driverErrors.js';
 import { IdempotencyStore } from './idempotencyStore.js';
 import { Database, type DatabaseOptions } from './mongo.js';
@@ -56,6 +58,8 @@ export function openStore (options: DatabaseOptions): Store {
     attestations,
     attestationDues: attestations,
     webhooks: guarded(new WebhookStore(database)),
+    governance: guarded(new GovernanceStore(database)),
+    promotionRequests: guarded(new PromotionRequestStore(database)),
   };
   return {
     repositories,

@@ -43,6 +43,8 @@ export const collections = {
   webhookCursors: 'webhookCursors',
   webhookDeliveries: 'webhookDeliveries',
   webhookDeadLetters: 'webhookDeadLetters',
+  governance: 'governance',
+  promotionRequests: 'promotionRequests',
 } as const;
 
 export const indexPlan: readonly IndexPlanEntry[] = [
@@ -105,6 +107,18 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     name: 'rollouts_release_mode',
     key: { releaseId: 1, mode: 1 },
     serves: "a release's promotionCount",
+  },
+  {
+    collection: collections.rollouts,
+    name: 'rollouts_service_digest',
+    key: { serviceId: 1, 'plan.requestedDigest': 1 },
+    serves: "pipelines: an upstream stage's rollouts of the digest being promoted (docs/governance.md)",
+  },
+  {
+    collection: collections.promotionRequests,
+    name: 'promotion_requests_service',
+    key: { serviceId: 1, createdAt: -1 },
+    serves: "a service's promotion requests, newest first (docs/governance.md \"Approvals\")",
   },
   {
     collection: collections.idempotency,

@@ -2,6 +2,7 @@ import { type Collection } from 'mongodb';
 import type { InsertRolloutResult, RolloutRepository } from '../domain/ports/index.js';
 import type { MetricsRollout } from '../domain/deliveryMetrics.js';
 import type { RolloutEnd, RolloutRecord } from '../domain/rollouts.js';
+import type { StageRollout } from '../domain/governance/pipelines.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
@@ -90,6 +91,22 @@ export class RolloutStore implements RolloutRepository {
 
   async recordRevocation (rolloutId: string, at: number): Promise<void> {
     await this.collection.updateOne({ _id: rolloutId, revokedAt: { $exists: false } }, { $set: { revokedAt: at } });
+  }
+
+  async stageRollouts (serviceId: string, digests: readonly string[], limit: number): Promise<StageRollout[]> {
+    // Equality on serviceId and the digest (rollouts_service_digest); only what pipelines read.
+    const projection = { 'plan.requestedDigest': 1, createdAt: 1, succeededAt: 1, failure: 1, revokedAt: 1, ended: 1 } as const;
+    const filter = { serviceId, 'plan.requestedDigest': digests.length === 1 ? digests[0] : { $in: [...digests] } };
+    const docs = await this.collection.find(filter, { projection }).sort({ createdAt: -1 }).limit(limit).toArray();
+    return docs.map((doc) => ({
+      rolloutId: doc._id,
+      digest: doc.plan.requestedDigest,
+      issuedAt: doc.createdAt,
+      ...(doc.succeededAt === undefined ? {} : { succeededAt: doc.succeededAt }),
+      ...(doc.failure === undefined ? {} : { failure: { at: doc.failure.at, reason: doc.failure.reason } }),
+      ...(doc.revokedAt === undefined ? {} : { revokedAt: doc.revokedAt }),
+      ...(doc.ended === undefined ? {} : { ended: { at: doc.ended.at, kind: doc.ended.by } }),
+    }));
   }
 
   async markEnded (rolloutId: string, end: RolloutEnd): Promise<boolean> {

@@ -50,7 +50,12 @@ export async function registerCluster (app: Caller, admin: string, clusterId: st
 
 /** A service placed on the given clusters, pulling from registry.example.com/<repository>. */
 export async function createFixtureService (app: Caller, admin: string, opts: {
-  clusterIds?: string[], replicasPerNode?: number, deployOnPush?: boolean, withPlacement?: boolean, rolloutPolicy?: Record<string, unknown>
+  clusterIds?: string[],
+  replicasPerNode?: number,
+  deployOnPush?: boolean,
+  withPlacement?: boolean,
+  rolloutPolicy?: Record<string, unknown>,
+  promotionPolicy?: Record<string, unknown>,
 } = {}): Promise<FixtureService> {
   const repository = `team/app-${randomBytes(4).toString('hex')}`;
   const res = await app.inject({
@@ -61,6 +66,7 @@ export async function createFixtureService (app: Caller, admin: string, opts: {
       registryTarget: { protocol: 'oci', registryHost, repository },
       ...(opts.deployOnPush ? { deployOnPush: true } : {}),
       ...(opts.rolloutPolicy ? { rolloutPolicy: opts.rolloutPolicy } : {}),
+      ...(opts.promotionPolicy ? { promotionPolicy: opts.promotionPolicy } : {}),
       ...(opts.withPlacement === false ? {} : { placement: { clusterIds: opts.clusterIds ?? ['c1'], replicasPerNode: opts.replicasPerNode ?? 2 } }),
     }),
   });

@@ -1,6 +1,7 @@
 import type { AttestationDues, AttestationLog } from './attestations.js';
 import type { ClusterRepository } from './clusters.js';
 import type { EventLog } from './eventLog.js';
+import type { GovernanceRepository, PromotionRequests } from './governance.js';
 import type { PushEventRepository, ReleaseRepository } from './releases.js';
 import type { ReportRepository } from './reports.js';
 import type { IdempotencyRepository, RolloutRepository } from './rollouts.js';
@@ -17,6 +18,7 @@ import type { WebhookRepository } from './webhooks.js';
 export type * from './attestations.js';
 export type * from './clusters.js';
 export type * from './eventLog.js';
+export type * from './governance.js';
 export type * from './releases.js';
 export type * from './reports.js';
 export type * from './rollouts.js';
@@ -42,6 +44,8 @@ export interface Repositories {
   attestations: AttestationLog;
   attestationDues: AttestationDues;
   webhooks: WebhookRepository;
+  governance: GovernanceRepository;
+  promotionRequests: PromotionRequests;
 }
 
 // The outside world ------------------------------------------------------------------

@@ -1,5 +1,6 @@
 import type { MetricsRollout } from '../deliveryMetrics.js';
 import type { RolloutEnd, RolloutRecord } from '../rollouts.js';
+import type { StageHistory } from './governance.js';
 
 export type InsertRolloutResult =
   | { kind: 'inserted' }
@@ -8,7 +9,7 @@ export type InsertRolloutResult =
   /** Another rollout took this generation first: the caller lost the compare-and-swap. */
   | { kind: 'generation-taken' };
 
-export interface RolloutRepository {
+export interface RolloutRepository extends StageHistory {
   /** THE commit point: one rollout per (service, generation), one per idempotency record. */
   insert(record: RolloutRecord): Promise<InsertRolloutResult>;
   findByIdempotencyRecord(idempotencyRecordId: string): Promise<RolloutRecord | null>;

@@ -226,6 +226,13 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
       body: () => ({ overlapSeconds: 60 }),
       ok: 200,
     },
+    // The global governance policy (docs/governance.md): a window far in the past, so that promotions stay open.
+    'PUT /v1/governance': {
+      url: () => '/v1/governance',
+      token: () => admin,
+      body: () => ({ governance: { windows: [{ name: 'past', kind: 'deny', start: '2001-01-01T00:00', timeZone: 'UTC', durationSeconds: 60 }] } }),
+      ok: 200,
+    },
     'POST /v1/services/{serviceId}/image-releases/{releaseId}/promote': {
       url: () => `/v1/services/${s.svc.id}/image-releases/${other()}/promote`,
       token: () => api,
@@ -574,7 +581,7 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
       'POST /v1/services/{serviceId}/image-releases/{releaseId}/promote', 'POST /v1/services/{serviceId}/rollout/abort',
       'POST /v1/services/{serviceId}/image-releases/{releaseId}/rollback',
       'POST /v1/webhooks/subscriptions', 'PATCH /v1/webhooks/subscriptions/{subscriptionId}',
-      'POST /v1/webhooks/subscriptions/{subscriptionId}/rotate-secret'];
+      'POST /v1/webhooks/subscriptions/{subscriptionId}/rotate-secret', 'PUT /v1/governance'];
     expect([...order].sort()).toEqual(Object.keys(restBases).sort());
     for (const routeKey of order) {
       const res = await restSend(routeKey, JSON.stringify(restBases[routeKey]!.body()));

@@ -461,7 +461,9 @@ type TrustPolicyExtension = {
     requiredAttestations?: string[];
   };
 };
-type Extensions = PlacementExtension & RolloutPolicyExtension & TrustPolicyExtension;
+// The promotion policy's own shape is checked in test/unit/contracts/promotionPolicy.test.ts.
+type PromotionPolicyExtension = { promotionPolicy?: C.IPromotionPolicy };
+type Extensions = PlacementExtension & RolloutPolicyExtension & TrustPolicyExtension & PromotionPolicyExtension;
 type ServedServiceData = Flat<Upstream.IService['data'] & Extensions>;
 type ServedService = { id: string; data: ServedServiceData };
 type ServedWritableData = Flat<Upstream.TServiceWritableData & Extensions>;
@@ -513,11 +515,11 @@ export type DataShapes = [
   Expect<Equals<C.IImage, Upstream.IImage>>,
   Expect<Equals<C.IDeployment, Upstream.IDeployment>>,
   Expect<Equals<C.IIdentity, Upstream.IIdentity>>,
-  // Without the project extensions, IService['data'] is upstream's; with them, exactly upstream + placement + rolloutPolicy + trustPolicy.
-  Expect<Equals<Flat<Omit<C.IService['data'], 'placement' | 'rolloutPolicy' | 'trustPolicy'>>, Upstream.IService['data']>>,
+  // Without the project extensions, IService['data'] is upstream's; with them, exactly upstream + placement + rolloutPolicy + trustPolicy + promotionPolicy.
+  Expect<Equals<Flat<Omit<C.IService['data'], 'placement' | 'rolloutPolicy' | 'trustPolicy' | 'promotionPolicy'>>, Upstream.IService['data']>>,
   Expect<Equals<C.IService['data'], ServedServiceData>>,
   Expect<Equals<C.IService, ServedService>>,
-  Expect<Equals<Flat<Omit<C.TServiceWritableData, 'placement' | 'rolloutPolicy' | 'trustPolicy'>>, Flat<Upstream.TServiceWritableData>>>,
+  Expect<Equals<Flat<Omit<C.TServiceWritableData, 'placement' | 'rolloutPolicy' | 'trustPolicy' | 'promotionPolicy'>>, Flat<Upstream.TServiceWritableData>>>,
   Expect<Equals<C.ITrustPolicy, NonNullable<TrustPolicyExtension['trustPolicy']>>>,
   Expect<Equals<C.IRolloutPolicy, NonNullable<RolloutPolicyExtension['rolloutPolicy']>>>,
   Expect<Equals<C.TServiceWritableData, ServedWritableData>>,

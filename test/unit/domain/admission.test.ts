@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { IImageRelease, IService, TSha256Digest } from '../../../src/contracts/index.js';
-import { admissionRules, admit, isSkip, rulesBeforeVerification, type AdmissionFacts, type AdmissionRule } from '../../../src/domain/admission.js';
+import {
+  admissionRules, admit, isSkip, rulesBeforeVerification, type AdmissionFacts, type AdmissionRule, type GovernanceFacts,
+} from '../../../src/domain/admission.js';
+import { effectivePromotionPolicy } from '../../../src/domain/governance/policy.js';
 import type { RolloutIntent } from '../../../src/domain/rollouts.js';
 import { errors, rolloutRefusalOf, type AppError, type ErrorCode } from '../../../src/errors.js';
 
@@ -26,6 +29,7 @@ const releaseOf = (id: string, byte: string, extra: Partial<IImageRelease['data'
 
 const current = releaseOf('rel-current', 'c1', { acceptedAt: 2_000 });
 const older = releaseOf('rel-older', 'b1', { acceptedAt: 1_500 });
+const newer = releaseOf('rel-newer', 'd1', { firstObservedAt: 3_000 });
 
 const service = (deployed: boolean, extra: Partial<IService['data']> = {}): IService => ({
   id: 'svc',
@@ -58,6 +62,9 @@ const service = (deployed: boolean, extra: Partial<IService['data']> = {}): ISer
   },
 });
 
+/** No global policy, no promotion policy: governance lets everything through. */
+const open: GovernanceFacts = { at: Date.UTC(2025, 2, 29, 12), policy: effectivePromotionPolicy(undefined), stages: [], digest: older.data.registryRootDigest };
+
 const facts = (over: Partial<AdmissionFacts> = {}): AdmissionFacts => ({
   service: service(true),
   verifiedReleases: [],
@@ -66,6 +73,7 @@ const facts = (over: Partial<AdmissionFacts> = {}): AdmissionFacts => ({
   currentRelease: current,
   clusters: [{ id: 'c1', nodeNames: ['n1'] }],
   expectedRolloutGeneration: 1,
+  governance: open,
   ...over,
 });
 
@@ -154,5 +162,45 @@ describe('what a refusal does is catalogue data', () => {
     expect(rolloutRefusalOf('invalid-deployment-plan')).toMatchObject({ replay: true, automatic: 'skipped' });
     expect(rolloutRefusalOf('idempotency-key-reused')).toMatchObject({ replay: false, waiting: 'keep-waiting' });
     expect(rolloutRefusalOf('database-unavailable')).toMatchObject({ replay: false, automatic: 'error', waiting: 'forget' });
+  });
+});
+
+describe('the governance rules (docs/governance.md)', () => {
+  const stopped: GovernanceFacts = { ...open, global: { stopTheLine: { active: true, reason: 'incident', by: 'alice', since: open.at - 1 } } };
+  const frozen: GovernanceFacts = {
+    ...open,
+    policy: effectivePromotionPolicy({
+      windows: [{ name: 'weekend', kind: 'deny', start: '2025-01-03T16:00', timeZone: 'Europe/Berlin', rrule: 'FREQ=WEEKLY;BYDAY=FR', duration: 'P2DT12H' }],
+    }),
+  };
+  const piped: GovernanceFacts = { ...open, policy: effectivePromotionPolicy({ pipeline: { requires: [{ serviceId: 'svc_staging', soakSeconds: 60 }] } }) };
+
+  it('stop-the-line and a closed window refuse promotions of both kinds; rollbacks and aborts pass', () => {
+    for (const governance of [stopped, frozen]) {
+      const code = governance === stopped ? 'stop-the-line' : 'promotion-window-closed';
+      expect(codeOf(admit(promotion, facts({ governance })))).toBe(code);
+      const pushed = { governance, service: service(true, { deployOnPush: true, immutableImageRequired: true }), release: newer, releaseId: newer.id };
+      expect(codeOf(admit(automatic, facts(pushed)))).toBe(code);
+      expect(admit(rollback, facts({ governance }))).toBeUndefined();
+      expect(admit(abort, facts({ governance }))).toBeUndefined();
+    }
+  });
+
+  it('the pipeline refuses a digest its stage never saw; a promotion whose governance was not read fails closed', () => {
+    expect(codeOf(admit(promotion, facts({ governance: piped })))).toBe('pipeline-stage-not-satisfied');
+    expect(admit(rollback, facts({ governance: piped }))).toBeUndefined();
+    expect(codeOf(admit(promotion, facts({ governance: undefined })))).toBe('internal-error');
+  });
+
+  it('runs before the signature rule: a closed window answers without asking the registry', () => {
+    const names = admissionRules.map((r) => r.name);
+    expect(names.indexOf('promotions-open')).toBeLessThan(names.indexOf('signature-verified'));
+    expect(rulesBeforeVerification.map((r) => r.name)).toContain('pipeline');
+  });
+
+  it('a governance refusal is not stored (the retry is asked again) and skips an automatic promotion', () => {
+    for (const code of ['promotion-window-closed', 'stop-the-line', 'pipeline-stage-not-satisfied'] as const) {
+      expect(rolloutRefusalOf(code), code).toEqual({ replay: false, automatic: 'skipped', waiting: 'forget' });
+    }
   });
 });

@@ -1,0 +1,93 @@
+import type { GlobalGovernance } from '../contracts/promotionPolicy.js';
+import type { IImageRelease, IService } from '../contracts/index.js';
+import type { GovernanceFacts } from '../domain/admission.js';
+import { effectivePromotionPolicy, globalGovernanceProblems } from '../domain/governance/policy.js';
+import type { StageFacts, StageRollout } from '../domain/governance/pipelines.js';
+import type { Clock, LifecycleView, Repositories, StoredGovernance } from '../domain/ports/index.js';
+import type { RolloutIntent } from '../domain/rollouts.js';
+import { invalid, success, type Result } from '../domain/result.js';
+
+/**
+ * Governance (docs/governance.md): the global policy an admin writes (windows for every service,
+ * stop-the-line), and the facts promotion admission reads for the governance rules — the global
+ * policy, the service's promotion policy with its defaults, and each upstream stage's rollouts of
+ * the digest. Rollbacks and aborts read none of it: no window, stop-the-line or pipeline holds them.
+ */
+
+export interface GovernanceDeps {
+  repos: Pick<Repositories, 'governance' | 'rollouts' | 'lifecycles'>;
+  now: Clock;
+}
+
+/** How many of a stage's rollouts of one digest pipelines look at (newest first): far more than a stage ever holds. */
+const STAGE_ROLLOUTS = 200;
+
+/** The stage's current rollout as its lifecycle holds it right now (the history copies it a moment later). */
+function withLiveMilestones (rollouts: StageRollout[], view: LifecycleView | null): StageRollout[] {
+  const lifecycle = view?.state?.summary.lifecycle;
+  const rolloutId = view?.plan?.rolloutId;
+  if (!lifecycle || rolloutId === undefined) return rollouts;
+  return rollouts.map((r) => (r.rolloutId !== rolloutId
+    ? r
+    : {
+        ...r,
+        ...(r.succeededAt === undefined && lifecycle.succeededAt !== undefined ? { succeededAt: lifecycle.succeededAt } : {}),
+        ...(r.failure === undefined && lifecycle.failure !== undefined ? { failure: { at: lifecycle.failure.at, reason: lifecycle.failure.reason } } : {}),
+        ...(r.revokedAt === undefined && lifecycle.drift !== undefined ? { revokedAt: lifecycle.drift.at } : {}),
+      }));
+}
+
+/** Each stage's rollouts of the digest. */
+async function stageFactsOf (deps: GovernanceDeps, stages: ReadonlyArray<{ serviceId: string }>, digest: string): Promise<StageFacts[]> {
+  return Promise.all(stages.map(async ({ serviceId }) => {
+    const [rollouts, view] = await Promise.all([
+      deps.repos.rollouts.stageRollouts(serviceId, [digest], STAGE_ROLLOUTS),
+      deps.repos.lifecycles.findLifecycle(serviceId),
+    ]);
+    return { serviceId, rollouts: withLiveMilestones(rollouts, view) };
+  }));
+}
+
+/** What the governance rules look at for a promotion; undefined for a rollback (exempt) or a target that is not there. */
+export async function governanceFactsOf (
+  deps: GovernanceDeps, service: IService, release: IImageRelease | null, intent: RolloutIntent,
+): Promise<GovernanceFacts | undefined> {
+  if (intent.kind !== 'promotion' || release === null) return undefined;
+  const policy = effectivePromotionPolicy(service.data.promotionPolicy);
+  const digest = release.data.registryRootDigest;
+  const [stored, stages] = await Promise.all([
+    deps.repos.governance.readGlobal(),
+    policy.pipeline ? stageFactsOf(deps, policy.pipeline.requires, digest) : Promise.resolve([]),
+  ]);
+  return { at: deps.now(), policy, stages, digest, ...(stored ? { global: stored.governance } : {}) };
+}
+
+/** The global policy as the API answers it: never written reads as empty, without a stamp. */
+export type GovernanceView = Pick<StoredGovernance, 'governance'> & Partial<Omit<StoredGovernance, 'governance'>>;
+
+export function governanceOperations (deps: GovernanceDeps) {
+  return {
+    async readGlobal (): Promise<Result<GovernanceView>> {
+      return success((await deps.repos.governance.readGlobal()) ?? { governance: {} });
+    },
+
+    /**
+     * Replaces the global policy. Stop-the-line switched on is stamped with who and when (the caller
+     * cannot say someone else did it); left on, it keeps its first stamp.
+     */
+    async writeGlobal (governance: GlobalGovernance, subject: string): Promise<Result<GovernanceView>> {
+      const at = deps.now();
+      const previous = (await deps.repos.governance.readGlobal())?.governance.stopTheLine;
+      const stop = governance.stopTheLine;
+      const kept = previous?.active === true ? { by: previous.by ?? subject, since: previous.since ?? at } : { by: subject, since: at };
+      const stamped: GlobalGovernance = stop?.active === true ? { ...governance, stopTheLine: { ...stop, ...kept } } : governance;
+      const problems = globalGovernanceProblems(stamped, '');
+      if (problems.length > 0) return invalid(problems);
+      const stored: StoredGovernance = { governance: stamped, updatedAt: at, updatedBy: subject };
+      await deps.repos.governance.writeGlobal(stored);
+      return success(stored);
+    },
+  };
+}
+
+export type GovernanceOperations = ReturnType<typeof governanceOperations>;
