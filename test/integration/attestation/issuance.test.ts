@@ -344,7 +344,11 @@ describe('attestations issued by the server', () => {
     expect(verified.ok, JSON.stringify(verified)).toBe(true);
     if (!verified.ok) return;
     expect(verified.value.attestation.predicate).toMatchObject({ chain: { sequence: 1, previousEnvelopeDigest: null }, outcome: 'succeeded' });
+    // No trust policy: no signature verification to link, and the SVR does not claim one.
+    expect(verified.value.attestation.predicate).toMatchObject({ signatureVerification: null, policyDigests: { trustPolicy: null } });
     expect(verified.value.summary?.predicateType).toBe('https://in-toto.io/attestation/svr/v0.2');
+    expect(verified.value.summary?.predicate)
+      .toMatchObject({ properties: ['CLOUDLY_RELEASE_RUNTIME_VERIFIED', 'CLOUDLY_RELEASE_ALL_REQUIRED_REPLICAS_VERIFIED'] });
     const fetched = await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/attestations/${only!.id}`, headers: bearer(api) });
     expect(fetched.json().attestation).toEqual(only);
     const missing = await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/attestations/att_nope`, headers: bearer(api) });
