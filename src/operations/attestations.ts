@@ -106,7 +106,9 @@ async function statementOf (deps: AttestationDeps, facts: DueAttestations, due: 
     rolloutPolicy: effectiveRolloutPolicy(facts.rolloutPolicy),
     trustPolicy: facts.trustPolicy,
     replicas,
-    verificationSummaryDigest: null,
+    // The signed VSA the trust check let the rollout through on (fresh from the registry, or the release's stored one
+    // for a rollback): the same envelope GET …/image-releases/:releaseId/verification serves. None without a trust policy.
+    verificationSummaryDigest: rollout.trust?.summaryDigest ?? null,
     verifiedAt: due.at,
     previous,
   });

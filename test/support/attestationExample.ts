@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  revocationStatement, runtimeVerificationStatement, signStatement, svrStatement, type AttestationView, type SignedEnvelope,
+  attestationIdOf, revocationStatement, runtimeVerificationStatement, signStatement, svrStatement, type AttestationView, type SignedEnvelope,
 } from '../../src/domain/attestation/index.js';
 import { ConfiguredAttestationSigner } from '../../src/outbound/signer/index.js';
 import { samplePlan, sampleReplicas, sampleRolloutPolicy, sha256Of, T0 } from './attestations.js';
@@ -17,6 +17,9 @@ export const exampleKeyPem = readFileSync(join(import.meta.dirname, '..', 'fixtu
 
 const service = { id: 'svc_XmYIQs7m_TTdhM-Y', name: 'demo-shop' };
 /** A trust policy as the service stores it (its schema comes with item 1 of issue 21; only its digest is attested). */
+/** The ids the server gives them (attestationIdOf): the verifier checks a listing's id against what is signed. */
+const runtimeId = attestationIdOf(service.id, samplePlan({ generation: 3 }).rolloutId, 'runtime-verification');
+const revocationId = attestationIdOf(service.id, samplePlan({ generation: 3 }).rolloutId, 'revocation');
 const trustPolicy = { keys: [{ keyId: 'release-ci', algorithm: 'ecdsa-p256' }], attestations: ['https://slsa.dev/provenance/v1'] };
 
 const viewOf = (signed: SignedEnvelope, fields: Omit<AttestationView, 'keyId' | 'envelope' | 'digest'>): AttestationView =>
@@ -48,7 +51,7 @@ export async function attestationExample () {
   const revocation = revocationStatement({
     service,
     plan,
-    revokes: { attestationId: 'att_7Qm2xVb0', envelopeDigest: signed.digest },
+    revokes: { attestationId: runtimeId, envelopeDigest: signed.digest },
     reason: {
       kind: 'replica-mismatched',
       mismatchReason: 'pulled-digest-mismatch',
@@ -78,7 +81,7 @@ export async function attestationExample () {
     signed,
     summary,
     revoked,
-    runtimeView: viewOf(signed, { id: 'att_7Qm2xVb0', ...common, kind: 'runtime-verification', issuedAt: T0 + 35_000, summaryEnvelope: summary.envelope }),
-    revocationView: viewOf(revoked, { id: 'att_Rv81kd3Q', ...common, kind: 'revocation', issuedAt: T0 + 3_601_000, revokes: 'att_7Qm2xVb0' }),
+    runtimeView: viewOf(signed, { id: runtimeId, ...common, kind: 'runtime-verification', issuedAt: T0 + 35_000, summaryEnvelope: summary.envelope }),
+    revocationView: viewOf(revoked, { id: revocationId, ...common, kind: 'revocation', issuedAt: T0 + 3_601_000, revokes: runtimeId }),
   };
 }

@@ -2,7 +2,7 @@ import { createHash, generateKeyPairSync } from 'node:crypto';
 import type { IImmutableImageDeploymentPlan } from '../../src/contracts/index.js';
 import { buildDigestPinnedImageReference, validateImmutableImageDeploymentPlan } from '../../src/contracts/helpers.js';
 import {
-  parsePublicKeyPems, revocationStatement, runtimeVerificationStatement, signStatement, svrStatement,
+  attestationIdOf, parsePublicKeyPems, revocationStatement, runtimeVerificationStatement, signStatement, svrStatement,
   type ChainHead, type ReplicaEvidenceInput, type SignedEnvelope, type TrustedKey,
 } from '../../src/domain/attestation/index.js';
 import type { AttestationSigner } from '../../src/domain/ports/signer.js';
@@ -131,7 +131,7 @@ export async function signedRevocation (signer: AttestationSigner, revoked: Sign
   const statement = revocationStatement({
     service: { id: 'svc_demo-shop', name: 'demo-shop' },
     plan,
-    revokes: { attestationId: `att_${revoked.digest.slice(0, 12)}`, envelopeDigest: revoked.digest },
+    revokes: { attestationId: attestationIdOf('svc_demo-shop', plan.rolloutId, 'runtime-verification'), envelopeDigest: revoked.digest },
     reason: {
       kind: 'replica-mismatched',
       mismatchReason: 'pulled-digest-mismatch',

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  signStatement, svrStatement, type AttestationView, type DsseEnvelope, type SignedEnvelope,
+  attestationIdOf, signStatement, svrStatement, type AttestationView, type DsseEnvelope, type SignedEnvelope,
 } from '../../../src/domain/attestation/index.js';
 import { samplePlan, sampleRuntimeStatement, sha256Of, signedRevocation, testSigner, type SampleOptions } from '../../support/attestations.js';
 import { runCli } from './harness.js';
@@ -33,19 +33,19 @@ const put = async (name: string, value: unknown): Promise<string> => {
 
 interface Issued { signed: SignedEnvelope, summary: SignedEnvelope, view: AttestationView, statement: Record<string, any> }
 
-/** Signs a runtime verification (changed as given) and lists it as the API does. */
+/** Signs a runtime verification (changed as given) and lists it as the API does (its id and issue time derived from what is signed). */
 async function issue (opts: SampleOptions, change: (s: Record<string, any>) => void = () => {}): Promise<Issued> {
   const statement: Record<string, any> = JSON.parse(JSON.stringify(sampleRuntimeStatement(opts)));
   change(statement);
   const signed = await signStatement(statement, ed.signer);
   const summary = await signStatement(svrStatement(sampleRuntimeStatement(opts)), ed.signer);
   const view: AttestationView = {
-    id: `att_${signed.digest.slice(0, 12)}`,
+    id: attestationIdOf(statement.predicate.service.id, statement.predicate.rollout.id, 'runtime-verification'),
     serviceId: statement.predicate.service.id,
     rolloutId: statement.predicate.rollout.id,
     generation: statement.predicate.rollout.generation,
     kind: 'runtime-verification',
-    issuedAt: 1_790_000_000_000,
+    issuedAt: Date.parse(statement.predicate.verifiedAt),
     keyId: signed.keyId,
     envelope: signed.envelope,
     summaryEnvelope: summary.envelope,
@@ -363,7 +363,8 @@ describe('cloudly-release attestation verify, fetched from the server', () => {
     const { summaryEnvelope: _, ...attestation } = three.view;
     const revocationView: AttestationView = {
       ...attestation,
-      id: 'att_revocation',
+      id: attestationIdOf(SERVICE, 'ro_0003-demo', 'revocation'),
+      issuedAt: Date.parse(revocation.statement.predicate.revokedAt),
       kind: 'revocation',
       revokes: three.view.id,
       keyId: revocation.signed.keyId,
@@ -388,7 +389,7 @@ describe('cloudly-release attestation verify, fetched from the server', () => {
     served.views = [{ ...two.view, envelope: { ...two.view.envelope, payload: flipBase64Byte(two.view.envelope.payload, 50) } as DsseEnvelope }];
     const tampered = await fetchVerify(['--rollout', 'ro_0002-demo', '--key', keyFile]);
     expect(tampered.code).toBe(1);
-    expect(tampered.stderr).toMatch(/attestation att_\w+ refused: signature 1 \(trusted key [a-f0-9]{64}\) does not verify over the payload/);
+    expect(tampered.stderr).toMatch(/attestation att_rv_\S+ refused: signature 1 \(trusted key [a-f0-9]{64}\) does not verify over the payload/);
 
     const none = await fetchVerify(['--rollout', 'ro_9999', '--key', keyFile]);
     expect({ code: none.code, stderr: none.stderr })

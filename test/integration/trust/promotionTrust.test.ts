@@ -3,7 +3,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { keyIdOf, pae } from '../../../src/domain/attestation/index.js';
+import canonicalize from 'canonicalize';
+import {
+  keyIdOf, pae, parsePublicKeyPems, verifyAttestationView, type AttestationView, type VerifiedView,
+} from '../../../src/domain/attestation/index.js';
 import type { RolloutHistoryItem } from '../../../src/domain/history.js';
 import { trustPolicyDigest, type ReleaseVerification } from '../../../src/domain/trust/index.js';
 import { buildTestApp, callTypedRequest, identity, serviceData, type TestApp } from '../../support/app.js';
@@ -12,6 +15,7 @@ import { bearer, promote, registerCluster, rollback, rolloutHistory } from '../.
 import { pushCosignFixtures } from '../../support/registryFixtures.js';
 import { reportVerified } from '../../support/reports.js';
 import { startSwitchableRegistry, type SwitchableRegistry } from '../../support/switchableRegistry.js';
+import { runCli } from '../cli/harness.js';
 
 // Verification before promotion (docs/trust.md) against the real test registry (globalSetup) holding the
 // real cosign fixtures (test/fixtures/cosign), through a real HTTP front that can be taken down; the real
@@ -111,11 +115,11 @@ async function snapshot (serviceId: string): Promise<string> {
   return JSON.stringify({ service, rollouts, releases, answers });
 }
 
-/** The current rollout succeeds: every replica on n1 and n2 reported running and verified (stability window 0). */
-async function succeed (serviceId: string): Promise<void> {
+/** The current rollout succeeds (a rollback: is rolled back): every replica on n1 and n2 reported running and verified (stability window 0). */
+async function succeed (serviceId: string, outcome: 'succeeded' | 'rolled-back' = 'succeeded'): Promise<void> {
   const res = await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}`, headers: bearer(admin) });
   const { status } = await reportVerified(t.app, cluster, res.json().service.data.imageDeployment, serviceId, ['n1', 'n2'], Date.now());
-  expect(status['status']).toBe('succeeded');
+  expect(status['status']).toBe(outcome);
 }
 
 const generationOf = async (serviceId: string): Promise<{ generation: number, rolloutId?: string }> => {
@@ -123,6 +127,32 @@ const generationOf = async (serviceId: string): Promise<{ generation: number, ro
   const plan = res.json().service.data.imageDeployment as { rolloutGeneration: number, rolloutId: string } | undefined;
   return plan ? { generation: plan.rolloutGeneration, rolloutId: plan.rolloutId } : { generation: 0 };
 };
+
+/**
+ * The rollout's runtime-verification attestation as the API lists it, verified offline (the domain's verifier and
+ * the built CLI) with the server's public key; and the sha256 of the canonical JSON of the VSA envelope the
+ * verification route serves for the release (docs/attestations.md "Digests": the recipe anyone can run).
+ */
+async function attestedWithSummary (serviceId: string, rolloutId: string, releaseId: string, digest: string) {
+  const res = await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/attestations?rolloutId=${rolloutId}`, headers: bearer(api) });
+  expect(res.statusCode, res.body).toBe(200);
+  const [view, ...more] = res.json().attestations as AttestationView[];
+  expect(more).toHaveLength(0);
+  const publicKeyPem = signing.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const keys = parsePublicKeyPems(publicKeyPem);
+  if (!keys.ok) throw new Error(keys.problem);
+  const verified = verifyAttestationView(view, { keys: keys.value, expectedDigest: digest });
+  expect(verified.ok, JSON.stringify(verified)).toBe(true);
+  const dir = mkdtempSync(path.join(tmpdir(), 'trust-attestation-'));
+  writeFileSync(path.join(dir, 'server.pub'), publicKeyPem);
+  writeFileSync(path.join(dir, 'attestation.json'), JSON.stringify(view));
+  const cli = await runCli(['attestation', 'verify', '--file', path.join(dir, 'attestation.json'), '--key', path.join(dir, 'server.pub'), '--digest', digest]);
+  expect(cli.code, cli.stderr).toBe(0);
+  const stored = (await verificationOf(serviceId, releaseId))?.summary;
+  expect(stored).toBeDefined();
+  const vsaDigest = createHash('sha256').update(canonicalize(stored!.envelope)!).digest('hex');
+  return { ...(verified as { value: VerifiedView }).value, vsaDigest, storedDigest: stored!.digest };
+}
 
 async function verificationOf (serviceId: string, releaseId: string): Promise<ReleaseVerification | undefined> {
   const res = await t.app.inject({ method: 'GET', url: `/v1/services/${serviceId}/image-releases/${releaseId}/verification`, headers: bearer(api) });
@@ -396,6 +426,23 @@ describe('automatic promotion of a service with a trust policy', () => {
   });
 });
 
+describe('the runtime-verification attestation of a rollout admitted under the trust policy', () => {
+  it('links the verification summary the promotion stored (the envelope the verification route serves); its SVR says signatures verified', async () => {
+    const serviceId = await createService();
+    const { releaseId, digest } = await push(serviceId, 'signed');
+    expect((await promote(t.app, api, serviceId, releaseId, { generation: 0 })).statusCode).toBe(200);
+    await succeed(serviceId);
+    const { rolloutId } = await generationOf(serviceId);
+    const { attestation, summary, vsaDigest, storedDigest } = await attestedWithSummary(serviceId, rolloutId!, releaseId, digest);
+    expect(vsaDigest).toBe(storedDigest);
+    expect(attestation.predicate).toMatchObject({
+      signatureVerification: { predicateType: 'https://slsa.dev/verification_summary/v1', envelopeDigest: { sha256: vsaDigest } },
+      policyDigests: { trustPolicy: { sha256: trustPolicyDigest(trustedPolicy) } },
+    });
+    expect(summary?.predicate).toMatchObject({ properties: expect.arrayContaining(['CLOUDLY_RELEASE_SIGNATURES_VERIFIED_BEFORE_PROMOTION']) });
+  });
+});
+
 describe('rollback and abort rely on the stored verification', () => {
   /** A service with releases A (signed) and B (signed-ed25519) promoted in turn, A's rollout succeeded: B is current. */
   async function twoPromoted () {
@@ -421,6 +468,12 @@ describe('rollback and abort rely on the stored verification', () => {
     const [item] = await rolloutHistory(t.app, api, serviceId);
     const stored = await verificationOf(serviceId, a.releaseId);
     expect(item?.trust).toEqual({ basis: 'stored-summary', policyDigest: trustPolicyDigest(trustedPolicy), summaryDigest: stored?.summary.digest });
+    // The rollback's attestation links the stored summary it relied on.
+    await succeed(serviceId, 'rolled-back');
+    const { attestation, vsaDigest } = await attestedWithSummary(serviceId, item!.rolloutId, a.releaseId, a.digest);
+    expect(attestation.predicate).toMatchObject({
+      outcome: 'rolled-back', signatureVerification: { predicateType: 'https://slsa.dev/verification_summary/v1', envelopeDigest: { sha256: vsaDigest } },
+    });
   });
 
   it('re-checks a rollback target once the policy changed: refused while the registry is down, then re-verified (history names both policies)', async () => {

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
-  canonicalJson, REVOCATION_TYPE, RUNTIME_VERIFICATION_TYPE, signStatement, SVR_TYPE, verifyAttestationView, verifyChain, verifyEnvelope,
+  attestationIdOf, canonicalJson, REVOCATION_TYPE, RUNTIME_VERIFICATION_TYPE, signStatement, SVR_TYPE, svrStatement,
+  verifyAttestationView, verifyChain, verifyEnvelope,
   type AttestationView, type DsseEnvelope, type RefusalCode, type VerifiedAttestation,
 } from '../../../../src/domain/attestation/index.js';
-import { samplePlan, sampleRuntimeStatement, signedRevocation, signedSample, testSigner, trustedKeys, type TestSigner } from '../../../support/attestations.js';
+import {
+  samplePlan, sampleRuntimeStatement, signedRevocation, signedSample, T0, testSigner, trustedKeys, type TestSigner,
+} from '../../../support/attestations.js';
 
 const ed = testSigner('ed25519');
 const ec = testSigner('ecdsa-p256');
@@ -144,12 +147,12 @@ describe('verifying an attestation offline', () => {
   it('an attestation as the API lists it: the listing must agree with what is signed, and its SVR must verify', async () => {
     const { signed, summary } = await signedSample(ec.signer);
     const view: AttestationView = {
-      id: 'att_1',
+      id: attestationIdOf('svc_demo-shop', 'ro_0003-demo', 'runtime-verification'),
       serviceId: 'svc_demo-shop',
       rolloutId: 'ro_0003-demo',
       generation: 3,
       kind: 'runtime-verification',
-      issuedAt: 1,
+      issuedAt: T0 + 35_000,
       keyId: signed.keyId,
       envelope: signed.envelope,
       summaryEnvelope: summary.envelope,
@@ -162,5 +165,15 @@ describe('verifying an attestation offline', () => {
       .toMatch(/^view-inconsistent: the listing's rolloutId is "ro_other", the signed envelope's is "ro_0003-demo"/);
     expect(reason({ ...view, summaryEnvelope: { ...summary.envelope, signatures: [] } })).toMatch(/^summary-invalid: .*signature-missing/);
     expect(reason({ ...view, envelope: summary.envelope, digest: summary.digest })).toMatch(/^predicate-type-unsupported/);
+    // Not signed, but derived by the server from what is: the id and the issue time.
+    expect(reason({ ...view, id: 'att_1' }))
+      .toMatch(/^view-inconsistent: the listing's id is "att_1", the signed envelope's is "att_rv_svc_demo-shop_ro_0003-demo"/);
+    expect(reason({ ...view, issuedAt: 1 })).toMatch(new RegExp(`^view-inconsistent: the listing's issuedAt is 1, the signed envelope's is ${T0 + 35_000}`));
+    // The SVR comes with a runtime verification and restates it.
+    const { summaryEnvelope: _, ...bare } = view;
+    expect(reason(bare)).toMatch(/^summary-invalid: a runtime verification is listed with its SVR/);
+    const rollbackSummary = await signStatement(svrStatement(sampleRuntimeStatement({ plan: samplePlan({ mode: 'rollback' }) })), ec.signer);
+    expect(reason({ ...view, summaryEnvelope: rollbackSummary.envelope }))
+      .toMatch(/^summary-invalid: the SVR's properties \[.*"CLOUDLY_RELEASE_ROLLBACK_RUNTIME_VERIFIED"\] are not what the runtime verification states/);
   });
 });
