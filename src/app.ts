@@ -42,6 +42,7 @@ import { abort, promote, rollBack } from './operations/manualRollout.js';
 import { clusterOperations } from './operations/clusters.js';
 import { governanceOperations } from './operations/governance.js';
 import { approvalOperations } from './operations/approvals.js';
+import { breakGlassOperations } from './operations/breakGlass.js';
 import type { Operations } from './operations/index.js';
 import { attestationIssuer } from './operations/attestations.js';
 import { rolloutIssuer } from './operations/issueRollout.js';
@@ -131,6 +132,7 @@ function composeOperations ({ repos, telemetry, config, fault, log, now, registr
     clusters: clusterOperations({ repos, now }),
     governance: governanceOperations({ repos, now }),
     approvals: approvalOperations({ repos, issuer, now }),
+    breakGlass: breakGlassOperations({ repos, now }),
     releases: releaseReads({ repos }),
     rolloutReads: rolloutReads({ repos, now }),
     promote: promote({ issuer, telemetry }),
@@ -344,7 +346,7 @@ export async function buildApp (opts: BuildAppOptions): Promise<FastifyInstance>
   await app.register(reportRoutes, { operations, verifier, bodyLimit: reportBodyLimit(config) });
   await app.register(rolloutStatusRoutes, { rolloutReads: operations.rolloutReads, verifier, hub });
   await app.register(versionRoutes, { verifier });
-  await app.register(governanceRoutes, { governance: operations.governance, approvals: operations.approvals, verifier });
+  await app.register(governanceRoutes, { ...operations, verifier });
   await app.register(attestationRoutes, { attestations: operations.attestations, verifier });
   await app.register(consolePlugin);
   sweepIdempotencyRecords(app, repos, config.IDEMPOTENCY_SWEEP_INTERVAL_MS);

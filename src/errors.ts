@@ -228,7 +228,8 @@ export interface PromotionRequestRef {
 }
 
 /** Why a break-glass grant cannot be used, requested or approved. */
-export type BreakGlassUnavailable = 'not-allowed' | 'awaiting-approval' | 'expired' | 'used' | 'other-release' | 'not-a-promotion' | 'stop-the-line';
+export type BreakGlassUnavailable =
+  'not-found' | 'not-allowed' | 'awaiting-approval' | 'expired' | 'used' | 'other-release' | 'not-a-promotion' | 'stop-the-line';
 
 const isoTime = (ms: number): string => new Date(ms).toISOString();
 
@@ -525,6 +526,7 @@ export const errors = {
   }),
   breakGlassNotAvailable: (reason: BreakGlassUnavailable, grantId?: string): AppError => {
     const why = {
+      'not-found': 'the service has no break-glass grant of this id',
       'not-allowed': "the service's promotion policy does not allow break-glass (breakGlass.allowed)",
       'awaiting-approval': 'the break-glass grant has not been approved by a second principal yet',
       expired: 'the break-glass grant has expired (its time box is over, or it was not approved in time)',

@@ -2,7 +2,8 @@ import type { IImageRelease, IService } from '../contracts/index.js';
 import { errors, type AppError } from '../errors.js';
 import { placementRefusal, type ClusterNodes } from './clusters.js';
 import type { GlobalGovernance, TGovernanceIntent } from '../contracts/promotionPolicy.js';
-import { freezeDecision, pipelineRefusal } from './governance/gate.js';
+import type { BreakGlassGrant } from './governance/breakGlass.js';
+import { freezeDecision, pipelineRefusal, type FreezeDecision } from './governance/gate.js';
 import type { StageFacts } from './governance/pipelines.js';
 import type { EffectivePromotionPolicy } from './governance/policy.js';
 import type { VerifiedRelease } from './lifecycle.js';
@@ -42,6 +43,8 @@ export interface GovernanceFacts {
   stages: readonly StageFacts[];
   /** The target release's digest. */
   digest: string;
+  /** The break-glass grant the promotion names ('missing': none of that id for the service). */
+  breakGlass?: BreakGlassGrant | 'missing';
 }
 
 /** What the rules look at. `release` is the target: the one named, or for an abort the last verified release. */
@@ -139,13 +142,25 @@ const governanceUnread = (f: AdmissionFacts): AppError => errors.internalError(n
 
 /** Stop-the-line, then the windows (global and the service's): a closed one refuses a promotion, telling when it opens. */
 export const promotionsOpen = (intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {
-  const g = f.governance;
-  if (g === undefined) return governanceUnread(f);
-  const decision = freezeDecision({
-    intent: governanceIntentOf(intent), at: g.at, policy: g.policy, serviceId: f.service.id, releaseId: f.releaseId, ...(g.global ? { global: g.global } : {}),
-  });
+  if (f.governance === undefined) return governanceUnread(f);
+  const decision = freezeOf(intent, f.governance, f);
   return decision.pass ? undefined : decision.error;
 };
+
+/** Stop-the-line and the windows, passed by the named break-glass grant if it covers the promotion. */
+export function freezeOf (intent: RolloutIntent, g: GovernanceFacts, f: Pick<AdmissionFacts, 'service' | 'releaseId'>): FreezeDecision {
+  const named = intent.kind === 'promotion' ? intent.breakGlassGrantId : undefined;
+  if (g.breakGlass === 'missing') return { pass: false, error: errors.breakGlassNotAvailable('not-found', named) };
+  return freezeDecision({
+    intent: governanceIntentOf(intent),
+    at: g.at,
+    policy: g.policy,
+    serviceId: f.service.id,
+    releaseId: f.releaseId,
+    ...(g.global ? { global: g.global } : {}),
+    ...(g.breakGlass ? { breakGlass: g.breakGlass } : {}),
+  });
+}
 
 /** The pipeline: the digest has succeeded and soaked in every upstream stage. */
 export const pipelinePassed = (intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {

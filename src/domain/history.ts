@@ -55,6 +55,13 @@ export const RolloutHistoryItem = Type.Object({
   endedAt: Type.Optional(Type.Integer({ description: 'when the next rollout replaced it' })),
   endedBy: Type.Optional(Type.Object({ kind: literalUnion(['superseded', 'rolled-back', 'aborted']), rolloutId: Type.String() })),
   trust: Type.Optional(RolloutTrustCheck),
+  breakGlass: Type.Optional(Type.Object({
+    grantId: Type.String(),
+    reason: Type.String(),
+    requestedBy: Type.String(),
+    approvedBy: Type.String(),
+    until: Type.Integer({ description: 'the end of the grant\'s time box' }),
+  }, { description: 'the break-glass grant this promotion passed a closed window with (docs/governance.md)' })),
 });
 export type RolloutHistoryItem = Static<typeof RolloutHistoryItem>;
 
@@ -97,4 +104,5 @@ export const historyItemOf = (r: RolloutRecord): RolloutHistoryItem => ({
   endedAt: r.ended?.at,
   endedBy: r.ended ? { kind: r.ended.by, rolloutId: r.ended.rolloutId } : undefined,
   trust: r.trust,
+  breakGlass: r.breakGlass,
 });

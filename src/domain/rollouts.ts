@@ -91,10 +91,23 @@ export interface RolloutRecord {
   trust?: RolloutTrustCheck;
   /** The verification the registry's signatures passed (basis `registry`): copied onto the release when the rollout is finished. */
   verification?: ReleaseVerification;
+  /** The break-glass grant it passed a closed window with (docs/governance.md "Break-glass"). */
+  breakGlass?: BreakGlassUse;
+}
+
+/** A break-glass grant as the rollout it let through records it. */
+export interface BreakGlassUse {
+  grantId: string;
+  reason: string;
+  requestedBy: string;
+  approvedBy: string;
+  /** The end of its time box. */
+  until: number;
 }
 
 export type RolloutIntent =
-  | { kind: 'promotion', mode: 'promotion' | 'automatic', expectedCurrentRolloutId?: string }
+  /** `breakGlassGrantId`: a promotion by hand naming a break-glass grant to pass a closed window (docs/governance.md). */
+  | { kind: 'promotion', mode: 'promotion' | 'automatic', expectedCurrentRolloutId?: string, breakGlassGrantId?: string }
   /** `toLastVerified`: the target is the last verified release, found when planning (abort, automatic rollback). */
   | { kind: 'rollback', expectedCurrentRolloutId: string, toLastVerified?: boolean };
 

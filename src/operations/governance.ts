@@ -15,7 +15,7 @@ import { invalid, success, type Result } from '../domain/result.js';
  */
 
 export interface GovernanceDeps {
-  repos: Pick<Repositories, 'governance' | 'rollouts' | 'lifecycles'>;
+  repos: Pick<Repositories, 'breakGlassGrants' | 'governance' | 'rollouts' | 'lifecycles'>;
   now: Clock;
 }
 
@@ -55,11 +55,14 @@ export async function governanceFactsOf (
   if (intent.kind !== 'promotion' || release === null) return undefined;
   const policy = effectivePromotionPolicy(service.data.promotionPolicy);
   const digest = release.data.registryRootDigest;
-  const [stored, stages] = await Promise.all([
+  const grantId = intent.breakGlassGrantId;
+  const [stored, stages, grant] = await Promise.all([
     deps.repos.governance.readGlobal(),
     policy.pipeline ? stageFactsOf(deps, policy.pipeline.requires, digest) : Promise.resolve([]),
+    grantId === undefined ? Promise.resolve(undefined) : deps.repos.breakGlassGrants.find(service.id, grantId),
   ]);
-  return { at: deps.now(), policy, stages, digest, ...(stored ? { global: stored.governance } : {}) };
+  const breakGlass = grant === undefined ? {} : { breakGlass: grant ?? 'missing' as const };
+  return { at: deps.now(), policy, stages, digest, ...(stored ? { global: stored.governance } : {}), ...breakGlass };
 }
 
 /** The global policy as the API answers it: never written reads as empty, without a stamp. */

@@ -1,6 +1,7 @@
 import type { AttestationIssuer } from './attestations.js';
 import type { ClusterOperations } from './clusters.js';
 import type { ApprovalOperations } from './approvals.js';
+import type { BreakGlassOperations } from './breakGlass.js';
 import type { GovernanceOperations } from './governance.js';
 import type { RolloutLifecycleControl } from './lifecycle.js';
 import type { observePushEvent } from './observePushEvent.js';
@@ -32,6 +33,8 @@ export interface Operations {
   governance: GovernanceOperations;
   /** Promotion requests and their approvals: src/operations/approvals.ts. */
   approvals: ApprovalOperations;
+  /** Break-glass grants: src/operations/breakGlass.ts. */
+  breakGlass: BreakGlassOperations;
   /** Lifecycle control: the sweeper (started by src/app.ts) and the pass after each status change. */
   lifecycle: RolloutLifecycleControl;
 }

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { IImageRelease, IService } from '../contracts/index.js';
 import type { TGovernanceIntent } from '../contracts/promotionPolicy.js';
-import { admit, governanceIntentOf, isSkip, rulesBeforeVerification, type AdmissionFacts, type TrustFact } from '../domain/admission.js';
+import { admit, freezeOf, governanceIntentOf, isSkip, rulesBeforeVerification, type AdmissionFacts, type TrustFact } from '../domain/admission.js';
 import { approvalsFor, quorumReachable, requestExpiresAt } from '../domain/governance/approvals.js';
 import { effectivePromotionPolicy, type EffectiveApprovals } from '../domain/governance/policy.js';
 import type { Role } from '../domain/principal.js';
@@ -10,7 +10,7 @@ import type { Clock, Log, Repositories, ServiceWithHold, StoredOutcome } from '.
 import type { EndedRollout } from '../domain/rolloutApplication.js';
 import {
   buildPlan, currentGeneration, currentRolloutOf, idempotencyRecordId, operationOf, requestFingerprint, rolloutRefFor, serviceAfterRollout,
-  type AutomaticPromotionSkip, type Issuer, type RolloutEnd, type RolloutIntent, type RolloutRecord, type RolloutTrigger,
+  type AutomaticPromotionSkip, type BreakGlassUse, type Issuer, type RolloutEnd, type RolloutIntent, type RolloutRecord, type RolloutTrigger,
 } from '../domain/rollouts.js';
 import { lastVerifiedRelease } from '../domain/lifecycle.js';
 import { errors, isAppError, rolloutRefusalOf, type AppError } from '../errors.js';
@@ -44,8 +44,8 @@ import type { TrustChecker } from './trustCheck.js';
 
 export interface IssueRolloutDeps {
   repos: Pick<Repositories,
-    'automationQueue' | 'clusters' | 'events' | 'governance' | 'idempotency' | 'lifecycles' | 'plans' | 'promotionRequests' | 'releases' | 'reports' |
-    'rollouts'>;
+    'automationQueue' | 'breakGlassGrants' | 'clusters' | 'events' | 'governance' | 'idempotency' | 'lifecycles' | 'plans' | 'promotionRequests' |
+    'releases' | 'reports' | 'rollouts'>;
   now: Clock;
   leaseMs: number;
   fault: FaultHook;
@@ -272,6 +272,32 @@ async function admissionFactsOf (
   };
 }
 
+/**
+ * A promotion that passed a closed window by a break-glass grant uses the grant up (compare-and-swap,
+ * under this request's rollout reference so its retry finds it its own) and records it; a grant named
+ * while the window is open is not used.
+ */
+async function useBreakGlass (
+  deps: IssueRolloutDeps, intent: RolloutIntent, facts: AdmissionFacts, record: RolloutRecord, rolloutRef: string,
+): Promise<BreakGlassUse | AppError | undefined> {
+  const g = facts.governance;
+  if (g === undefined || g.breakGlass === undefined || g.breakGlass === 'missing') return undefined;
+  const decision = freezeOf(intent, g, facts);
+  if (!decision.pass || decision.via !== 'break-glass') return undefined;
+  const grant = g.breakGlass;
+  if (!await deps.repos.breakGlassGrants.use(grant.grantId, { rolloutId: record.rolloutId, at: record.createdAt }, rolloutRef)) {
+    return errors.breakGlassNotAvailable('used', grant.grantId);
+  }
+  record.breakGlass = {
+    grantId: grant.grantId,
+    reason: grant.reason,
+    requestedBy: grant.requester.subject,
+    approvedBy: grant.approval?.approver.subject ?? '',
+    until: decision.until,
+  };
+  return record.breakGlass;
+}
+
 /** Which kind of governed operation a rollout request is (approvals may cover each). */
 const approvalIntentOf = (req: RolloutRequest): TGovernanceIntent =>
   req.trigger?.kind === 'automatic-rollback' ? 'automatic-rollback' : req.trigger?.kind === 'abort' ? 'abort' : governanceIntentOf(req.intent);
@@ -338,9 +364,15 @@ async function planRollout (
   const targetScope = computeTargetScope(found.service.data.placement, facts.clusters);
   const built = recordOf(deps, { req, rolloutRef, found, release: admitted, targetScope, trust });
   if ('refusal' in built) return built.refusal;
+  const glass = await useBreakGlass(deps, req.intent, facts, built.record, rolloutRef);
+  if (glass instanceof Error) return glass;
   const inserted = await deps.repos.rollouts.insert(built.record);
   if (inserted.kind === 'exists-for-record') return inserted.record;
-  if (inserted.kind === 'generation-taken') return generationTaken(deps, req, built.record.generation, found.service);
+  if (inserted.kind === 'generation-taken') {
+    // Lost the generation: nothing was issued, so the grant is given back.
+    if (glass) await deps.repos.breakGlassGrants.release(glass.grantId, rolloutRef);
+    return generationTaken(deps, req, built.record.generation, found.service);
+  }
   deps.fault('after-rollout-record');
   return built.record;
 }
@@ -368,6 +400,8 @@ async function execute (deps: IssueRolloutDeps, req: RolloutRequest, rolloutRef:
 const fingerprintOf = (req: RolloutRequest): string => requestFingerprint([
   operationOf(req.intent), req.serviceId, req.releaseId, req.expectedRolloutGeneration ?? null,
   req.intent.kind === 'rollback' || req.intent.mode === 'promotion' ? req.intent.expectedCurrentRolloutId ?? null : null,
+  // Only when named: the fingerprints of requests stored before break-glass existed stay the same.
+  ...(req.intent.kind === 'promotion' && req.intent.breakGlassGrantId !== undefined ? [req.intent.breakGlassGrantId] : []),
   ...(req.fingerprintExtra ?? []),
 ]);
 

@@ -27,6 +27,8 @@ export interface ManualRolloutInput {
 export interface PromoteInput extends ManualRolloutInput {
   /** When given, the promotion only applies if this is still the current rollout. */
   expectedCurrentRolloutId?: string;
+  /** A break-glass grant that lets this promotion pass a closed window (docs/governance.md "Break-glass"). */
+  breakGlassGrantId?: string;
 }
 
 export interface RollBackInput extends ManualRolloutInput {
@@ -50,7 +52,13 @@ export interface AbortInput {
  */
 export const promote = (deps: ManualRolloutDeps) =>
   async function promoteRelease (input: PromoteInput, actor: Actor): Promise<Result<RolloutAnswer>> {
-    return issueManualRollout(deps, input, { kind: 'promotion', mode: 'promotion', expectedCurrentRolloutId: input.expectedCurrentRolloutId }, actor);
+    const intent: RolloutIntent = {
+      kind: 'promotion',
+      mode: 'promotion',
+      expectedCurrentRolloutId: input.expectedCurrentRolloutId,
+      ...(input.breakGlassGrantId === undefined ? {} : { breakGlassGrantId: input.breakGlassGrantId }),
+    };
+    return issueManualRollout(deps, input, intent, actor);
   };
 
 /**

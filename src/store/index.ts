@@ -3,7 +3,7 @@ import type { Repositories } from '../domain/ports/index.js';
 import { AttestationStore } from './attestationStore.js';
 import { ClusterStore } from './clusterStore.js';
 import { EventLogStore } from './eventLogStore.js';
-import { GovernanceStore } from './governanceStore.js';
+import { BreakGlassStore, GovernanceStore } from './governanceStore.js';
 import { PromotionRequestStore } from './promotionRequestStore.js';
 import { withDomainErrors } from './driverErrors.js';
 import { IdempotencyStore } from './idempotencyStore.js';
@@ -60,6 +60,7 @@ export function openStore (options: DatabaseOptions): Store {
     webhooks: guarded(new WebhookStore(database)),
     governance: guarded(new GovernanceStore(database)),
     promotionRequests: guarded(new PromotionRequestStore(database)),
+    breakGlassGrants: guarded(new BreakGlassStore(database)),
   };
   return {
     repositories,

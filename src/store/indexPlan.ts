@@ -45,6 +45,7 @@ export const collections = {
   webhookDeadLetters: 'webhookDeadLetters',
   governance: 'governance',
   promotionRequests: 'promotionRequests',
+  breakGlassGrants: 'breakGlassGrants',
 } as const;
 
 export const indexPlan: readonly IndexPlanEntry[] = [

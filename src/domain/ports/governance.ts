@@ -1,5 +1,6 @@
 import type { GlobalGovernance } from '../../contracts/promotionPolicy.js';
 import type { Approval, PromotionRequest } from '../governance/approvals.js';
+import type { BreakGlassGrant } from '../governance/breakGlass.js';
 import type { StageRollout } from '../governance/pipelines.js';
 import type { RolloutIntent, RolloutTrigger } from '../rollouts.js';
 
@@ -42,4 +43,19 @@ export interface PromotionRequests {
   markIssued(requestId: string, issued: { rolloutId: string, at: number }): Promise<void>;
   /** The service's requests, newest first. */
   list(serviceId: string, limit: number): Promise<StoredPromotionRequest[]>;
+}
+
+/** Break-glass grants (docs/governance.md "Break-glass"): one approval, one use, each a compare-and-swap. */
+export interface BreakGlassGrants {
+  create(grant: BreakGlassGrant): Promise<void>;
+  find(serviceId: string, grantId: string): Promise<BreakGlassGrant | null>;
+  /** Records the approval unless the grant has one already; false: it had. */
+  approve(grantId: string, approval: NonNullable<BreakGlassGrant['approval']>): Promise<boolean>;
+  /**
+   * Uses the grant up for the rollout planned under `ref` (the Idempotency-Key's rollout reference): true when it
+   * was unused, or used under this same `ref` (a retry of the same request).
+   */
+  use(grantId: string, used: NonNullable<BreakGlassGrant['used']>, ref: string): Promise<boolean>;
+  /** Gives the grant back when the rollout planned under `ref` lost its compare-and-swap (it issued nothing). */
+  release(grantId: string, ref: string): Promise<void>;
 }

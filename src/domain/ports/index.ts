@@ -1,7 +1,7 @@
 import type { AttestationDues, AttestationLog } from './attestations.js';
 import type { ClusterRepository } from './clusters.js';
 import type { EventLog } from './eventLog.js';
-import type { GovernanceRepository, PromotionRequests } from './governance.js';
+import type { BreakGlassGrants, GovernanceRepository, PromotionRequests } from './governance.js';
 import type { PushEventRepository, ReleaseRepository } from './releases.js';
 import type { ReportRepository } from './reports.js';
 import type { IdempotencyRepository, RolloutRepository } from './rollouts.js';
@@ -46,6 +46,7 @@ export interface Repositories {
   webhooks: WebhookRepository;
   governance: GovernanceRepository;
   promotionRequests: PromotionRequests;
+  breakGlassGrants: BreakGlassGrants;
 }
 
 // The outside world ------------------------------------------------------------------

@@ -4,6 +4,7 @@ import { GlobalGovernance } from '../../contracts/promotionPolicy.js';
 import { permissions } from '../../domain/principal.js';
 import { Id } from '../../contracts/index.js';
 import type { ApprovalOperations } from '../../operations/approvals.js';
+import type { BreakGlassOperations } from '../../operations/breakGlass.js';
 import type { GovernanceOperations } from '../../operations/governance.js';
 import type { TokenVerifier } from '../auth.js';
 import { actorOf } from '../authorize.js';
@@ -55,8 +56,65 @@ const approvalCodes = ['service-not-found', 'promotion-request-not-found', 'appr
 export interface GovernanceRoutesOptions {
   governance: GovernanceOperations;
   approvals: ApprovalOperations;
+  breakGlass: BreakGlassOperations;
   verifier: TokenVerifier;
 }
+
+const Who = Type.Object({ subject: Type.String(), role: Type.String() });
+const BreakGlassView = Type.Object({
+  grantId: Type.String(),
+  serviceId: Type.String(),
+  releaseId: Type.String(),
+  reason: Type.String(),
+  requestedBy: Who,
+  createdAt: Type.Integer(),
+  approvedBy: Type.Optional(Type.Object({ ...Who.properties, at: Type.Integer() })),
+  state: Type.Union([Type.Literal('awaiting-approval'), Type.Literal('active'), Type.Literal('used'), Type.Literal('expired')]),
+  until: Type.Optional(Type.Integer({ description: 'awaiting-approval: approve by then; active: usable until then; expired: since then' })),
+  usedBy: Type.Optional(Type.Object({ rolloutId: Type.String(), at: Type.Integer() })),
+});
+const GrantReply = Type.Object({ grant: BreakGlassView });
+const GrantParams = Type.Object({ serviceId: Id, grantId: Id }, { additionalProperties: false });
+const GrantBody = withExample(Type.Object({
+  releaseId: Id,
+  reason: Type.String({ minLength: 1, maxLength: 1024, description: 'why the freeze must be broken (kept with the grant and the rollout)' }),
+}, { additionalProperties: false }), { releaseId: 'rel_3f2a9c1d4e5b6a7f8091a2b3', reason: 'hotfix for incident 4711: checkout fails for EU cards' });
+
+/** REST: break-glass grants (docs/governance.md "Break-glass"). */
+const breakGlassRoutes: FastifyPluginAsyncTypebox<GovernanceRoutesOptions> = async (app, { breakGlass, verifier }) => {
+  const guard = guardWith(verifier);
+  const base = '/v1/services/:serviceId/break-glass';
+  const codes = ['service-not-found', 'break-glass-not-available'] as const;
+  app.post(base, guard(permissions.promote, {
+    tags,
+    summary: 'Request a break-glass grant: one promotion of a release through a closed window (admin, api)',
+    description: 'Needs `breakGlass.allowed` in the service\'s promotion policy and a reason; another principal approves it within' +
+      ' `maxSeconds`, and from then it lets one promotion of that release (header `Break-Glass-Grant`) pass the windows for `maxSeconds`.' +
+      ' Never stop-the-line.',
+    params: ServiceParams,
+    body: GrantBody,
+    response: { ...replies(GrantReply, withBody, codes, ['release-not-found']), 201: GrantReply },
+  }), async (request, reply) => {
+    const created = valueOf(await breakGlass.request(request.params.serviceId, request.body, actorOf(request)), reply, '/body');
+    return reply.code(201).send(created);
+  });
+
+  app.get(`${base}/:grantId`, guard(permissions.readServices, {
+    tags,
+    summary: 'A break-glass grant and its state',
+    description: '`awaiting-approval`, `active` (until `until`), `used` (by `usedBy.rolloutId`) or `expired`.',
+    params: GrantParams,
+    response: replies(GrantReply, withInput, codes),
+  }), async ({ params }, reply) => valueOf(await breakGlass.get(params.serviceId, params.grantId), reply, '/params'));
+
+  app.post(`${base}/:grantId/approve`, guard(permissions.approvePromotions, {
+    tags,
+    summary: 'Approve a break-glass grant (another principal; one the approval policy admits, or an admin)',
+    description: 'Never the requester (`approval-not-allowed`, `self-approval`); within `maxSeconds` of the request. Its time box starts now.',
+    params: GrantParams,
+    response: replies(GrantReply, withInput, codes, ['approval-not-allowed']),
+  }), async (request, reply) => valueOf(await breakGlass.approve(request.params.serviceId, request.params.grantId, actorOf(request)), reply, '/params'));
+};
 
 /** REST: a service's promotion requests and their approvals (docs/governance.md "Approvals"). */
 const approvalRoutes: FastifyPluginAsyncTypebox<GovernanceRoutesOptions> = async (app, { approvals, verifier }) => {
@@ -95,6 +153,7 @@ const approvalRoutes: FastifyPluginAsyncTypebox<GovernanceRoutesOptions> = async
 export const governanceRoutes: FastifyPluginAsyncTypebox<GovernanceRoutesOptions> = async (app, options) => {
   const { governance, verifier } = options;
   await app.register(approvalRoutes, options);
+  await app.register(breakGlassRoutes, options);
   const guard = guardWith(verifier);
   app.get('/v1/governance', guard(permissions.readGovernance, {
     tags,

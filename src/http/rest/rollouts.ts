@@ -32,6 +32,17 @@ const IdempotencyHeaders = Type.Object({
   }),
 });
 
+/** Promotion's headers: the key, and a break-glass grant that lets it pass a closed window. */
+const PromoteHeaders = Type.Object({
+  ...IdempotencyHeaders.properties,
+  'break-glass-grant': Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 64,
+    pattern: '^[A-Za-z0-9_-]+$',
+    description: 'an approved break-glass grant of this release (`bg_…`): passes a closed window once (docs/governance.md "Break-glass")',
+  })),
+});
+
 const ReleaseParams = Type.Object({ serviceId: Id, releaseId: Id }, { additionalProperties: false });
 const Reason = Type.String({ minLength: 1, maxLength: 1024, description: 'why (kept in the rollout history)' });
 
@@ -79,6 +90,8 @@ const rolloutWriteCodes = [
   'idempotency-request-in-progress', 'idempotency-key-reused', 'invalid-deployment-plan',
   // A service with a trust policy (docs/trust.md): the digest's signatures, or the registry that holds them.
   'signature-missing', 'signature-untrusted', 'signature-digest-mismatch', 'attestation-missing', 'registry-unavailable',
+  // Governance (docs/governance.md): the windows, stop-the-line, the pipeline, approvals, break-glass.
+  'promotion-window-closed', 'stop-the-line', 'pipeline-stage-not-satisfied', 'approval-required', 'approval-not-allowed', 'break-glass-not-available',
 ] as const;
 const rollbackCodes = ['rollback-target-not-accepted', 'rollback-target-is-current', 'no-current-rollout'] as const;
 const writeReplies = (...codes: ReadonlyArray<readonly ErrorCode[]>) => replies(ServiceReply, withInput, withBody, rolloutWriteCodes, ...codes);
@@ -93,14 +106,16 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
       summary: promoteSummary,
       description: promoteDescription,
       params: ReleaseParams,
-      headers: IdempotencyHeaders,
+      headers: PromoteHeaders,
       body: withExample(PromoteBody, examples.promote),
       response: writeReplies(),
     }),
     preValidation: requireIdempotencyKey,
   }, async (request, reply) => {
     const { enableImmutableImage: _optIn, ...body } = request.body;
-    const result = await operations.promote({ ...request.params, ...body, idempotencyKey: keyOf(request) }, actorOf(request));
+    const grant = request.headers['break-glass-grant'];
+    const input = { ...request.params, ...body, idempotencyKey: keyOf(request), ...(grant === undefined ? {} : { breakGlassGrantId: grant }) };
+    const result = await operations.promote(input, actorOf(request));
     return { service: valueOf(result, reply, '/body').service };
   });
 

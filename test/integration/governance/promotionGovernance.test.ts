@@ -159,6 +159,57 @@ describe('promotion governance', () => {
       clock = Date.now();
     });
 
+    it('break-glass: another principal approves, it passes the window once within its time box, and the rollout records it', async () => {
+      const svc = await service({ windows: [freeze], breakGlass: { allowed: true, maxSeconds: 1800 } });
+      clock = Date.UTC(2025, 2, 27, 12);
+      const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((tag, i) => pushRelease(t.app, api, svc, { tag, observedAt: clock + i })));
+      const pa = (await promote(t.app, api, svc.id, a!.releaseId, { generation: 0 })).json().service.data.imageDeployment;
+      clock = Date.UTC(2025, 2, 29, 12); // frozen
+      const grantFor = async (releaseId: string) => {
+        const res = await t.app.inject({
+          method: 'POST', url: `/v1/services/${svc.id}/break-glass`, headers: bearer(api), payload: { releaseId, reason: 'hotfix for incident 4711' },
+        });
+        expect(res.statusCode, res.body).toBe(201);
+        return res.json().grant.grantId as string;
+      };
+      const approveGrant = (grantId: string, token: string) =>
+        t.app.inject({ method: 'POST', url: `/v1/services/${svc.id}/break-glass/${grantId}/approve`, headers: bearer(token) });
+      const promoteWith = (releaseId: string, grantId: string, generation: number) => t.app.inject({
+        method: 'POST',
+        url: `/v1/services/${svc.id}/image-releases/${releaseId}/promote`,
+        headers: { ...bearer(api), 'idempotency-key': `bg-${grantId}-${releaseId}-${generation}`, 'break-glass-grant': grantId },
+        payload: { expectedRolloutGeneration: generation, enableImmutableImage: true },
+      });
+
+      const grant = await grantFor(b!.releaseId);
+      expect((await promoteWith(b!.releaseId, grant, 1)).json()).toMatchObject({ code: 'break-glass-not-available', reason: 'awaiting-approval' });
+      expect((await approveGrant(grant, api)).json()).toMatchObject({ code: 'approval-not-allowed', reason: 'self-approval' });
+      const approved = await approveGrant(grant, admin);
+      expect(approved.statusCode, approved.body).toBe(200);
+      expect(approved.json().grant).toMatchObject({ state: 'active', until: clock + 1800_000, approvedBy: { subject: 'test-admin' } });
+      expect((await promoteWith(c!.releaseId, grant, 1)).json()).toMatchObject({ code: 'break-glass-not-available', reason: 'other-release' });
+
+      const passed = await promoteWith(b!.releaseId, grant, 1);
+      expect(passed.statusCode, passed.body).toBe(200);
+      const [latest] = await fullRolloutHistory(t.app, api, svc.id);
+      expect(latest?.breakGlass).toEqual({
+        grantId: grant, reason: 'hotfix for incident 4711', requestedBy: 'test-api', approvedBy: 'test-admin', until: clock + 1800_000,
+      });
+      const read = await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/break-glass/${grant}`, headers: bearer(api) });
+      expect(read.json().grant).toMatchObject({ state: 'used', usedBy: { rolloutId: latest?.rolloutId } });
+
+      // Once: back to a (a rollback needs no grant), then the same grant again is refused.
+      const back = await rollback(t.app, api, svc.id, a!.releaseId, { generation: 2, currentRolloutId: latest!.rolloutId });
+      expect(back.statusCode, back.body).toBe(200);
+      expect((await promoteWith(b!.releaseId, grant, 3)).json()).toMatchObject({ code: 'break-glass-not-available', reason: 'used' });
+      // Within its time box only.
+      const late = await grantFor(c!.releaseId);
+      expect((await approveGrant(late, admin)).statusCode).toBe(200);
+      clock += 1800_000;
+      expect((await promoteWith(c!.releaseId, late, 3)).json()).toMatchObject({ code: 'break-glass-not-available', reason: 'expired' });
+      expect(pa.releaseId).toBe(a!.releaseId);
+    });
+
     it('the global windows close every service; a bad rule is refused naming its field, nothing written', async () => {
       const bad = await t.app.inject({
         method: 'PUT', url: '/v1/governance', headers: bearer(admin), payload: { governance: { windows: [{ ...freeze, rrule: 'FREQ=WEEKLY;BYHOUR=25' }] } },

@@ -190,6 +190,7 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     },
     deployOnPush: false,
     placement: { clusterIds: ['c1'], replicasPerNode: 1 },
+    promotionPolicy: { breakGlass: { allowed: true, maxSeconds: 600 } },
   });
   const other = (): string => (s.plan.releaseId === s.releases[0] ? s.releases[1] : s.releases[0]);
   const key = (): string => `hostile-${randomBytes(8).toString('hex')}`;
@@ -225,6 +226,9 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
       token: () => admin,
       body: () => ({ overlapSeconds: 60 }),
       ok: 200,
+    },
+    'POST /v1/services/{serviceId}/break-glass': {
+      url: () => `/v1/services/${s.svc.id}/break-glass`, token: () => api, body: () => ({ releaseId: other(), reason: 'hostile hotfix' }), ok: 201,
     },
     // The global governance policy (docs/governance.md): a window far in the past, so that promotions stay open.
     'PUT /v1/governance': {
@@ -581,7 +585,7 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
       'POST /v1/services/{serviceId}/image-releases/{releaseId}/promote', 'POST /v1/services/{serviceId}/rollout/abort',
       'POST /v1/services/{serviceId}/image-releases/{releaseId}/rollback',
       'POST /v1/webhooks/subscriptions', 'PATCH /v1/webhooks/subscriptions/{subscriptionId}',
-      'POST /v1/webhooks/subscriptions/{subscriptionId}/rotate-secret', 'PUT /v1/governance'];
+      'POST /v1/webhooks/subscriptions/{subscriptionId}/rotate-secret', 'PUT /v1/governance', 'POST /v1/services/{serviceId}/break-glass'];
     expect([...order].sort()).toEqual(Object.keys(restBases).sort());
     for (const routeKey of order) {
       const res = await restSend(routeKey, JSON.stringify(restBases[routeKey]!.body()));

@@ -114,7 +114,8 @@ describe('the OpenAPI document a client generator can trust', () => {
     const authenticated = operations.filter(([key]) => key.includes(' /v1/'));
     for (const [key, op] of authenticated) expect(Object.keys(op.responses), key).toEqual(expect.arrayContaining(['401', '403', '500', '503']));
     const promote = operations.find(([k]) => k === rolloutWrites[0])?.[1];
-    expect(Object.keys(promote?.responses ?? {})).toEqual(['200', '400', '401', '403', '404', '409', '413', '415', '422', '500', '503']);
+    // 202: approval-required (a promotion request instead of a rollout); 423: a closed window or stop-the-line (docs/governance.md).
+    expect(Object.keys(promote?.responses ?? {})).toEqual(['200', '202', '400', '401', '403', '404', '409', '413', '415', '422', '423', '500', '503']);
   });
 
   it('gives every request body a realistic example the route accepts', () => {
