@@ -141,14 +141,50 @@ class ServiceScript {
         await this.succeed(plan);
       }
       this.steps.push(step);
-      await sleep(100 + Math.random() * 200);
+      // A fleet's pace, not a flood: the kills' restarts share the machine's two cores with it.
+      await sleep(400 + Math.random() * 400);
     }
   }
 }
 
-/** The receiver's next request: resolves while its answer is still held back (the attempt is in flight). */
-function arrivals (receiver: { onArrival: (() => void) | undefined }): () => Promise<void> {
-  return async () => await new Promise<void>((resolve) => { receiver.onArrival = resolve; });
+interface Kills { total: number, ofHolder: number, perProcess: number[], restartMs: number[] }
+
+/**
+ * KILLS SIGKILLs, each fired the moment the receiver gets a request (its answer held back: the attempt
+ * is in flight), a random 0.2–1 s apart. The victim is one of the processes killed least so far (all
+ * three get theirs), the one holding the subscription's lease when it is among them; never the last
+ * one up. Each is restarted at once, in the background, as an orchestrator would.
+ */
+async function killDuringDeliveries (fleet: Fleet, subscriptionId: string, hook: { onArrival: (() => void) | undefined }): Promise<Kills> {
+  const kills: Kills = { total: 0, ofHolder: 0, perProcess: fleet.servers.map(() => 0), restartMs: [] };
+  const subscriptions = (await fleet.db()).collection('webhookSubscriptions');
+  const restarts: Array<Promise<void>> = [];
+  try {
+    while (kills.total < KILLS) {
+      await sleep(200 + Math.random() * 800);
+      const least = Math.min(...kills.perProcess);
+      let candidates: ServerProcess[] = [];
+      await eventually('a process to kill, and another up', async () => {
+        candidates = fleet.servers.filter((s) => s.running && kills.perProcess[s.index] === least);
+        expect(candidates.length).toBeGreaterThan(0);
+        expect(fleet.servers.filter((s) => s.running).length).toBeGreaterThanOrEqual(2);
+      }, 200, 100);
+      const owner = String((await subscriptions.findOne({ _id: subscriptionId as never }))?.['leaseOwner']);
+      const holder = candidates.find((s) => owner.startsWith(`${s.pid}:`));
+      const victim = holder ?? candidates[Math.floor(Math.random() * candidates.length)] as ServerProcess;
+      await new Promise<void>((resolve) => { hook.onArrival = resolve; });
+      await victim.kill('SIGKILL');
+      kills.total++;
+      kills.perProcess[victim.index] = (kills.perProcess[victim.index] ?? 0) + 1;
+      if (holder) kills.ofHolder++;
+      const down = Date.now();
+      restarts.push(victim.restart().then(() => { kills.restartMs.push(Date.now() - down); }));
+    }
+  } finally {
+    hook.onArrival = undefined;
+    await Promise.all(restarts);
+  }
+  return kills;
 }
 
 describe('webhook delivery of a scripted fleet while every process is SIGKILLed at random', () => {
@@ -198,29 +234,13 @@ describe('webhook delivery of a scripted fleet while every process is SIGKILLed 
       scripts.push(new ServiceScript(fleet, { api, cluster }, svc));
     }
 
-    const kills = { total: 0, ofHolder: 0, perProcess: fleet.servers.map(() => 0) };
     let killing = true;
     const load = Promise.all(scripts.map(async (s) => { await s.run(() => !killing); }));
-    const nextArrival = arrivals(hook);
-    const subscriptions = (await fleet.db()).collection('webhookSubscriptions');
+    let kills: Kills;
     try {
-      while (kills.total < KILLS) {
-        // The victim: one of the processes killed least so far (all three get theirs), the delivering one when it is among them.
-        const least = Math.min(...kills.perProcess);
-        const candidates = fleet.servers.filter((s) => kills.perProcess[s.index] === least);
-        const owner = String((await subscriptions.findOne({ _id: subscription.id as never }))?.['leaseOwner']);
-        const holder = candidates.find((s) => owner.startsWith(`${s.pid}:`));
-        const victim = holder ?? candidates[Math.floor(Math.random() * candidates.length)] as ServerProcess;
-        await nextArrival();
-        await victim.kill('SIGKILL');
-        kills.total++;
-        kills.perProcess[victim.index] = (kills.perProcess[victim.index] ?? 0) + 1;
-        if (holder) kills.ofHolder++;
-        await victim.restart();
-      }
+      kills = await killDuringDeliveries(fleet, subscription.id, hook);
     } finally {
       killing = false;
-      hook.onArrival = undefined;
     }
     await load;
     const killedAt = Date.now();
@@ -257,7 +277,7 @@ describe('webhook delivery of a scripted fleet while every process is SIGKILLed 
     console.log(`webhook fleet storm: ${kills.total} SIGKILLs (${kills.perProcess.join('/')} per process, ${kills.ofHolder} of the delivering one); ` +
       `${scripts.map((s) => s.steps.length + 1).join('/')} promotions per service; ${logged} logged events, ${wanted.length} subscribed; ` +
       `${receiver.received.length} requests (${duplicates} duplicates); load ${Math.round((killedAt - started) / 1000)} s, ` +
-      `total ${Math.round((Date.now() - started) / 1000)} s`);
+      `total ${Math.round((Date.now() - started) / 1000)} s; restarts ${kills.restartMs.join(',')} ms`);
   }, 180_000);
 });
 
