@@ -58,3 +58,15 @@ export async function startReceiver (behaviour: Behaviour = () => ({ status: 200
     },
   };
 }
+
+/**
+ * Server settings for webhook tests on a fleet of processes: the loopback receiver allowed, and polls,
+ * leases (a killed holder's subscription taken over within 1.5 s) and retries quick enough for a test.
+ */
+export const webhookFleetEnv: Readonly<Record<string, string>> = {
+  WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+  WEBHOOK_POLL_INTERVAL_MS: '50',
+  WEBHOOK_LEASE_MS: '1500',
+  WEBHOOK_RETRY_BASE_MS: '50',
+  WEBHOOK_RETRY_MAX_MS: '500',
+};

@@ -5,7 +5,7 @@ import { Database } from '../../../src/store/mongo.js';
 import { bearer, createFixtureService, httpCaller } from '../../support/fixtures.js';
 import { startFleet, type Fleet } from '../../support/fleet.js';
 import { eventually, sleep } from '../../support/wait.js';
-import { startReceiver, type Receiver } from '../../support/webhookReceiver.js';
+import { startReceiver, webhookFleetEnv, type Receiver } from '../../support/webhookReceiver.js';
 
 /**
  * Webhook delivery across server processes (docs/webhooks.md "Delivery guarantees"): two real server
@@ -22,13 +22,7 @@ describe('webhook delivery: the delivering process is killed, another takes over
   beforeAll(async () => {
     fleet = await startFleet({
       processes: 2,
-      env: {
-        WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
-        WEBHOOK_POLL_INTERVAL_MS: '50',
-        WEBHOOK_LEASE_MS: '1500',
-        WEBHOOK_RETRY_BASE_MS: '50',
-        WEBHOOK_RETRY_MAX_MS: '500',
-      },
+      env: { ...webhookFleetEnv },
     });
     // Slow enough that the kill lands in the middle of the backlog.
     receiver = await startReceiver(() => ({ status: 200, delayMs: 15 }));
