@@ -43,6 +43,7 @@ import { clusterOperations } from './operations/clusters.js';
 import { governanceOperations } from './operations/governance.js';
 import { approvalOperations } from './operations/approvals.js';
 import { breakGlassOperations } from './operations/breakGlass.js';
+import { promoteDownstream } from './operations/pipelinePromotion.js';
 import type { Operations } from './operations/index.js';
 import { attestationIssuer } from './operations/attestations.js';
 import { rolloutIssuer } from './operations/issueRollout.js';
@@ -123,7 +124,8 @@ function composeOperations ({ repos, telemetry, config, fault, log, now, registr
   // The one rollout issuer (compare-and-swap, Idempotency-Key): every use case that starts a rollout issues it through this.
   const issuer = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log, trust, attestations });
   const eventsRetentionMs = config.EVENTS_RETENTION_DAYS * 24 * 60 * 60 * 1000;
-  const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault, eventsRetentionMs, attestations });
+  const pipelines = { sweep: (stopping: () => boolean) => promoteDownstream({ repos, rollouts: issuer, now, log }, stopping) };
+  const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault, eventsRetentionMs, attestations, pipelines });
   return {
     lifecycle,
     attestations,

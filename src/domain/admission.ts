@@ -85,8 +85,10 @@ const isRollback = (intent: RolloutIntent): boolean => intent.kind === 'rollback
 const toLastVerified = (intent: RolloutIntent): boolean => intent.kind === 'rollback' && intent.toLastVerified === true;
 
 /** deployOnPush, no operator's hold, not the digest deployed now, never an older release. */
-export const automationAllowed = (_intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {
-  const skip = automaticPromotionSkip(f.service, f.hold, f.release, f.currentRelease);
+export const automationAllowed = (intent: RolloutIntent, f: AdmissionFacts): AdmissionVerdict => {
+  const pipeline = intent.kind === 'promotion' && intent.pipeline === true;
+  const enabled = pipeline ? f.service.data.promotionPolicy?.pipeline?.automaticPromotion?.enabled === true : f.service.data.deployOnPush === true;
+  const skip = automaticPromotionSkip(f.service, f.hold, f.release, f.currentRelease, enabled);
   return skip ? { skip, detail: automaticPromotionSkipDetail(skip, f.hold) } : undefined;
 };
 
@@ -133,7 +135,7 @@ export const placementRegistered = (intent: RolloutIntent, f: AdmissionFacts): A
 
 /** The governance intent of a rollout: which kind of promotion, or a return to a known-good release. */
 export const governanceIntentOf = (intent: RolloutIntent): TGovernanceIntent =>
-  intent.kind === 'rollback' ? 'rollback' : intent.mode === 'automatic' ? 'automatic-promotion' : 'promotion';
+  intent.kind === 'rollback' ? 'rollback' : intent.pipeline === true ? 'pipeline-promotion' : intent.mode === 'automatic' ? 'automatic-promotion' : 'promotion';
 
 const isPromotion = (intent: RolloutIntent): boolean => intent.kind === 'promotion';
 

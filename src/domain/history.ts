@@ -40,7 +40,8 @@ export const RolloutHistoryItem = Type.Object({
   idempotencyKeyHash: Type.String({ description: 'hex sha256 of `<serviceId>\\u0000<Idempotency-Key>` of the request that issued it' }),
   createdAt: Type.Integer(),
   trigger: Type.Optional(Type.Object({
-    kind: literalUnion(['abort', 'automatic-rollback', 'deferred-promotion']),
+    kind: literalUnion(['abort', 'automatic-rollback', 'deferred-promotion', 'pipeline-promotion']),
+    stages: Type.Optional(Type.Array(Type.String(), { description: 'pipeline-promotion: the upstream stages the digest passed' })),
     cause: Type.Optional(literalUnion(['failed', 'mismatched', 'deadline'])),
     ofRolloutId: Type.Optional(Type.String()),
     afterRolloutId: Type.Optional(Type.String()),

@@ -55,7 +55,9 @@ export interface RolloutEnd {
 export type RolloutTrigger =
   | { kind: 'abort' }
   | { kind: 'automatic-rollback', cause: 'failed' | 'mismatched' | 'deadline', ofRolloutId: string, reason: string }
-  | { kind: 'deferred-promotion', afterRolloutId: string };
+  | { kind: 'deferred-promotion', afterRolloutId: string }
+  /** Promoted downstream by the pipeline: the upstream stages the digest passed. */
+  | { kind: 'pipeline-promotion', stages: string[] };
 
 /** One entry of the rollout history: the plan and why it was issued (the stored document, not an API shape). */
 export interface RolloutRecord {
@@ -106,8 +108,11 @@ export interface BreakGlassUse {
 }
 
 export type RolloutIntent =
-  /** `breakGlassGrantId`: a promotion by hand naming a break-glass grant to pass a closed window (docs/governance.md). */
-  | { kind: 'promotion', mode: 'promotion' | 'automatic', expectedCurrentRolloutId?: string, breakGlassGrantId?: string }
+  /**
+   * `breakGlassGrantId`: a promotion by hand naming a break-glass grant to pass a closed window; `pipeline`: an automatic
+   * promotion the server makes downstream once every upstream stage is satisfied (docs/governance.md).
+   */
+  | { kind: 'promotion', mode: 'promotion' | 'automatic', expectedCurrentRolloutId?: string, breakGlassGrantId?: string, pipeline?: true }
   /** `toLastVerified`: the target is the last verified release, found when planning (abort, automatic rollback). */
   | { kind: 'rollback', expectedCurrentRolloutId: string, toLastVerified?: boolean };
 
@@ -133,9 +138,11 @@ export function automaticPromotionSkip (
   service: IService,
   hold: AutomationHold | undefined,
   release: IImageRelease | null,
-  currentRelease?: IImageRelease | null
+  currentRelease?: IImageRelease | null,
+  /** What turns this kind of automatic promotion on (default: deployOnPush; a pipeline's: its automaticPromotion). */
+  enabled: boolean = service.data.deployOnPush === true,
 ): AutomaticPromotionSkip | undefined {
-  if (!service.data.deployOnPush || !service.data.immutableImageRequired) return 'not-enabled';
+  if (!enabled || !service.data.immutableImageRequired) return 'not-enabled';
   if (hold) return 'on-hold';
   const current = service.data.imageDeployment;
   if (current && release && isSameImage(current, release)) return 'already-current';

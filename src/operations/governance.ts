@@ -23,7 +23,7 @@ export interface GovernanceDeps {
 const STAGE_ROLLOUTS = 200;
 
 /** The stage's current rollout as its lifecycle holds it right now (the history copies it a moment later). */
-function withLiveMilestones (rollouts: StageRollout[], view: LifecycleView | null): StageRollout[] {
+export function withLiveMilestones (rollouts: StageRollout[], view: LifecycleView | null): StageRollout[] {
   const lifecycle = view?.state?.summary.lifecycle;
   const rolloutId = view?.plan?.rolloutId;
   if (!lifecycle || rolloutId === undefined) return rollouts;

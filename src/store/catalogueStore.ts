@@ -44,6 +44,14 @@ export class ServiceCatalogueStore implements ServiceCatalogue {
     return docs.map(toSummary);
   }
 
+  async withPipelinePromotion (limit: number, after?: string) {
+    // Equality on the flag (services_pipeline_promotion), then by _id within it.
+    const filter = { 'data.promotionPolicy.pipeline.automaticPromotion.enabled': true, ...(after === undefined ? {} : { _id: { $gt: after } }) };
+    const projection = { 'data.registryTarget': 1, 'data.promotionPolicy': 1 } as const;
+    const docs = await this.collection.find(filter, { projection }).sort({ _id: 1 }).limit(limit).toArray();
+    return docs.map((doc) => ({ id: doc._id, data: { registryTarget: doc.data.registryTarget, promotionPolicy: doc.data.promotionPolicy } }));
+  }
+
   async exists (id: string): Promise<boolean> {
     return (await this.collection.findOne({ _id: id }, { projection: { _id: 1 } })) !== null;
   }

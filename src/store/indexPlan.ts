@@ -116,6 +116,12 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     serves: "pipelines: an upstream stage's rollouts of the digest being promoted (docs/governance.md)",
   },
   {
+    collection: collections.services,
+    name: 'services_pipeline_promotion',
+    key: { 'data.promotionPolicy.pipeline.automaticPromotion.enabled': 1, _id: 1 },
+    serves: 'the sweeper: services whose pipeline promotes downstream by itself',
+  },
+  {
     collection: collections.promotionRequests,
     name: 'promotion_requests_service',
     key: { serviceId: 1, createdAt: -1 },

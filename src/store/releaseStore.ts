@@ -55,7 +55,9 @@ function toRelease (doc: ReleaseDocument): IImageRelease {
   };
 }
 
-const tupleFilter = (identity: ReleaseIdentity): Filter<ReleaseDocument> => ({
+type ReleaseTuple = Pick<ReleaseIdentity, 'serviceId' | 'registryHost' | 'repository' | 'registryRootDigest'>;
+
+const tupleFilter = (identity: ReleaseTuple): Filter<ReleaseDocument> => ({
   'data.serviceId': identity.serviceId,
   'data.registryHost': identity.registryHost,
   'data.repository': identity.repository,
@@ -75,6 +77,12 @@ export class ReleaseStore implements ReleaseRepository {
     if (releaseIds.length === 0) return new Map();
     const docs = await this.collection.find({ _id: { $in: [...new Set(releaseIds)] } }, { projection: { 'data.firstObservedAt': 1 } }).toArray();
     return new Map(docs.map((d) => [d._id, d.data.firstObservedAt]));
+  }
+
+  async findByTuple (tuple: ReleaseTuple): Promise<IImageRelease | null> {
+    // Equality on exactly the identity index's fields (releases_identity_unique).
+    const doc = await this.collection.findOne(tupleFilter(tuple));
+    return doc ? toRelease(doc) : null;
   }
 
   async findByIdOrTuple (identity: ReleaseIdentity): Promise<IImageRelease[]> {

@@ -19,6 +19,8 @@ export interface ReleaseRepository {
   findById(releaseId: string): Promise<IImageRelease | null>;
   /** When each of these releases was first observed (releases that do not exist are absent). */
   firstObservedAt(releaseIds: readonly string[]): Promise<Map<string, number>>;
+  /** The service's release of this digest in this repository (the identity tuple), if observed. */
+  findByTuple(tuple: Pick<ReleaseIdentity, 'serviceId' | 'registryHost' | 'repository' | 'registryRootDigest'>): Promise<IImageRelease | null>;
   /** The releases whose id is `identity.releaseId` or whose (service, host, repository, digest) is the identity's: at most two. */
   findByIdOrTuple(identity: ReleaseIdentity): Promise<IImageRelease[]>;
   /** The idempotent upsert of one observation; never lowers a counter, never sets acceptedAt. */

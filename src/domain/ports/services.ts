@@ -150,7 +150,12 @@ export interface ServiceCatalogue {
    * server-managed fields, so it cannot undo a concurrent promotion.
    */
   replaceWritableData(id: string, data: TServiceWritableData, now: number): Promise<ReplaceServiceResult>;
+  /** Services whose pipeline promotes downstream by itself, by id after `after` (the sweeper's pipeline pass): id, registry target, policy. */
+  withPipelinePromotion(limit: number, after?: string): Promise<PipelineService[]>;
 }
+
+/** A service whose pipeline promotes downstream: what the sweeper's pipeline pass reads of it. */
+export type PipelineService = Pick<IService, 'id'> & { data: Pick<IService['data'], 'registryTarget' | 'promotionPolicy'> };
 
 /** What issuing a rollout reads of its service and writes onto it (src/operations/issueRollout.ts). */
 export interface ServicePlans {
