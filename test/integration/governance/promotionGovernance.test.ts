@@ -233,7 +233,7 @@ describe('promotion governance', () => {
   });
 
   describe('stop-the-line', () => {
-    it('refuses every promotion (who, since, why) and lets rollbacks through; only an admin switches it; off again, promotions go', async () => {
+    it('refuses every promotion (who, since, why) and lets aborts and rollbacks through; only an admin switches it; off again, promotions go', async () => {
       const svc = await service();
       const a = await pushRelease(t.app, api, svc, { tag: 'a' });
       const b = await pushRelease(t.app, api, svc, { tag: 'b' });
@@ -260,11 +260,20 @@ describe('promotion governance', () => {
       expect(refused.json().detail).toContain('incident 4711');
       expect(await snapshot(svc)).toBe(before);
 
-      const back = await rollback(t.app, api, svc.id, a.releaseId, { generation: 2, currentRolloutId: pb.service.data.imageDeployment.rolloutId });
+      // An abort (to the last verified release, a) and a rollback (to b) both go through.
+      const aborted = await t.app.inject({
+        method: 'POST',
+        url: `/v1/services/${svc.id}/rollout/abort`,
+        headers: { ...bearer(api), 'idempotency-key': `abort-${svc.id}` },
+        payload: { expectedCurrentRolloutId: pb.service.data.imageDeployment.rolloutId, expectedRolloutGeneration: 2 },
+      });
+      expect(aborted.statusCode, aborted.body).toBe(200);
+      expect(aborted.json().service.data.imageDeployment.releaseId).toBe(a.releaseId);
+      const back = await rollback(t.app, api, svc.id, b.releaseId, { generation: 3, currentRolloutId: aborted.json().service.data.imageDeployment.rolloutId });
       expect(back.statusCode, back.body).toBe(200);
 
       expect((await t.app.inject({ method: 'PUT', url: '/v1/governance', headers: bearer(admin), payload: { governance: {} } })).statusCode).toBe(200);
-      expect((await promote(t.app, api, svc.id, c.releaseId, { generation: 3 })).statusCode).toBe(200);
+      expect((await promote(t.app, api, svc.id, c.releaseId, { generation: 4 })).statusCode).toBe(200);
     });
   });
 });
