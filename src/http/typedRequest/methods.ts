@@ -10,6 +10,7 @@ import { serverManagedFieldRefusal } from '../../domain/services.js';
 import { ReleaseVerificationView } from '../../domain/trust/releaseVerification.js';
 import { errors, type AppError } from '../../errors.js';
 import type { Operations } from '../../operations/index.js';
+import { approvePromotionRequest, getGovernance, getPromotionRequests } from './governanceMethods.js';
 import { success, type Actor, type Result } from '../../domain/result.js';
 
 /**
@@ -218,6 +219,7 @@ const methods: readonly MethodOf[] = [
   reportImmutableRegistryPushEvent, promoteServiceImageRelease, rollbackServiceImageRelease, abortServiceRollout, reportDeploymentSnapshots,
   getServiceImageReleases, getServiceImageReleasesPage, getServiceImageTagHistory, getImageReleaseVerification,
   getServiceAttestations, getServiceAttestation, getAttestationKeys,
+  getGovernance, getPromotionRequests, approvePromotionRequest,
 ];
 
 export function typedRequestMethods (operations: Operations): TypedRequestMethod[] {

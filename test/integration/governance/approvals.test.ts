@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { buildTestApp, type TestApp } from '../../support/app.js';
+import { buildTestApp, callTypedRequest, identity, type TestApp } from '../../support/app.js';
 import { bearer, createFixtureService, fullRolloutHistory, promote, pushRelease, registerCluster, type FixtureService } from '../../support/fixtures.js';
 
 /**
@@ -73,6 +73,12 @@ describe('approvals', () => {
     const history = await fullRolloutHistory(t.app, admin, svc.id);
     expect(history).toHaveLength(1);
     expect(history[0]?.reason).toContain('approved by alice, bob');
+
+    // Over TypedRequest too: the list, and an approval of an issued request changes nothing.
+    const typed = await callTypedRequest(t.app, 'getPromotionRequests', { identity: identity(reader), serviceId: svc.id });
+    expect(typed.json().response.promotionRequests[0]).toMatchObject({ requestId, state: 'issued' });
+    const typedApproval = await callTypedRequest(t.app, 'approvePromotionRequest', { identity: identity(admin), serviceId: svc.id, requestId });
+    expect(typedApproval.json().response.promotionRequest.state).toBe('issued');
 
     // Read back; a late approval changes nothing.
     const read = await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/promotion-requests/${requestId}`, headers: bearer(reader) });

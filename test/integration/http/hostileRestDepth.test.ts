@@ -31,7 +31,7 @@ import type { Operations } from '../../../src/operations/index.js';
 import { attestationTypedRequestContracts } from '../../../src/domain/attestation/index.js';
 import { buildTestApp, serviceData, type TestApp } from '../../support/app.js';
 import { testSigner } from '../../support/attestations.js';
-import { bearer, pushEvent, pushRelease, registerCluster, registryHost, type FixtureService } from '../../support/fixtures.js';
+import { bearer, createFixtureService, pushEvent, pushRelease, registerCluster, registryHost, type FixtureService } from '../../support/fixtures.js';
 import { fullReplicas, reportBody } from '../../support/reports.js';
 
 /** "A few KB at most": no error answer may echo unbounded input. */
@@ -170,6 +170,8 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     /** The service's first attestation, once a report made a rollout succeed (the app signs with a test key). */
     attestationId?: string;
     subscriptionId?: string;
+    /** A promotion request of another service whose policy needs one admin's approval (approvePromotionRequest's base). */
+    approval?: { serviceId: string, requestId: string };
   };
 
   const serviceBody = (name: string): Record<string, unknown> => serviceData({
@@ -298,6 +300,9 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     getImageReleaseVerification: { token: () => admin, payload: () => ({ serviceId: s.svc.id, releaseId: s.plan.releaseId }) },
     getServiceAttestations: { token: () => admin, payload: () => ({ serviceId: s.svc.id, limit: 5 }) },
     getServiceAttestation: { token: () => admin, payload: () => ({ serviceId: s.svc.id, attestationId: s.attestationId ?? 'att_none' }) },
+    getGovernance: { token: () => admin, payload: () => ({}) },
+    getPromotionRequests: { token: () => admin, payload: () => ({ serviceId: s.svc.id }) },
+    approvePromotionRequest: { token: () => admin, payload: () => ({ ...s.approval }) },
     getAttestationKeys: { token: () => admin, payload: () => ({}) },
     getCluster: { token: () => admin, payload: () => ({ clusterId: 'c1' }) },
     listClusters: { token: () => admin, payload: () => ({ limit: 10 }) },
@@ -319,6 +324,10 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     ...attestationTypedRequestContracts,
     // This project's (docs/trust.md): its payload is declared with the method.
     getImageReleaseVerification: { request: Type.Object({ identity: IIdentity, serviceId: Type.String(), releaseId: Type.String() }) },
+    // Governance (docs/governance.md): declared with the methods too.
+    getGovernance: { request: Type.Object({ identity: IIdentity }) },
+    getPromotionRequests: { request: Type.Object({ identity: IIdentity, serviceId: Type.String() }) },
+    approvePromotionRequest: { request: Type.Object({ identity: IIdentity, serviceId: Type.String(), requestId: Type.String() }) },
   };
   const typedEnvelope = (method: string): TSchema => {
     const contract = typedContracts[method];
@@ -366,6 +375,15 @@ describe('hostile REST and TypedRequest bodies beyond the property suite', () =>
     });
     expect(subscription.statusCode, subscription.body).toBe(201);
     s.subscriptionId = subscription.json().subscription.id as string;
+    const gated = await createFixtureService(t.app, admin, { promotionPolicy: { approvals: { required: 1, approvers: [{ role: 'admin' }] } } });
+    const asked = await t.app.inject({
+      method: 'POST',
+      url: `/v1/services/${gated.id}/image-releases/${(await pushRelease(t.app, api, gated)).releaseId}/promote`,
+      headers: { ...bearer(api), 'idempotency-key': key() },
+      payload: { expectedRolloutGeneration: 0, enableImmutableImage: true },
+    });
+    expect(asked.statusCode, asked.body).toBe(202);
+    s.approval = { serviceId: gated.id, requestId: asked.json().promotionRequest.requestId as string };
     doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json() as OpenApiDocument;
   });
   afterAll(async () => { await t.close(); });
