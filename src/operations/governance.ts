@@ -2,10 +2,11 @@ import type { GlobalGovernance } from '../contracts/promotionPolicy.js';
 import type { IImageRelease, IService } from '../contracts/index.js';
 import type { GovernanceFacts } from '../domain/admission.js';
 import { effectivePromotionPolicy, globalGovernanceProblems } from '../domain/governance/policy.js';
-import type { StageFacts, StageRollout } from '../domain/governance/pipelines.js';
+import { pipelineVerdict, type PipelineVerdict, type StageFacts, type StageRollout } from '../domain/governance/pipelines.js';
 import type { Clock, LifecycleView, Repositories, StoredGovernance } from '../domain/ports/index.js';
 import type { RolloutIntent } from '../domain/rollouts.js';
-import { invalid, success, type Result } from '../domain/result.js';
+import { invalid, refusal, success, type Result } from '../domain/result.js';
+import { errors } from '../errors.js';
 
 /**
  * Governance (docs/governance.md): the global policy an admin writes (windows for every service,
@@ -14,8 +15,13 @@ import { invalid, success, type Result } from '../domain/result.js';
  * the digest. Rollbacks and aborts read none of it: no window, stop-the-line or pipeline holds them.
  */
 
+/** What reading a stage's facts needs. */
+type StageReads = { repos: Pick<Repositories, 'rollouts' | 'lifecycles'> };
+/** What the governance facts of a promotion need. */
+type FactReads = { repos: Pick<Repositories, 'breakGlassGrants' | 'governance' | 'rollouts' | 'lifecycles'>, now: Clock };
+
 export interface GovernanceDeps {
-  repos: Pick<Repositories, 'breakGlassGrants' | 'governance' | 'rollouts' | 'lifecycles'>;
+  repos: Pick<Repositories, 'breakGlassGrants' | 'catalogue' | 'governance' | 'releases' | 'rollouts' | 'lifecycles'>;
   now: Clock;
 }
 
@@ -38,7 +44,7 @@ export function withLiveMilestones (rollouts: StageRollout[], view: LifecycleVie
 }
 
 /** Each stage's rollouts of the digest. */
-async function stageFactsOf (deps: GovernanceDeps, stages: ReadonlyArray<{ serviceId: string }>, digest: string): Promise<StageFacts[]> {
+async function stageFactsOf (deps: StageReads, stages: ReadonlyArray<{ serviceId: string }>, digest: string): Promise<StageFacts[]> {
   return Promise.all(stages.map(async ({ serviceId }) => {
     const [rollouts, view] = await Promise.all([
       deps.repos.rollouts.stageRollouts(serviceId, [digest], STAGE_ROLLOUTS),
@@ -50,7 +56,7 @@ async function stageFactsOf (deps: GovernanceDeps, stages: ReadonlyArray<{ servi
 
 /** What the governance rules look at for a promotion; undefined for a rollback (exempt) or a target that is not there. */
 export async function governanceFactsOf (
-  deps: GovernanceDeps, service: IService, release: IImageRelease | null, intent: RolloutIntent,
+  deps: FactReads, service: IService, release: IImageRelease | null, intent: RolloutIntent,
 ): Promise<GovernanceFacts | undefined> {
   if (intent.kind !== 'promotion' || release === null) return undefined;
   const policy = effectivePromotionPolicy(service.data.promotionPolicy);
@@ -68,8 +74,27 @@ export async function governanceFactsOf (
 /** The global policy as the API answers it: never written reads as empty, without a stamp. */
 export type GovernanceView = Pick<StoredGovernance, 'governance'> & Partial<Omit<StoredGovernance, 'governance'>>;
 
+/** The pipeline view: where a digest stands in each upstream stage of a service. */
+export interface PipelineView extends Omit<PipelineVerdict, 'refusedBy'> {
+  serviceId: string;
+  /** The digest looked at (the one asked for, else the service's newest release's); null: no release yet. */
+  digest: string | null;
+}
+
 export function governanceOperations (deps: GovernanceDeps) {
   return {
+    /** The digest's verdict in each stage (docs/governance.md "Pipelines"): what a promotion of it would be told now. */
+    async pipeline (serviceId: string, digest?: string): Promise<Result<PipelineView>> {
+      const service = await deps.repos.catalogue.findById(serviceId);
+      if (!service) return refusal(errors.serviceNotFound(serviceId));
+      const policy = effectivePromotionPolicy(service.data.promotionPolicy);
+      const subject = digest ?? (await deps.repos.releases.listByService(serviceId, { limit: 1 }))[0]?.data.registryRootDigest;
+      if (subject === undefined) return success({ serviceId, digest: null, allowed: policy.pipeline === undefined, stages: [] });
+      const facts = policy.pipeline ? await stageFactsOf(deps, policy.pipeline.requires, subject) : [];
+      const { refusedBy: _first, ...verdict } = pipelineVerdict(subject, policy.pipeline, facts, deps.now());
+      return success({ serviceId, digest: subject, ...verdict });
+    },
+
     async readGlobal (): Promise<Result<GovernanceView>> {
       return success((await deps.repos.governance.readGlobal()) ?? { governance: {} });
     },

@@ -119,12 +119,46 @@ const approvalRoutes: FastifyPluginAsyncTypebox<GovernanceRoutesOptions> = async
   }), async (request, reply) => valueOf(await approvals.approve(request.params.serviceId, request.params.requestId, actorOf(request)), reply, '/params'));
 };
 
+const StageVerdictView = Type.Object({
+  serviceId: Type.String(),
+  soakSeconds: Type.Integer(),
+  satisfied: Type.Boolean(),
+  missing: Type.Optional(Type.String({ description: 'never-promoted, not-succeeded, not-soaked, failed, revoked, rolled-back' })),
+  rolloutId: Type.Optional(Type.String()),
+}, { additionalProperties: true, description: 'the stage\'s verdict for the digest, with the facts that say so (docs/governance.md "Pipelines")' });
+const PipelineReply = Type.Object({
+  serviceId: Type.String(),
+  digest: Type.Union([Type.String(), Type.Null()]),
+  allowed: Type.Boolean({ description: 'whether the pipeline lets a promotion of the digest through now' }),
+  eligibleAt: Type.Optional(Type.Integer({ description: 'when it became (or, while stages soak, will become) eligible' })),
+  stages: Type.Array(StageVerdictView),
+}, {
+  examples: [{
+    serviceId: 'svc_prod',
+    digest: 'sha256:4f9c3b2a7d1e8f6a5b0c9d2e3f4a1b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a',
+    allowed: false,
+    eligibleAt: 1_767_229_200_000,
+    stages: [{ serviceId: 'svc_staging', soakSeconds: 3600, satisfied: false, missing: 'not-soaked', rolloutId: 'ro_8kYd2LqP0xVt' }]
+  }]
+});
+const PipelineQuery = Type.Object({ digest: Type.Optional(Type.String({ pattern: '^sha256:[0-9a-f]{64}$' })) }, { additionalProperties: false });
+
 /** REST: the global governance policy — windows for every service and stop-the-line (docs/governance.md). */
 export const governanceRoutes: FastifyPluginAsyncTypebox<GovernanceRoutesOptions> = async (app, options) => {
   const { governance, verifier } = options;
   await app.register(approvalRoutes, options);
   await app.register(breakGlassRoutes, options);
   const guard = guardWith(verifier);
+  app.get('/v1/services/:serviceId/pipeline', guard(permissions.readServices, {
+    tags,
+    summary: 'Where a digest stands in each upstream stage of the service\'s pipeline',
+    description: 'For `digest` (default: the service\'s newest release): each stage\'s verdict — satisfied, or what is missing' +
+      ' (never promoted, not succeeded, not soaked with the time left, failed, revoked, rolled back) — and whether a promotion would pass now.',
+    params: ServiceParams,
+    querystring: PipelineQuery,
+    response: replies(PipelineReply, withInput, ['service-not-found']),
+  }), async ({ params, query }, reply) => valueOf(await governance.pipeline(params.serviceId, query.digest), reply, '/querystring'));
+
   app.get('/v1/governance', guard(permissions.readGovernance, {
     tags,
     summary: 'Read the global governance policy (admin, user, api)',

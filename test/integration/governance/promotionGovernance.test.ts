@@ -72,7 +72,15 @@ describe('promotion governance', () => {
       expect(early.json().detail).toMatch(/2400 s left/);
       expect(await snapshot(production)).toBe(before);
 
+      // The pipeline view says the same, for the newest release by default.
+      const view = (await t.app.inject({ method: 'GET', url: `/v1/services/${production.id}/pipeline`, headers: bearer(api) })).json();
+      expect(view).toMatchObject({
+        digest: inProduction.digest, allowed: false, stages: [{ serviceId: staging.id, missing: 'not-soaked', remainingSeconds: 2400 }],
+      });
+
       clock += 2400_000;
+      const after = await t.app.inject({ method: 'GET', url: `/v1/services/${production.id}/pipeline?digest=${inProduction.digest}`, headers: bearer(api) });
+      expect(after.json()).toMatchObject({ allowed: true, stages: [{ serviceId: staging.id, satisfied: true }] });
       const soaked = await promote(t.app, api, production.id, inProduction.releaseId, { generation: 0 });
       expect(soaked.statusCode, soaked.body).toBe(200);
     });
