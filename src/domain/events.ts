@@ -57,6 +57,19 @@ export type LoggedEvent = Static<typeof LoggedEvent>;
 /** The log id of a service's event number `seq`. */
 export const eventId = (serviceId: string, seq: number): string => `${serviceId}:${seq}`;
 
+/**
+ * A promotion the service's policies refused (trust, governance): nothing was issued. `key` ties it to the
+ * request's Idempotency-Key lifetime (`ref`), so the relay of a retried request's event is the same event.
+ */
+export const promotionRefusedEvent = (
+  input: { ref: string, at: number, releaseId: string, mode: string, code: string, detail: string, by: unknown, reason: string },
+): DomainEvent => ({
+  key: `refused:${input.ref}:${input.code}`,
+  type: 'promotion.refused',
+  time: input.at,
+  data: { releaseId: input.releaseId, mode: input.mode, code: input.code, reason: input.detail.slice(0, 512), by: input.by, requestReason: input.reason },
+});
+
 /** What every rollout event names: the rollout, its generation and mode, and the release and digest it deploys. */
 const rolloutFacts = (plan: Pick<IImmutableImageDeploymentPlan, 'rolloutId' | 'rolloutGeneration' | 'mode' | 'releaseId' | 'requestedDigest'>) => ({
   rolloutId: plan.rolloutId,

@@ -8,6 +8,7 @@ import type { Role } from '../domain/principal.js';
 import { computeTargetScope } from '../domain/clusters.js';
 import type { Clock, Log, Repositories, ServiceWithHold, StoredOutcome } from '../domain/ports/index.js';
 import type { EndedRollout } from '../domain/rolloutApplication.js';
+import { promotionRefusedEvent } from '../domain/events.js';
 import {
   buildPlan, currentGeneration, currentRolloutOf, idempotencyRecordId, operationOf, requestFingerprint, rolloutRefFor, serviceAfterRollout,
   type AutomaticPromotionSkip, type BreakGlassUse, type Issuer, type RolloutEnd, type RolloutIntent, type RolloutRecord, type RolloutTrigger,
@@ -298,6 +299,24 @@ async function useBreakGlass (
   return record.breakGlass;
 }
 
+/**
+ * A promotion the service's policies refused — its trust policy or its governance (the refusals an
+ * automatic promotion skips on) — is an event of the service's log (`promotion.refused`, docs/webhooks.md):
+ * receivers hear that a push or a request was held back, and why. Never fails the answer.
+ */
+async function recordRefusal (deps: IssueRolloutDeps, req: RolloutRequest, ref: string, error: AppError): Promise<void> {
+  if (req.intent.kind !== 'promotion' || error.code === 'approval-required' || rolloutRefusalOf(error.code).automatic !== 'skipped') return;
+  const event = promotionRefusedEvent({
+    ref, at: deps.now(), releaseId: req.releaseId, mode: operationOf(req.intent), code: error.code, detail: error.message, by: req.issuer, reason: req.reason,
+  });
+  try {
+    await deps.repos.events.record(req.serviceId, event);
+    await relayQuietly(deps.repos, req.serviceId);
+  } catch (err) {
+    deps.log.warn({ serviceId: req.serviceId, err }, 'recording a refused promotion failed');
+  }
+}
+
 /** Which kind of governed operation a rollout request is (approvals may cover each). */
 const approvalIntentOf = (req: RolloutRequest): TGovernanceIntent =>
   req.trigger?.kind === 'automatic-rollback' ? 'automatic-rollback' : req.trigger?.kind === 'abort' ? 'abort' : governanceIntentOf(req.intent);
@@ -428,17 +447,23 @@ export async function issueRollout (deps: IssueRolloutDeps, req: RolloutRequest)
   // The rollout is bound to this lifetime of the key: once the record has expired (48 h), the
   // same key starts a new request instead of finding the rollout an old one issued.
   let outcome: StoredOutcome;
+  const ref = rolloutRefFor(recordId, claim.createdAt);
   try {
-    outcome = await execute(deps, req, rolloutRefFor(recordId, claim.createdAt));
+    outcome = await execute(deps, req, ref);
   } catch (err) {
     // Transient failure (database away): store nothing, give the key back for the retry.
     await repos.idempotency.release(recordId, owner).catch(() => undefined);
     // Governance said not now (src/errors.ts `governanceRefused`): an answer, not stored — the retry is asked again.
-    if (isAppError(err) && rolloutRefusalOf(err.code).automatic === 'skipped') return refusal(err, false);
+    if (isAppError(err) && rolloutRefusalOf(err.code).automatic === 'skipped') {
+      await recordRefusal(deps, req, ref, err);
+      return refusal(err, false);
+    }
     throw err;
   }
   await repos.idempotency.complete(recordId, outcome, deps.now());
-  return fromStored(outcome, false);
+  const result = fromStored(outcome, false);
+  if (!result.ok) await recordRefusal(deps, req, ref, result.error);
+  return result;
 }
 
 /**

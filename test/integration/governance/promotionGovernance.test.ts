@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
+import { EventLogStore } from '../../../src/store/eventLogStore.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { testSigner } from '../../support/attestations.js';
 import {
@@ -267,6 +268,11 @@ describe('promotion governance', () => {
       expect(refused.json()).toMatchObject({ code: 'stop-the-line' });
       expect(refused.json().detail).toContain('incident 4711');
       expect(await snapshot(svc)).toBe(before);
+      // Receivers hear it: a promotion.refused event in the service's log (docs/webhooks.md).
+      const logged = await new EventLogStore(t.database).eventsAfter(svc.id, 0, 100);
+      expect(logged.filter((e) => e.type === 'promotion.refused').map((e) => e.data)).toEqual([
+        expect.objectContaining({ code: 'stop-the-line', releaseId: c.releaseId, mode: 'promotion' }),
+      ]);
 
       // An abort (to the last verified release, a) and a rollback (to b) both go through.
       const aborted = await t.app.inject({

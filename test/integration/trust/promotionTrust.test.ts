@@ -1,3 +1,4 @@
+import { EventLogStore } from '../../../src/store/eventLogStore.js';
 import { createHash, createPublicKey, generateKeyPairSync, randomBytes, verify } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -103,10 +104,14 @@ async function sendPush (serviceId: string, name: FixtureCase, eventId: string, 
   return { res, releaseId, digest };
 }
 
-/** Everything a refusal must leave as it was: the stored documents and what the API answers about them. */
+/**
+ * Everything a refusal must leave as it was: the stored documents and what the API answers about them.
+ * The one write a refusal makes is an event of the service's log (`promotion.refused`, docs/webhooks.md):
+ * the log's bookkeeping in the service document (`eventSeq`, `outbox`) is left out; the event is checked.
+ */
 async function snapshot (serviceId: string): Promise<string> {
   const [service, rollouts, releases] = await Promise.all([
-    t.db.collection('services').findOne({ _id: serviceId as never }),
+    t.db.collection('services').findOne({ _id: serviceId as never }, { projection: { eventSeq: 0, outbox: 0 } }),
     t.db.collection('rollouts').find({ serviceId }).sort({ generation: 1 }).toArray(),
     t.db.collection('releases').find({ 'data.serviceId': serviceId }).sort({ _id: 1 }).toArray(),
   ]);
@@ -262,6 +267,8 @@ describe('promotion of a service with a trust policy', () => {
       expect(res.json().image).toBe(`${FIXTURE_HOST}/${FIXTURE_REPOSITORY}@${fixtureDigest(name)}`);
       expect(await snapshot(serviceId)).toBe(before);
       expect(await verificationOf(serviceId, releaseId)).toBeUndefined();
+      const refusals = (await new EventLogStore(t.database).eventsAfter(serviceId, 0, 100)).filter((e) => e.type === 'promotion.refused');
+      expect(refusals.map((e) => e.data)).toEqual([expect.objectContaining({ code, releaseId, mode: 'promotion' })]);
     });
   }
 
