@@ -573,6 +573,10 @@ const recorded = {
         },
       },
     ],
+    // 1.4.1 succeeded on every replica; 1.4.2 is still rolling out: not named.
+    lastSucceededAt: {
+      rel_checkout_0b3e8c1f5a9d: 1764580799780,
+    },
   },
   tagHistory: {
     tag: '1.4.2',
