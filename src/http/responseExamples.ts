@@ -54,7 +54,7 @@ const checkoutSettings = {
   },
 };
 
-const cluster2 = {
+const euWest1 = {
   id: 'eu-west-1',
   nodeNames: [
     'eu-west-1-node-a',
@@ -76,22 +76,22 @@ const targetScope = {
   requiredReplicaCount: 4,
 };
 
-const signatures = {
+const attestationSignature = {
   sig: '+UJzLF6Tj86XuIO09eg+yKS+DTA4bAQet02X1YfIx8zZHpaXG0NH0HSv9ScmZDlZyjoDJGiv/771CMFsQhnwDg==',
   keyid: '78ab5807117f5a11cc925987950583166503793c347c99b9f518a35522d2ec65',
 };
 
-const signatures2 = {
+const summarySignature = {
   sig: 'm495ujw740aVMuHHmY3eXXhLV3XudGTrToG7ro8JTd2g0Rri/SW/5dTd5xJWrN1KMW7pZKYIvKOrtP2Mg0sbBQ==',
   keyid: '78ab5807117f5a11cc925987950583166503793c347c99b9f518a35522d2ec65',
 };
 
-const signatures3 = [
-  signatures,
+const attestationSignatureList = [
+  attestationSignature,
 ];
 
-const signatures4 = [
-  signatures2,
+const summarySignatureList = [
+  summarySignature,
 ];
 
 const subscription = {
@@ -109,7 +109,7 @@ const subscription = {
   updatedAt: 1764580800684,
 };
 
-const promotionRequests2 = {
+const pendingRequest = {
   requestId: 'pr_5ae34f03d7edbb9543650b7e',
   serviceId: 'svc_UGF5bWVudHMx',
   releaseId: 'rel_payments_0b3e8c1f5a9d',
@@ -146,7 +146,7 @@ const reporters = {
   failedReplicaCount: 0,
 };
 
-const reporters2 = [
+const euWest1Reporters = [
   reporters,
 ];
 
@@ -197,7 +197,7 @@ const imageRolloutStatus = {
   verifiedReplicaCount: 2,
   failedReplicaCount: 0,
   updatedAt: 1764580800016,
-  reporters: reporters2,
+  reporters: euWest1Reporters,
 };
 
 const summaryEnvelope = {
@@ -210,7 +210,7 @@ const summaryEnvelope = {
     'dWJqZWN0IjpbeyJkaWdlc3QiOnsic2hhMjU2IjoiMGIzZThjMWY1YTlkMmU3YjRjNmE4ZjBkMWUzYjVjN2E5ZjJkNGU2YjhhMGMxZTNmNWE3YjlkMmM0ZTZm' +
     'OGEwYiJ9LCJuYW1lIjoicmVnaXN0cnkuZXhhbXBsZS5jb20vc2hvcC9jaGVja291dEBzaGEyNTY6MGIzZThjMWY1YTlkMmU3YjRjNmE4ZjBkMWUzYjVjN2E5' +
     'ZjJkNGU2YjhhMGMxZTNmNWE3YjlkMmM0ZTZmOGEwYiJ9XX0=',
-  signatures: signatures4,
+  signatures: summarySignatureList,
 };
 
 const envelope = {
@@ -250,10 +250,10 @@ const envelope = {
     'dGlvbi92MSIsInN1YmplY3QiOlt7ImRpZ2VzdCI6eyJzaGEyNTYiOiIwYjNlOGMxZjVhOWQyZTdiNGM2YThmMGQxZTNiNWM3YTlmMmQ0ZTZiOGEwYzFlM2Y1' +
     'YTdiOWQyYzRlNmY4YTBiIn0sIm5hbWUiOiJyZWdpc3RyeS5leGFtcGxlLmNvbS9zaG9wL2NoZWNrb3V0QHNoYTI1NjowYjNlOGMxZjVhOWQyZTdiNGM2YThm' +
     'MGQxZTNiNWM3YTlmMmQ0ZTZiOGEwYzFlM2Y1YTdiOWQyYzRlNmY4YTBiIn1dfQ==',
-  signatures: signatures3,
+  signatures: attestationSignatureList,
 };
 
-const attestation2 = {
+const runtimeAttestation = {
   id: 'att_rv_svc_Q2hlY2tvdXQx_ro_5mQw1RzK3nBa',
   serviceId: 'svc_Q2hlY2tvdXQx',
   rolloutId: 'ro_5mQw1RzK3nBa',
@@ -274,11 +274,11 @@ const recorded = {
     status: 'ready',
   },
   cluster: {
-    cluster: cluster2,
+    cluster: euWest1,
   },
   clusterList: {
     clusters: [
-      cluster2,
+      euWest1,
     ],
   },
   serviceCreated: {
@@ -573,7 +573,6 @@ const recorded = {
         },
       },
     ],
-    // 1.4.1 succeeded on every replica; 1.4.2 is still rolling out: not named.
     lastSucceededAt: {
       rel_checkout_0b3e8c1f5a9d: 1764580799780,
     },
@@ -617,7 +616,7 @@ const recorded = {
     },
   },
   attestation: {
-    attestation: attestation2,
+    attestation: runtimeAttestation,
   },
   attestationKeys: {
     keys: [
@@ -717,27 +716,15 @@ const recorded = {
   },
   promotionRequests: {
     promotionRequests: [
-      promotionRequests2,
+      pendingRequest,
     ],
   },
   promotionRequest: {
-    promotionRequest: promotionRequests2,
+    promotionRequest: pendingRequest,
   },
   approved: {
     promotionRequest: {
-      requestId: 'pr_5ae34f03d7edbb9543650b7e',
-      serviceId: 'svc_UGF5bWVudHMx',
-      releaseId: 'rel_payments_0b3e8c1f5a9d',
-      intent: 'promotion',
-      requester: {
-        subject: 'ci-bot',
-        role: 'api',
-      },
-      reason: 'payments 2.0.0',
-      expectedRolloutGeneration: 0,
-      createdAt: 1764580800635,
-      expiresAt: 1764584400635,
-      required: 2,
+      ...pendingRequest,
       approvals: [
         {
           subject: 'alice@example.com',
@@ -745,7 +732,6 @@ const recorded = {
           at: 1764580800668,
         },
       ],
-      state: 'pending',
     },
   },
   webhookCreated: {
@@ -801,7 +787,7 @@ const recorded = {
   },
   attestationPage: {
     attestations: [
-      attestation2,
+      runtimeAttestation,
     ],
   },
   pushReplayed: {
