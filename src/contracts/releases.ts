@@ -92,6 +92,11 @@ export const ImageReleasePage = strictObject({
   nextCursor: Type.Optional(PageCursor),
   /** Project extension (docs/trust.md): by release id, the signature verdict of each release on the page a trust policy verified. */
   verifications: Type.Optional(Type.Record(Type.String(), IReleaseSignatureVerdict)),
+  /**
+   * Project extension: by release id, when a rollout of that release last succeeded (every target replica verified),
+   * for each release on the page that was ever part of a succeeded rollout; a release missing here never verified.
+   */
+  lastSucceededAt: Type.Optional(Type.Record(Type.String(), Type.Integer({ minimum: 0 }))),
 });
 export type ImageReleasePage = Static<typeof ImageReleasePage>;
 

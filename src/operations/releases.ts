@@ -6,7 +6,7 @@ import { errors } from '../errors.js';
 import { invalid, refusal, success, type Result } from '../domain/result.js';
 
 /** Read a service's image releases (newest observation first) and its tag ledger (docs/lifecycle.md "History"). */
-export function releaseReads ({ repos }: { repos: Pick<Repositories, 'catalogue' | 'pushEvents' | 'releases'> }) {
+export function releaseReads ({ repos }: { repos: Pick<Repositories, 'catalogue' | 'pushEvents' | 'releases' | 'rollouts'> }) {
   const exists = (serviceId: string): Promise<boolean> => repos.catalogue.exists(serviceId);
 
   return {
@@ -25,11 +25,13 @@ export function releaseReads ({ repos }: { repos: Pick<Repositories, 'catalogue'
       const rows = await repos.releases.listByService(serviceId, { limit: limit + 1, after });
       const releases = rows.slice(0, limit);
       const last = releases.at(-1);
-      const verified = await repos.releases.findVerifications(releases.map((r) => r.id));
+      const ids = releases.map((r) => r.id);
+      const [verified, succeeded] = await Promise.all([repos.releases.findVerifications(ids), repos.rollouts.lastSucceeded(serviceId, ids)]);
       const verifications = verified.size === 0 ? {} : { verifications: Object.fromEntries([...verified].map(([id, v]) => [id, signatureVerdictOf(v)])) };
+      const extras = { ...verifications, ...(succeeded.size === 0 ? {} : { lastSucceededAt: Object.fromEntries(succeeded) }) };
       return success(rows.length > limit && last
-        ? { releases, nextCursor: encodeCursor({ time: last.data.lastObservedAt, id: last.id }), ...verifications }
-        : { releases, ...verifications });
+        ? { releases, nextCursor: encodeCursor({ time: last.data.lastObservedAt, id: last.id }), ...extras }
+        : { releases, ...extras });
     },
 
     /**

@@ -55,6 +55,20 @@ export class RolloutStore implements RolloutRepository {
   }
 
   /** Promotions (manual or automatic) of a release: the release's promotionCount. */
+  async lastSucceeded (serviceId: string, releaseIds: readonly string[]): Promise<Map<string, number>> {
+    if (releaseIds.length === 0) return new Map();
+    // A service's rollouts are few (its history) and the filter leads with serviceId: the (serviceId, generation) index serves it.
+    const docs = await this.collection
+      .find({ serviceId, releaseId: { $in: [...releaseIds] }, succeededAt: { $exists: true } }, { projection: { _id: 0, releaseId: 1, succeededAt: 1 } })
+      .toArray();
+    const newest = new Map<string, number>();
+    for (const doc of docs) {
+      const at = doc.succeededAt;
+      if (typeof at === 'number' && at > (newest.get(doc.releaseId) ?? -Infinity)) newest.set(doc.releaseId, at);
+    }
+    return newest;
+  }
+
   async countPromotions (releaseId: string): Promise<number> {
     return this.collection.countDocuments({ releaseId, mode: { $in: ['promotion', 'automatic'] } });
   }

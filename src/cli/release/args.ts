@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import { configError, usageError } from './errors.js';
 import {
-  commands, defaults, isCommand, options, optionsOf, outputFormats, shells,
-  type Command, type OptionName, type OutputFormat, type Shell,
+  commands, defaults, getResources, isCommand, options, optionsOf, outputFormats, shells,
+  type Command, type GetResource, type OptionName, type OutputFormat, type Shell,
 } from './options.js';
 import { commandUsageText, usageText } from './usage.js';
 
@@ -48,6 +48,7 @@ export type CommandArgs =
   | { command: 'wait', serviceId: string, rolloutId?: string, follow: FollowSettings }
   | { command: 'promote' | 'rollback', serviceId: string, releaseId: string } & Expectations
   | { command: 'abort', serviceId: string } & Expectations
+  | { command: 'describe', serviceId: string }
   | { command: 'version' };
 
 export type IssueArgs = Extract<CommandArgs, { command: 'promote' | 'rollback' | 'abort' }>;
@@ -224,14 +225,17 @@ function expectationsOf (values: ParsedValues): Expectations {
   };
 }
 
-const requireService = (values: ParsedValues, command: Command): string => {
+const requireService = (values: ParsedValues, command: string): string => {
   const serviceId = idOption(values.service, 'service');
   if (serviceId === undefined) throw usageError(`'${command}' needs --service`);
   return serviceId;
 };
 
-/** The arguments of one command, from its options (already checked to belong to it). */
-function commandArgsOf (command: Exclude<Command, 'completion' | 'attestation'>, values: ParsedValues): CommandArgs {
+/** The arguments of one command, from its options (already checked to belong to it) and its words (get, describe). */
+function commandArgsOf (command: Exclude<Command, 'completion' | 'attestation'>, values: ParsedValues, rest: string[]): CommandArgs {
+  if (command === 'get') return getArgsOf(rest, values);
+  if (command === 'describe') return describeArgsOf(rest);
+  if (rest.length > 0) throw usageError(`unexpected argument '${rest[0]}' (ids are given with --service, --release, --rollout-id)`);
   switch (command) {
     case 'version':
       return { command };
@@ -263,6 +267,45 @@ function commandArgsOf (command: Exclude<Command, 'completion' | 'attestation'>,
       return { command, serviceId: requireService(values, command), ...expectationsOf(values) };
   }
 }
+
+const resourceOf = (word: string | undefined): GetResource | undefined =>
+  (Object.keys(getResources) as GetResource[]).find((r) => (getResources[r] as readonly string[]).includes(word ?? ''));
+
+/**
+ * `get services|releases|rollouts`: kubectl's word for the three listings; the same reads as
+ * `services`, `list` and `history`, with the same options (--service where the listing is a service's).
+ */
+function getArgsOf (rest: string[], values: ParsedValues): CommandArgs {
+  const [word, extra] = rest;
+  const resource = resourceOf(word);
+  if (resource === undefined) {
+    throw usageError(word === undefined
+      ? "'get' needs what to list: services, releases or rollouts"
+      : `get: unknown resource '${word}': services, releases or rollouts`);
+  }
+  if (extra !== undefined) throw usageError(`unexpected argument '${extra}' (a service is given with --service, a name with --name)`);
+  if (resource === 'services') {
+    if (values.service !== undefined) throw usageError("'get services' takes --name, not --service");
+    return commandArgsOf('services', values, []);
+  }
+  if (values.name !== undefined) throw usageError(`--name goes with 'get services'; 'get ${resource}' takes --service`);
+  const command = resource === 'releases' ? 'list' : 'history';
+  return { command, serviceId: requireService(values, `get ${resource}`), ...pageOf(values) };
+}
+
+/** `describe service ID|NAME`. */
+function describeArgsOf (rest: string[]): CommandArgs {
+  const [kind, id, extra] = rest;
+  if (kind !== 'service') {
+    throw usageError(kind === undefined ? "'describe' needs what to describe: service ID|NAME" : `describe: unknown resource '${kind}': service`);
+  }
+  if (id === undefined) throw usageError("'describe service' needs the service's id or name");
+  if (extra !== undefined) throw usageError(`unexpected argument '${extra}'`);
+  return { command: 'describe', serviceId: idOption(id, 'service') ?? id };
+}
+
+/** -o wide and -o name are for listings: one line per item is what they change. */
+const listingCommands: ReadonlyArray<CommandArgs['command']> = ['list', 'history', 'services'];
 
 function parse (argv: string[]) {
   try {
@@ -342,10 +385,11 @@ export function parseInvocation (argv: string[], env: NodeJS.ProcessEnv): Invoca
   }
   if (command === 'completion') return completionOf(rest);
   if (command === 'attestation') return attestationOf(rest, values, env);
-  if (rest.length > 0) throw usageError(`unexpected argument '${rest[0]}' (ids are given with --service, --release, --rollout-id)`);
-
-  const args = commandArgsOf(command, values);
+  const args = commandArgsOf(command, values, rest);
   const output = outputOf(values, env);
+  if ((output.format === 'wide' || output.format === 'name') && !listingCommands.includes(args.command)) {
+    throw usageError(`-o ${output.format} goes with the listings (get, list, history, services); '${command}' prints table, json or yaml`);
+  }
   return { kind: 'run', command, output, connection: connectionOf(values, env), args };
 }
 

@@ -4,6 +4,7 @@ import type { CommandContext, CommandResult } from './context.js';
 import { ApiError, CliError, ExitCode } from './errors.js';
 import { followRollout, type FollowOutcome } from './follow.js';
 import { issue } from './issue.js';
+import { describeService } from './describe.js';
 import { historyTable, releaseRow, releaseTable, servicesTable, statusText, waitText } from './output.js';
 import { historyRequest, releasesRequest, rolloutViewRequest, servicesRequest } from './requests.js';
 import { packageVersion } from '../../packageVersion.js';
@@ -25,6 +26,7 @@ export async function runCommand (ctx: CommandContext, given: CommandArgs): Prom
     case 'rollback':
     case 'abort':
       return await issue(ctx, args);
+    case 'describe': return await describeService(ctx, args);
     case 'version': return await version(ctx);
   }
 }
@@ -58,15 +60,37 @@ async function version (ctx: CommandContext): Promise<CommandResult> {
   };
 }
 
-/** The hint a paged table ends with. */
-const nextPage = (command: string, nextCursor: string | undefined, limit: number): string =>
-  (nextCursor ? `\nmore: cloudly-release ${command} --limit ${limit} --cursor ${nextCursor}` : '');
+/** The command line of the next page, or undefined on the last page. */
+const nextPage = (command: string, nextCursor: string | undefined, limit: number): string | undefined =>
+  (nextCursor ? `cloudly-release ${command} --limit ${limit} --cursor ${nextCursor}` : undefined);
+
+/**
+ * A listing's text in the format asked for: the table (`-o wide`: with its wide columns) ending
+ * with the next page's command line, or `-o name`: one identifier a line and nothing else on
+ * stdout (the next page's command line goes to stderr, an empty page prints nothing).
+ */
+interface Listing {
+  /** What -o name prints, one a line. */
+  ids: string[];
+  table: (wide: boolean) => string;
+  /** The text of an empty table. */
+  empty: string;
+  /** The next page's command line. */
+  more: string | undefined;
+  label?: string;
+}
+
+function listingText (ctx: CommandContext, listing: Listing): string {
+  if (ctx.output.format === 'name') {
+    if (listing.more) ctx.log(`more: ${listing.more}`);
+    return listing.ids.join('\n');
+  }
+  if (listing.ids.length === 0) return listing.empty;
+  return `${listing.table(ctx.output.format === 'wide')}${listing.more ? `\n${listing.label ?? 'more'}: ${listing.more}` : ''}`;
+}
 
 async function list (ctx: CommandContext, args: Args<'list'>): Promise<CommandResult> {
   const { body } = await ctx.client.send<ImageReleasePage>(releasesRequest(args));
-  const more = body.nextCursor
-    ? `\nmore releases: cloudly-release list --service ${args.serviceId} --limit ${args.limit} --cursor ${body.nextCursor}`
-    : '';
   return {
     exitCode: ExitCode.ok,
     json: {
@@ -74,7 +98,13 @@ async function list (ctx: CommandContext, args: Args<'list'>): Promise<CommandRe
       releases: body.releases.map((r) => releaseRow(r, body.verifications?.[r.id])),
       ...(body.nextCursor ? { nextCursor: body.nextCursor } : {}),
     },
-    text: body.releases.length === 0 ? `no releases observed for service ${args.serviceId}` : `${releaseTable(body.releases, body.verifications)}${more}`,
+    text: listingText(ctx, {
+      ids: body.releases.map((r) => r.id),
+      table: (wide) => releaseTable(body.releases, body.verifications, wide),
+      empty: `no releases observed for service ${args.serviceId}`,
+      more: nextPage(`list --service ${args.serviceId}`, body.nextCursor, args.limit),
+      label: 'more releases',
+    }),
   };
 }
 
@@ -84,9 +114,12 @@ async function history (ctx: CommandContext, args: Args<'history'>): Promise<Com
   return {
     exitCode: ExitCode.ok,
     json: { serviceId: args.serviceId, ...body },
-    text: body.rollouts.length === 0
-      ? `no rollouts issued for service ${args.serviceId}`
-      : `${historyTable(body.rollouts)}${nextPage(`history --service ${args.serviceId}`, body.nextCursor, args.limit)}`,
+    text: listingText(ctx, {
+      ids: body.rollouts.map((r) => r.rolloutId),
+      table: (wide) => historyTable(body.rollouts, wide),
+      empty: `no rollouts issued for service ${args.serviceId}`,
+      more: nextPage(`history --service ${args.serviceId}`, body.nextCursor, args.limit),
+    }),
   };
 }
 
@@ -96,9 +129,12 @@ async function services (ctx: CommandContext, args: Args<'services'>): Promise<C
   return {
     exitCode: ExitCode.ok,
     json: { ...body },
-    text: body.services.length === 0
-      ? `no services${args.name === undefined ? '' : ` named ${JSON.stringify(args.name)}`}`
-      : `${servicesTable(body.services)}${nextPage(`services${filter}`, body.nextCursor, args.limit)}`,
+    text: listingText(ctx, {
+      ids: body.services.map((s) => s.name),
+      table: (wide) => servicesTable(body.services, wide),
+      empty: `no services${args.name === undefined ? '' : ` named ${JSON.stringify(args.name)}`}`,
+      more: nextPage(`services${filter}`, body.nextCursor, args.limit),
+    }),
   };
 }
 

@@ -5,7 +5,7 @@ import { completionScript } from './completion.js';
 import { CliError, ExitCode } from './errors.js';
 import { ApiClient } from './http.js';
 import { LiveView } from './live.js';
-import type { Command } from './options.js';
+import { isDocumentFormat, type Command } from './options.js';
 import { documentRenderer, Progress, type FollowSink, type Io } from './output.js';
 import { packageVersion } from '../../packageVersion.js';
 
@@ -20,7 +20,7 @@ const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').trim();
  */
 export function sinkFor (io: Io, output: OutputSettings, env: NodeJS.ProcessEnv): FollowSink {
   const dumb = env['TERM'] === 'dumb';
-  if (output.format !== 'table') return new Progress(io.stderr, { rewrite: io.stderr.isTTY === true && !dumb });
+  if (isDocumentFormat(output.format)) return new Progress(io.stderr, { rewrite: io.stderr.isTTY === true && !dumb });
   if (io.stdout.isTTY === true && !dumb) return new LiveView(io.stdout, { color: output.color });
   return new Progress(io.stdout, { rewrite: false });
 }
@@ -48,7 +48,7 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, io: Io): Pro
       });
     const hint = error.exitCode === ExitCode.usage && error.code === 'usage' ? ` (see ${PREFIX} --help)` : '';
     io.stderr.write(`${PREFIX}: ${oneLine(error.message)}${hint}\n`);
-    if (format !== 'table') {
+    if (isDocumentFormat(format)) {
       const doc = { ok: false, command, exitCode: error.exitCode, error: { ...error.details, code: error.code, message: oneLine(error.message) } };
       io.stdout.write(`${(await documentRenderer(format))(doc)}\n`);
     }
@@ -95,14 +95,15 @@ export async function main (argv: string[], env: NodeJS.ProcessEnv, io: Io): Pro
   }
 }
 
-/** A command's result: one document on stdout (-o json|yaml), else its text (unless already shown). Returns its exit code. */
+/** A command's result: one document on stdout (-o json|yaml), else its text (unless already shown, or empty). Returns its exit code. */
 async function writeResult (io: Io, format: OutputSettings['format'], command: Command, result: CommandResult): Promise<number> {
-  if (format !== 'table') {
+  if (isDocumentFormat(format)) {
     const doc = { ok: result.exitCode === ExitCode.ok, command, exitCode: result.exitCode, ...result.json };
     io.stdout.write(`${(await documentRenderer(format))(doc)}\n`);
     // The CI log should say why without parsing the document (unless the sink already said it on stderr).
     if (result.exitCode !== ExitCode.ok && !result.shown) for (const line of result.text.split('\n')) io.stderr.write(`${PREFIX}: ${line}\n`);
-  } else if (!result.shown) {
+  } else if (!result.shown && result.text !== '') {
+    // '' is an empty -o name listing: nothing at all on stdout, so `| xargs` gets no blank line.
     io.stdout.write(`${result.text}\n`);
   }
   return result.exitCode;

@@ -4,7 +4,9 @@
  * (completion.ts) are all built from it, so they cannot disagree.
  */
 
-export const commands = ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'attestation', 'version', 'completion'] as const;
+export const commands = [
+  'list', 'status', 'history', 'services', 'get', 'describe', 'promote', 'rollback', 'abort', 'wait', 'attestation', 'version', 'completion',
+] as const;
 export type Command = typeof commands[number];
 
 export const isCommand = (s: string): s is Command => (commands as readonly string[]).includes(s);
@@ -17,14 +19,23 @@ export const defaults = {
   pageLimit: 20,
 } as const;
 
-export const outputFormats = ['table', 'json', 'yaml'] as const;
+export const outputFormats = ['table', 'wide', 'name', 'json', 'yaml'] as const;
 export type OutputFormat = typeof outputFormats[number];
+
+/** The formats that print one document (json, yaml) rather than text for people (table, wide) or scripts (name). */
+export const isDocumentFormat = (format: OutputFormat): format is 'json' | 'yaml' => format === 'json' || format === 'yaml';
+
+/** What `get` lists, and the words it takes for each (kubectl's singular forms too). */
+export const getResources = { services: ['services', 'service'], releases: ['releases', 'release'], rollouts: ['rollouts', 'rollout'] } as const;
+export type GetResource = keyof typeof getResources;
 
 export const shells = ['bash', 'zsh'] as const;
 export type Shell = typeof shells[number];
 
 /** The words that follow a command that has subcommands (or arguments from a fixed set). */
-export const subcommands: Partial<Record<Command, readonly string[]>> = { completion: shells, attestation: ['verify'] };
+export const subcommands: Partial<Record<Command, readonly string[]>> = {
+  completion: shells, attestation: ['verify'], get: ['services', 'releases', 'rollouts'], describe: ['service'],
+};
 
 interface OptionSpec {
   type: 'string' | 'boolean';
@@ -42,7 +53,7 @@ interface OptionSpec {
 export const options = {
   url: { type: 'string', value: 'URL', description: 'control plane base URL (default: $CLOUDLY_URL)' },
   token: { type: 'string', value: 'TOKEN', description: 'bearer token, a JWT (default: $CLOUDLY_TOKEN)' },
-  output: { type: 'string', short: 'o', value: 'FORMAT', choices: outputFormats, description: 'table (default), json or yaml' },
+  output: { type: 'string', short: 'o', value: 'FORMAT', choices: outputFormats, description: 'table (default), wide, name, json or yaml' },
   json: { type: 'boolean', description: 'the same as -o json' },
   'no-color': { type: 'boolean', description: 'no colours in the live view (also: NO_COLOR set)' },
   help: { type: 'boolean', short: 'h', description: 'this text' },
@@ -85,6 +96,8 @@ export const optionsOf: Record<Command, readonly OptionName[]> = {
   status: [...connection, 'service', 'watch', ...following],
   history: [...connection, 'service', ...page],
   services: [...connection, 'name', ...page],
+  get: [...connection, 'service', 'name', ...page],
+  describe: [...connection],
   promote: [...connection, 'release', ...issuing],
   rollback: [...connection, 'release', ...issuing],
   abort: [...connection, ...issuing],
@@ -100,6 +113,11 @@ export const commandSummaries: Record<Command, { synopsis: string, description: 
   status: { synopsis: '--service ID [--watch]', description: 'current plan, status, reporters, what blocks success' },
   history: { synopsis: '--service ID [--limit N] [--cursor C]', description: 'every rollout issued, newest first' },
   services: { synopsis: '[--name NAME] [--limit N] [--cursor C]', description: 'services and their rollout state' },
+  get: {
+    synopsis: 'services|releases|rollouts [--service ID]',
+    description: 'list services, a service\'s releases or its rollouts (-o table|wide|name|json|yaml)',
+  },
+  describe: { synopsis: 'service ID|NAME', description: 'one service in sections: service, current rollout, blocking, recent history' },
   promote: { synopsis: '--service ID --release ID [--wait]', description: 'issue a promotion (compare-and-swap, idempotent, retried)' },
   rollback: { synopsis: '--service ID --release ID [--wait]', description: 'roll back to a previously accepted release' },
   abort: { synopsis: '--service ID [--wait]', description: 'abort the current rollout: roll back to the last verified release' },

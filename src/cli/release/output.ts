@@ -1,5 +1,5 @@
 import type {
-  BlockingReason, DeadlineExceeded, IImageRelease, IReleaseSignatureVerdict, RolloutHistoryEntry, RolloutSnapshot, RolloutView, ServiceSummary,
+  AutomationHold, BlockingReason, DeadlineExceeded, IImageRelease, IReleaseSignatureVerdict, RolloutHistoryEntry, RolloutSnapshot, RolloutView, ServiceSummary,
 } from './api.js';
 
 /** Where a command writes: its result, and log lines (always stderr). */
@@ -76,20 +76,28 @@ export function releaseRow (release: IImageRelease, verdict?: IReleaseSignatureV
   };
 }
 
-/** The releases; with a SIGNATURE column when the page carries signature verdicts (a service with a trust policy). */
-export function releaseTable (releases: IImageRelease[], verdicts: Record<string, IReleaseSignatureVerdict> = {}): string {
+/**
+ * The releases; with a SIGNATURE column when the page carries signature verdicts (a service with a trust policy).
+ * `wide` (-o wide): every tag, the full digest-pinned reference, the last observation and the promotions.
+ */
+export function releaseTable (releases: IImageRelease[], verdicts: Record<string, IReleaseSignatureVerdict> = {}, wide = false): string {
   const signed = Object.keys(verdicts).length > 0;
   return table(
-    ['RELEASE', 'TAGS', 'DIGEST', 'FIRST OBSERVED', 'ACCEPTED', ...(signed ? ['SIGNATURE'] : [])],
+    ['RELEASE', 'TAGS', 'DIGEST', 'FIRST OBSERVED', 'ACCEPTED', ...(signed ? ['SIGNATURE'] : []),
+      ...(wide ? ['LAST OBSERVED', 'OBSERVATIONS', 'PROMOTIONS', 'LAST PROMOTED', 'IMAGE'] : [])],
     releases.map((r) => {
       const verdict = verdicts[r.id];
+      const d = r.data;
       return [
         r.id,
-        clip(r.data.observedTags.join(',') || '-', 40),
-        shortDigest(r.data.registryRootDigest),
-        isoTime(r.data.firstObservedAt),
-        r.data.acceptedAt === undefined ? 'no' : `yes (${isoTime(r.data.acceptedAt)})`,
+        wide ? d.observedTags.join(',') || '-' : clip(d.observedTags.join(',') || '-', 40),
+        shortDigest(d.registryRootDigest),
+        isoTime(d.firstObservedAt),
+        d.acceptedAt === undefined ? 'no' : `yes (${isoTime(d.acceptedAt)})`,
         ...(signed ? [verdict ? clip(`verified: ${signersText(verdict)}`, 60) : '-'] : []),
+        ...(wide
+          ? [isoTime(d.lastObservedAt), String(d.observationCount), String(d.promotionCount ?? 0), isoTime(d.lastPromotedAt), d.digestPinnedImageReference]
+          : []),
       ];
     })
   );
@@ -121,15 +129,23 @@ export function triggerText (e: RolloutHistoryEntry): string {
   }
 }
 
+/** Where a rollout went, for -o wide: its clusters and required replicas. */
+const targetsText = (e: RolloutHistoryEntry): string => {
+  const scope = e.targetScope as Partial<RolloutHistoryEntry['targetScope']> | undefined;
+  if (!scope) return '-';
+  return `${(scope.targetClusterIds ?? []).join(',') || '-'} (${text(scope.requiredReplicaCount)} replicas)`;
+};
+
 /**
  * The rollout history as a table. Tolerant: a missing field shows '-', fields it does not know
  * are left to `-o json|yaml`; OUTCOME, OUTCOME AT and TRIGGER appear once the server reports outcomes.
+ * `wide` (-o wide): the release it replaced, the targets and the whole reason.
  */
-export function historyTable (entries: RolloutHistoryEntry[]): string {
+export function historyTable (entries: RolloutHistoryEntry[], wide = false): string {
   const lifecycle = entries.some((e) => typeof e.outcome === 'string');
   return table(
     ['GEN', 'ROLLOUT', 'MODE', ...(lifecycle ? ['TRIGGER'] : []), 'RELEASE', 'DIGEST', 'CREATED',
-      ...(lifecycle ? ['OUTCOME', 'OUTCOME AT'] : []), 'BY', 'REASON'],
+      ...(lifecycle ? ['OUTCOME', 'OUTCOME AT'] : []), 'BY', ...(wide ? ['PREVIOUS RELEASE', 'TARGETS'] : []), 'REASON'],
     entries.map((e) => [
       text(e.generation),
       text(e.rolloutId),
@@ -140,28 +156,37 @@ export function historyTable (entries: RolloutHistoryEntry[]): string {
       isoTime(e.createdAt),
       ...(lifecycle ? [outcomeText(e), isoTime(outcomeAt(e))] : []),
       text((e.issuedBy as { subject?: unknown } | undefined)?.subject),
-      clip(text(e.reason), 60),
+      ...(wide ? [text(e.previous?.releaseId), targetsText(e)] : []),
+      wide ? text(e.reason) : clip(text(e.reason), 60),
     ])
   );
 }
 
-/** Services and their rollout state. Tolerant like historyTable. */
-export function servicesTable (services: ServiceSummary[]): string {
+/** The -o wide columns of a service: its rollout's digest and every counter. */
+const wideServiceCells = (r: ServiceSummary['rollout'], counted: (n: unknown) => string): string[] =>
+  [typeof r?.requestedDigest === 'string' ? shortDigest(r.requestedDigest) : '-', counted(r?.observedReplicaCount),
+    counted(r?.healthyReplicaCount), r ? text(r.failedReplicaCount) : '-'];
+
+/** Services and their rollout state. Tolerant like historyTable; `wide` adds the digest and every counter. */
+export function servicesTable (services: ServiceSummary[], wide = false): string {
   return table(
-    ['SERVICE', 'NAME', 'GEN', 'ROLLOUT', 'MODE', 'STATUS', 'VERIFIED', 'RELEASE', 'UPDATED', 'HOLD'],
+    ['SERVICE', 'NAME', 'GEN', 'ROLLOUT', 'MODE', 'STATUS', 'VERIFIED', 'RELEASE', 'UPDATED', 'HOLD',
+      ...(wide ? ['DIGEST', 'OBSERVED', 'HEALTHY', 'FAILED'] : [])],
     services.map((s) => {
       const r = s.rollout;
+      const counted = (n: unknown): string => (r ? `${text(n)}/${text(r.requiredReplicaCount)}` : '-');
       return [
         text(s.id),
-        clip(text(s.name), 40),
+        wide ? text(s.name) : clip(text(s.name), 40),
         text(r?.rolloutGeneration),
         text(r?.rolloutId),
         text(r?.mode),
         r ? `${text(r.status)}${r.mismatchReason ? ` (${r.mismatchReason})` : ''}` : 'no rollout',
-        r ? `${text(r.verifiedReplicaCount)}/${text(r.requiredReplicaCount)}` : '-',
+        counted(r?.verifiedReplicaCount),
         text(r?.releaseId),
         isoTime(r?.updatedAt),
         s.automationHold ? `on hold since ${isoTime(s.automationHold.since)}` : '-',
+        ...(wide ? wideServiceCells(r, counted) : []),
       ];
     })
   );
@@ -245,21 +270,18 @@ export function lifecycleLines (view: RolloutView, now: number): string[] {
   return out;
 }
 
-export function statusText (view: RolloutView): string {
-  const out: string[] = [`service   ${view.serviceId}`];
+/** The current rollout, as `status` and `describe` show it: plan, targets, status, reporters, lifecycle. */
+export function rolloutLines (view: RolloutView): string[] {
   const plan = view.plan;
-  if (!plan) {
-    out.push('rollout   none yet (no release was ever promoted)');
-    return out.join('\n');
-  }
+  if (!plan) return ['rollout   none yet (no release was ever promoted)'];
   const scope = plan.targetScope;
-  out.push(
+  const out: string[] = [
     `rollout   ${plan.rolloutId} (generation ${plan.rolloutGeneration}, ${plan.mode}${plan.rollbackOfRolloutId ? ` of ${plan.rollbackOfRolloutId}` : ''}) ` +
       `issued ${isoTime(plan.createdAt)}`,
     `release   ${plan.releaseId}  ${plan.digestPinnedImageReference}`,
     `targets   clusters ${scope.targetClusterIds.join(', ') || '-'}; nodes ${clip(scope.targetNodeNames.join(', ') || '-', 120)}; ` +
-      `${scope.replicasPerNode} per node, ${scope.requiredReplicaCount} required`
-  );
+      `${scope.replicasPerNode} per node, ${scope.requiredReplicaCount} required`,
+  ];
   const status = currentStatus(view);
   out.push(status ? `status    ${status.status}: ${countsText(status)} (updated ${isoTime(status.updatedAt)})` : 'status    no status for this rollout yet');
   if (view.reporters.length > 0) {
@@ -271,11 +293,18 @@ export function statusText (view: RolloutView): string {
     }
   }
   out.push(...lifecycleLines(view, Date.now()));
+  return out;
+}
+
+/** `automatic promotion on hold since … (rollback ro_… by …)` */
+export const holdText = (hold: AutomationHold): string =>
+  `automatic promotion on hold since ${isoTime(hold.since)} (rollback ${hold.rolloutId} by ${hold.by})`;
+
+export function statusText (view: RolloutView): string {
+  const out: string[] = [`service   ${view.serviceId}`, ...rolloutLines(view)];
+  if (!view.plan) return out.join('\n');
   if (view.blocking.length > 0) out.push('blocking', ...blockingLines(view.blocking));
-  if (view.automationHold) {
-    const hold = view.automationHold;
-    out.push(`automatic promotion on hold since ${isoTime(hold.since)} (rollback ${hold.rolloutId} by ${hold.by})`);
-  }
+  if (view.automationHold) out.push(holdText(view.automationHold));
   return out.join('\n');
 }
 

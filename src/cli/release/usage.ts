@@ -18,6 +18,13 @@ list / history / services
   --cursor C                 the page after C
   --name NAME                services: only services with this name
 
+get services|releases|rollouts (the listings of services, list and history, kubectl style)
+  -s, --service ID           releases, rollouts: the service (its id or name)
+  --name NAME                services: only services with this name
+  --limit N / --cursor C     as for list
+
+describe service ID|NAME     the service, its current rollout, what blocks it, its newest rollouts
+
 status
   -w, --watch                keep following the rollout and redraw it until it ends (live view on a terminal);
                              with --timeout, --poll-interval, --no-sse as for wait (no timeout by default)
@@ -48,7 +55,8 @@ attestation verify (no server needed with --file and --key)
 every command
   --url URL                  control plane base URL (default: $CLOUDLY_URL)
   --token TOKEN              bearer token, a JWT (default: $CLOUDLY_TOKEN)
-  -o, --output FORMAT        table (default), json or yaml: one document on stdout; logs and progress go to stderr
+  -o, --output FORMAT        table (default), json or yaml: one document on stdout; logs and progress go to stderr;
+                             listings (get, list, history, services) also: wide (more columns), name (one id a line)
   --json                     the same as -o json
   --no-color                 no colours in the live view (NO_COLOR=1 does the same)
   --retries N                retries on network errors, 5xx and in-progress answers (default ${defaults.retries})

@@ -47,8 +47,24 @@ function expectationList (expected) {
 }
 
 /**
+ * The dialog's explicit acknowledgement (a checkbox the user must tick before Confirm does anything),
+ * shown only when the action asks for one (`spec.acknowledge`: its words); hidden and not needed otherwise.
+ */
+function acknowledgement (spec, confirm) {
+  const box = document.getElementById('action-ack-box');
+  document.getElementById('action-ack').hidden = spec.acknowledge === undefined;
+  fill(document.getElementById('action-ack-label'), spec.acknowledge ?? '');
+  box.checked = false;
+  box.disabled = false;
+  const given = () => spec.acknowledge === undefined || box.checked;
+  box.onchange = () => { if (confirm.textContent === spec.confirmLabel) confirm.disabled = !given(); };
+  confirm.disabled = !given();
+  return { given, lock: () => { box.disabled = true; } };
+}
+
+/**
  * Opens the dialog for one action. `spec`: { title, summary, confirmLabel, path, expected,
- * body(reason), onDone(answer), onReload() }.
+ * body(reason), onDone(answer), onReload(), acknowledge? (the words of a checkbox that must be ticked first) }.
  */
 export function openActionDialog (spec) {
   const dialog = document.getElementById('action-dialog');
@@ -68,8 +84,8 @@ export function openActionDialog (spec) {
   reason.readOnly = false;
   failure.hidden = true;
   confirm.hidden = false;
-  confirm.disabled = false;
   confirm.textContent = spec.confirmLabel;
+  const ack = acknowledgement(spec, confirm);
   dialog.dataset.idempotencyKey = key;
   dialog.dataset.state = 'open';
 
@@ -86,10 +102,11 @@ export function openActionDialog (spec) {
 
   form.onsubmit = async (event) => {
     event.preventDefault();
-    if (inFlight || confirm.disabled) return; // a double click sends one request
+    if (inFlight || confirm.disabled || !ack.given()) return; // a double click sends one request
     inFlight = true;
     confirm.disabled = true;
     reason.readOnly = true; // a retry must send the same body as the first attempt
+    ack.lock();
     dialog.dataset.state = 'sending';
     sentBody ??= spec.body(reason.value.trim() === '' ? undefined : reason.value.trim());
     try {

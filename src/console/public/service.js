@@ -21,6 +21,19 @@ const enc = encodeURIComponent;
 const SETTLED = new Set(['succeeded', 'rolled-back', 'failed', 'mismatched']);
 const FOLLOW_UP_MS = 1500;
 
+/**
+ * A report that changes no count sends no status event, yet it is fresh evidence: once the newest
+ * evidence on screen is this old the page re-reads the rollout view (at most once per this period),
+ * so "evidence N s old" stays true while the agent keeps reporting. No reporter, no re-read.
+ */
+const EVIDENCE_STALE_MS = 4000;
+
+/** When the newest evidence of the view arrived (the server's receipt time, else the reporter's); 0 without any. */
+const newestEvidence = (view) => Math.max(0, ...(view?.reporters ?? []).map((r) => r.lastReceivedAt ?? r.lastReportAt ?? 0));
+
+/** What a rollback to a release that never verified must be confirmed with. */
+const NEVER_VERIFIED_ACK = 'I know this release never verified';
+
 function section (id, title, ...children) {
   return h('section', { 'aria-labelledby': `${id}-title`, id },
     h('h2', { id: `${id}-title`, text: title }), ...children);
@@ -144,6 +157,7 @@ export function servicePage (root, serviceId) {
     releases: [],
     releasesCursor: undefined,
     verifications: {}, // by release id: the signature verdict a trust policy gave (docs/trust.md)
+    succeeded: {}, // by release id: when a rollout of it last succeeded (absent: it never verified)
     history: [],
     rolloutId: null,
     status: undefined,
@@ -222,8 +236,8 @@ export function servicePage (root, serviceId) {
     const more = state.releasesCursor ? () => { void loadReleases(true); } : undefined;
     const plan = state.view?.plan;
     const status = currentStatus(state.view ?? {})?.status;
-    fillIfChanged(el.releases, JSON.stringify([state.releases, plan?.rolloutId, state.releasesCursor, state.verifications]),
-      () => releasesTable(state.releases, plan, releaseActions, more, state.verifications));
+    fillIfChanged(el.releases, JSON.stringify([state.releases, plan?.rolloutId, state.releasesCursor, state.verifications, state.succeeded]),
+      () => releasesTable(state.releases, plan, releaseActions, more, state.verifications, state.succeeded));
     const lifecycle = state.view?.lifecycle;
     fillIfChanged(el.history, JSON.stringify([state.history, plan?.rolloutId, status, lifecycle?.succeededAt, lifecycle?.failure]),
       () => historyTable(state.history, plan, status, lifecycle));
@@ -244,6 +258,7 @@ export function servicePage (root, serviceId) {
     state.releases = append ? [...state.releases, ...page.releases] : page.releases;
     state.releasesCursor = page.nextCursor;
     state.verifications = { ...(append ? state.verifications : {}), ...page.verifications };
+    state.succeeded = { ...(append ? state.succeeded : {}), ...page.lastSucceededAt };
     drawLists();
   }
 
@@ -252,6 +267,7 @@ export function servicePage (root, serviceId) {
     state.releases = releases.releases;
     state.releasesCursor = releases.nextCursor;
     state.verifications = { ...releases.verifications };
+    state.succeeded = { ...releases.lastSucceededAt };
     state.history = history.rollouts;
     drawLists();
   }
@@ -323,9 +339,12 @@ export function servicePage (root, serviceId) {
 
   function openRollback (release) {
     const expected = expectationOf(state.view);
+    const verified = state.succeeded[release.id] !== undefined;
     openActionDialog({
       title: `Roll back to ${release.data.observedTags.join(', ') || release.id}`,
-      summary: `Replaces the current rollout with ${release.data.digestPinnedImageReference}, and holds automatic promotion until the next explicit promotion.`,
+      summary: `Replaces the current rollout with ${release.data.digestPinnedImageReference}, and holds automatic promotion until the next ` +
+        `explicit promotion.${verified ? '' : ' No rollout of this release ever succeeded: it was never verified on the target nodes.'}`,
+      ...(verified ? {} : { acknowledge: NEVER_VERIFIED_ACK }),
       confirmLabel: 'Roll back',
       path: `/v1/services/${enc(serviceId)}/image-releases/${enc(release.id)}/rollback`,
       expected,
@@ -369,7 +388,14 @@ export function servicePage (root, serviceId) {
     }
   })();
   // Ages and "not yet stable" counters move with the clock; no network.
-  const tick = window.setInterval(() => { refreshAges(root); if (state.view) drawGrid(); }, 1000);
+  let lastReread = 0;
+  function rereadIfStale (now = Date.now()) {
+    const newest = newestEvidence(state.view);
+    if (newest === 0 || document.hidden || now - newest < EVIDENCE_STALE_MS || now - lastReread < EVIDENCE_STALE_MS) return;
+    lastReread = now;
+    void reloadView();
+  }
+  const tick = window.setInterval(() => { refreshAges(root); if (state.view) drawGrid(); rereadIfStale(); }, 1000);
   return () => {
     disposed = true;
     stopLive?.();

@@ -32,10 +32,19 @@ function signatureCell (verdict) {
   return h('td', { title }, h('span', { class: 'badge tone-success', text: 'signed' }), ` ${signersText(verdict)}`);
 }
 
-function releaseRow (release, plan, actions, verifications) {
+/** Beside a rollback target no rollout of which ever succeeded (the releases page's `lastSucceededAt` does not name it). */
+const neverVerifiedMark = () => h('span', {
+  class: 'badge tone-pending',
+  'data-never-verified': 'true',
+  title: 'No rollout of this release ever succeeded: it was never verified on the target nodes.',
+  text: 'never verified',
+});
+
+function releaseRow (release, plan, actions, verifications, succeeded) {
   const d = release.data;
   const current = plan?.releaseId === release.id;
   const canRollBack = plan !== undefined && !current && d.acceptedAt !== undefined && d.registryRootDigest !== plan.requestedDigest;
+  const neverVerified = canRollBack && succeeded[release.id] === undefined;
   const label = d.observedTags.length > 0 ? d.observedTags.join(', ') : release.id;
   return h('tr', { 'data-release-id': release.id, class: current ? 'current' : undefined },
     h('th', { scope: 'row' }, h('span', { class: 'mono', text: release.id }), current ? h('span', { class: 'badge tone-none', text: 'current' }) : null),
@@ -47,21 +56,25 @@ function releaseRow (release, plan, actions, verifications) {
     verifications ? signatureCell(verifications[release.id]) : null,
     h('td', { class: 'actions' },
       actionButton('promote', release, `Promote ${label}`, 'Promote…', () => actions.promote(release)),
-      canRollBack ? actionButton('rollback', release, `Roll back to ${label}`, 'Roll back…', () => actions.rollback(release)) : null));
+      canRollBack
+        ? actionButton('rollback', release, `Roll back to ${label}${neverVerified ? ' (never verified)' : ''}`, 'Roll back…', () => actions.rollback(release))
+        : null,
+      neverVerified ? neverVerifiedMark() : null));
 }
 
 /**
  * The releases table, newest observation first, with "Load more" when there is a next page; with a
  * Signature column when some release carries a signature verdict (a service with a trust policy).
+ * `succeeded`: by release id, when a rollout of it last succeeded; a rollback target not in it is marked never verified.
  */
-export function releasesTable (releases, plan, actions, more, verifications = {}) {
+export function releasesTable (releases, plan, actions, more, verifications = {}, succeeded = {}) {
   if (releases.length === 0) return h('p', { class: 'muted', text: 'No releases observed yet: the registry has reported no push for this service.' });
   const signed = Object.keys(verifications).length > 0 ? verifications : undefined;
   return h('div', {},
     h('table', { class: 'releases' },
       h('caption', { class: 'sr-only', text: 'Releases, newest observation first' }),
       headRow(['Release', 'Tags', 'Digest', 'Last observed', 'Accepted', 'Promotions', ...(signed ? ['Signature'] : []), 'Actions']),
-      h('tbody', {}, releases.map((r) => releaseRow(r, plan, actions, signed)))),
+      h('tbody', {}, releases.map((r) => releaseRow(r, plan, actions, signed, succeeded)))),
     more ? h('button', { type: 'button', class: 'secondary', 'data-focus-key': 'more-releases', text: 'Load more releases', onclick: more }) : null);
 }
 

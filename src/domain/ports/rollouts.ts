@@ -20,6 +20,11 @@ export interface RolloutRepository extends StageHistory {
    */
   findPending(serviceId: string, currentGeneration: number): Promise<RolloutRecord[]>;
   markApplied(rolloutId: string): Promise<void>;
+  /**
+   * Of these releases of the service, those a rollout of which ever succeeded, with the newest such
+   * success (its succeededAt): the console marks a rollback target missing here as never verified.
+   */
+  lastSucceeded(serviceId: string, releaseIds: readonly string[]): Promise<Map<string, number>>;
   /** Promotions (manual or automatic) of a release: the release's promotionCount. */
   countPromotions(releaseId: string): Promise<number>;
   /** History page, newest generation first; `beforeGeneration` is the keyset cursor. */

@@ -8,6 +8,8 @@ import type { TokenVerifier } from '../auth.js';
 import { valueOf } from '../replies.js';
 import { ServiceParams, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
+import { responseExamples as answers } from '../responseExamples.js';
+import { withExample } from '../examples.js';
 
 export interface AttestationRoutesOptions {
   attestations: Pick<AttestationIssuer, 'list' | 'get' | 'keys'>;
@@ -29,7 +31,7 @@ export const attestationRoutes: FastifyPluginAsyncTypebox<AttestationRoutesOptio
     description: listDescription,
     params: ServiceParams,
     querystring: AttestationQuery,
-    response: replies(AttestationPage, withInput, ['service-not-found']),
+    response: replies(withExample(AttestationPage, answers.attestationPage), withInput, ['service-not-found']),
   }), async ({ params, query }, reply) => valueOf(await attestations.list(params.serviceId, query), reply, '/querystring'));
 
   app.get('/v1/services/:serviceId/attestations/:attestationId', guard(permissions.readAttestations, {
@@ -38,13 +40,13 @@ export const attestationRoutes: FastifyPluginAsyncTypebox<AttestationRoutesOptio
     description: 'As listed (an AttestationView: the DSSE envelope, its SVR for a runtime verification, its key and digest).' +
       ' `attestation-not-found` when the service has no attestation of this id.',
     params: AttestationParams,
-    response: replies(AttestationAnswer, withInput, ['service-not-found', 'attestation-not-found']),
+    response: replies(withExample(AttestationAnswer, answers.attestation), withInput, ['service-not-found', 'attestation-not-found']),
   }), async ({ params }, reply) => valueOf(await attestations.get(params.serviceId, params.attestationId), reply, '/params'));
 
   app.get('/v1/attestation-keys', guard(permissions.readAttestationKeys, {
     tags,
     summary: 'The public keys attestations are signed with',
     description: 'The active key first, then retired keys (still listed so that what they signed verifies). Empty when the server has no signing key.',
-    response: replies(AttestationKeyList),
+    response: replies(withExample(AttestationKeyList, answers.attestationKeys)),
   }), async () => attestations.keys());
 };

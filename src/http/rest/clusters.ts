@@ -9,6 +9,7 @@ import { valueOf } from '../replies.js';
 import { examples, withExample } from '../examples.js';
 import { withBody, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
+import { responseExamples as answers } from '../responseExamples.js';
 
 export interface ClusterRoutesOptions {
   clusters: ClusterOperations;
@@ -39,7 +40,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<ClusterRoutesOptions> = as
       description: registerDescription,
       params: ClusterParams,
       body: ClusterBody,
-      response: replies(ClusterReply, withInput, withBody, ['node-name-taken']),
+      response: replies(withExample(ClusterReply, answers.cluster), withInput, withBody, ['node-name-taken']),
     }),
     preValidation: async (request) => {
       const refused = duplicateNodeNamesRefusal(request.body, '/body');
@@ -48,12 +49,20 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<ClusterRoutesOptions> = as
   }, async (request, reply) => valueOf(await clusters.registerCluster(request.params.clusterId, request.body), reply, '/body'));
 
   app.get('/v1/clusters/:clusterId', guard(permissions.readClusters, {
-    tags, summary: readSummary, description: readDescription, params: ClusterParams, response: replies(ClusterReply, withInput, ['cluster-not-found']),
+    tags,
+    summary: readSummary,
+    description: readDescription,
+    params: ClusterParams,
+    response: replies(withExample(ClusterReply, answers.cluster), withInput, ['cluster-not-found']),
   }),
   async (request, reply) => valueOf(await clusters.readCluster(request.params.clusterId), reply, '/params'));
 
   app.get('/v1/clusters', guard(permissions.readClusters, {
-    tags, summary: listSummary, description: listDescription, querystring: ListQuery, response: replies(ListClustersResponse, withInput),
+    tags,
+    summary: listSummary,
+    description: listDescription,
+    querystring: ListQuery,
+    response: replies(withExample(ListClustersResponse, answers.clusterList), withInput),
   }),
   async ({ query }, reply) => {
     const listed = await clusters.listClusters({ limit: query.limit ?? clusterListLimits.default, after: query.after });

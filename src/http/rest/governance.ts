@@ -13,6 +13,7 @@ import { withExample } from '../examples.js';
 import { valueOf } from '../replies.js';
 import { ServiceParams, withBody, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
+import { responseExamples as answers } from '../responseExamples.js';
 
 const tags = ['governance'];
 
@@ -96,7 +97,8 @@ const approvalRoutes: FastifyPluginAsyncTypebox<GovernanceRoutesOptions> = async
     description: 'Each with its approvals and state under the policy in force: `pending`, `approved` (the quorum is reached, the rollout' +
       ' on its way), `issued` (with `rolloutId`) or `void` (`voidReason`: `expired`, `generation-moved`).',
     params: ServiceParams,
-    response: replies(Type.Object({ promotionRequests: Type.Array(PromotionRequestView) }), withInput, ['service-not-found']),
+    response: replies(withExample(Type.Object({ promotionRequests: Type.Array(PromotionRequestView) }), answers.promotionRequests), withInput,
+      ['service-not-found']),
   }), async ({ params }, reply) => valueOf(await approvals.list(params.serviceId), reply, '/params'));
 
   app.get(`${base}/:requestId`, guard(permissions.readServices, {
@@ -104,7 +106,8 @@ const approvalRoutes: FastifyPluginAsyncTypebox<GovernanceRoutesOptions> = async
     summary: 'One promotion request: its approvals and state',
     description: 'As listed; `promotion-request-not-found` when the service has no request of this id.',
     params: RequestParams,
-    response: replies(Type.Object({ promotionRequest: PromotionRequestView }), withInput, ['promotion-request-not-found']),
+    response: replies(withExample(Type.Object({ promotionRequest: PromotionRequestView }), answers.promotionRequest), withInput,
+      ['promotion-request-not-found']),
   }), async ({ params }, reply) => valueOf(await approvals.get(params.serviceId, params.requestId), reply, '/params'));
 
   app.post(`${base}/:requestId/approve`, guard(permissions.approvePromotions, {
@@ -115,7 +118,8 @@ const approvalRoutes: FastifyPluginAsyncTypebox<GovernanceRoutesOptions> = async
       ' under the generation the request named (`service` in the answer); a request another rollout overtook, or one that expired' +
       ' without its quorum, is void (`promotion-request-void`). Stop-the-line, the windows and the pipeline are asked again then.',
     params: RequestParams,
-    response: replies(ApproveReply, withInput, approvalCodes, ['stop-the-line', 'promotion-window-closed', 'pipeline-stage-not-satisfied']),
+    response: replies(withExample(ApproveReply, answers.approved), withInput, approvalCodes, ['stop-the-line', 'promotion-window-closed',
+      'pipeline-stage-not-satisfied']),
   }), async (request, reply) => valueOf(await approvals.approve(request.params.serviceId, request.params.requestId, actorOf(request)), reply, '/params'));
 };
 

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { DatabaseHealth } from '../../domain/ports/database.js';
 import { errors } from '../../errors.js';
 import { anyRoute, problemResponses, stored } from '../schemas.js';
+import { responseExamples as answers } from '../responseExamples.js';
 
 const READY_PING_TIMEOUT_MS = 1000;
 
@@ -19,7 +20,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       summary: 'Liveness: the process is up',
       description: 'Answers without touching the database (no token): restart the process when this fails.',
       security: [],
-      response: { 200: Type.Object({ status: Type.Literal('ok') }), ...problemResponses(anyRoute) },
+      response: { 200: Type.Object({ status: Type.Literal('ok') }, { examples: [answers.health] }), ...problemResponses(anyRoute) },
     },
   }, async () => ({ status: 'ok' as const }));
 
@@ -31,7 +32,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       description: 'No token. 503 `database-unavailable` while the database is away: take the process out of the load balancer, not restart it.' +
         ' 503 `database-refused` when the database answers but refused what the service needs (names what it refused and the server\'s answer).',
       security: [],
-      response: { 200: Type.Object({ status: Type.Literal('ready') }), ...problemResponses(stored) },
+      response: { 200: Type.Object({ status: Type.Literal('ready') }, { examples: [answers.ready] }), ...problemResponses(stored) },
     },
   }, async () => {
     if (!(await database.ping(READY_PING_TIMEOUT_MS))) throw errors.databaseUnavailable();

@@ -6,6 +6,7 @@ import { errors } from '../../errors.js';
 import type { HttpTelemetry } from '../../domain/ports/telemetry.js';
 import { bearerToken } from '../auth.js';
 import { anyRoute, problemResponses } from '../schemas.js';
+import { responseExamples as answers } from '../responseExamples.js';
 
 export interface MetricsRoutesOptions {
   metrics: HttpTelemetry;
@@ -45,7 +46,7 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<MetricsRoutesOptions> = as
       response: {
         200: {
           description: 'the series of this process',
-          content: { 'text/plain': { schema: Type.String() } },
+          content: { 'text/plain': { schema: Type.String(), example: answers.metrics } },
         },
         ...problemResponses(anyRoute, expected === undefined ? [] : ['unauthenticated']),
       },

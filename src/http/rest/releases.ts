@@ -13,6 +13,7 @@ import { valueOf } from '../replies.js';
 import { examples, withExample } from '../examples.js';
 import { ServiceParams, withBody, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
+import { responseExamples as answers } from '../responseExamples.js';
 
 export interface ReleaseRoutesOptions {
   operations: Pick<Operations, 'releases' | 'observePushEvent'>;
@@ -47,9 +48,12 @@ export const releaseRoutes: FastifyPluginAsyncTypebox<ReleaseRoutesOptions> = as
     description: pushDescription,
     body: withExample(IImmutableRegistryPushEvent, examples.pushEvent),
     response: {
-      ...replies({ ...PushReply, description: 'this eventId was already recorded with the same content: nothing changed' }, withBody,
-        ['service-not-found', 'push-event-conflict', 'release-identity-conflict', 'registry-target-mismatch', 'registry-unavailable']),
-      201: { ...PushReply, description: 'a new observation was recorded' },
+      ...replies({
+        ...withExample(PushReply, answers.pushReplayed),
+        description: 'this eventId was already recorded with the same content: nothing changed'
+      }, withBody,
+      ['service-not-found', 'push-event-conflict', 'release-identity-conflict', 'registry-target-mismatch', 'registry-unavailable']),
+      201: { ...withExample(PushReply, answers.pushRecorded), description: 'a new observation was recorded' },
     },
   }), async (request, reply) => {
     // A redelivered event is answered as a replay (200, `Idempotent-Replayed: true`).
@@ -63,7 +67,7 @@ export const releaseRoutes: FastifyPluginAsyncTypebox<ReleaseRoutesOptions> = as
     description: listDescription,
     params: ServiceParams,
     querystring: ImageReleasePageQuery,
-    response: replies(ImageReleasePage, withInput, ['service-not-found']),
+    response: replies(withExample(ImageReleasePage, answers.releases), withInput, ['service-not-found']),
   }), async ({ params, query }, reply) => valueOf(await releases.listReleasePage(params.serviceId, query), reply, '/querystring'));
 
   app.get('/v1/services/:serviceId/image-releases/:releaseId/verification', guard(permissions.readReleases, {
@@ -71,7 +75,7 @@ export const releaseRoutes: FastifyPluginAsyncTypebox<ReleaseRoutesOptions> = as
     summary: verificationSummary,
     description: verificationDescription,
     params: ReleaseParams,
-    response: replies(ReleaseVerificationView, withInput, ['service-not-found', 'release-not-found']),
+    response: replies(withExample(ReleaseVerificationView, answers.releaseVerification), withInput, ['service-not-found', 'release-not-found']),
   }), async ({ params }, reply) => valueOf(await releases.readVerification(params.serviceId, params.releaseId), reply, '/params'));
 
   app.get('/v1/services/:serviceId/tags/:tag/history', guard(permissions.readReleases, {
@@ -80,6 +84,6 @@ export const releaseRoutes: FastifyPluginAsyncTypebox<ReleaseRoutesOptions> = as
     description: ledgerDescription,
     params: TagParams,
     querystring: ImageTagHistoryQuery,
-    response: replies(ImageTagHistory, withInput, ['service-not-found']),
+    response: replies(withExample(ImageTagHistory, answers.tagHistory), withInput, ['service-not-found']),
   }), async ({ params, query }, reply) => valueOf(await releases.tagHistory(params.serviceId, params.tag, query), reply, '/querystring'));
 };

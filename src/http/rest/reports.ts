@@ -10,6 +10,7 @@ import { valueOf } from '../replies.js';
 import { examples, withExample } from '../examples.js';
 import { withBody } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
+import { responseExamples as answers } from '../responseExamples.js';
 
 export interface ReportRoutesOptions {
   operations: Pick<Operations, 'reportSnapshot'>;
@@ -48,7 +49,7 @@ export const reportRoutes: FastifyPluginAsyncTypebox<ReportRoutesOptions> = asyn
       summary: reportSummary,
       description: reportDescription,
       body: withExample(ReportDeploymentSnapshotsInput, examples.snapshotReport),
-      response: replies(ReportReply, withBody, reportCodes),
+      response: replies(withExample(ReportReply, answers.snapshotReport), withBody, reportCodes),
     }),
     preValidation: async (request) => {
       const refused = reportSnapshot.precheck(request.body);

@@ -13,6 +13,8 @@ import { authenticated, problemResponses, ServiceParams, stored, withInput } fro
 import { guardWith, replies } from './guard.js';
 import { serveOpening, type StatusHub } from '../sse/hub.js';
 import { SseStream } from '../sse/stream.js';
+import { responseExamples as answers } from '../responseExamples.js';
+import { withExample } from '../examples.js';
 
 export interface RolloutStatusRoutesOptions {
   rolloutReads: RolloutReads;
@@ -65,7 +67,7 @@ const StreamEvent = Type.Object({
 const streamReply = {
   description: 'text/event-stream: first at least one event (the current state), then `event: status` with a StatusEvent per change; ' +
     '`event: reset` with the current state; `: keep-alive` comments',
-  content: { 'text/event-stream': { schema: StreamEvent } },
+  content: { 'text/event-stream': { schema: StreamEvent, example: answers.statusEvent } },
 };
 
 const eventsDescription = [
@@ -99,7 +101,11 @@ export const rolloutStatusRoutes: FastifyPluginAsyncTypebox<RolloutStatusRoutesO
     ' `rolled-back`, …), each reporter\'s latest accepted evidence, and the reasons that block success (missing nodes, mismatches).';
   app.get('/v1/services/:serviceId/rollout', {
     ...guardWith(verifier)(permissions.readRolloutStatus, {
-      tags, summary: viewSummary, description: viewDescription, params: ServiceParams, response: replies(RolloutView, withInput, ['service-not-found']),
+      tags,
+      summary: viewSummary,
+      description: viewDescription,
+      params: ServiceParams,
+      response: replies(withExample(RolloutView, answers.rolloutView), withInput, ['service-not-found']),
     }),
     // The view is built whole by src/domain/rolloutView.ts (nothing else can be in it): JSON.stringify writes its
     // hundreds of KB for a large rollout faster than a schema-driven serializer; the schema still documents it.
@@ -112,7 +118,7 @@ export const rolloutStatusRoutes: FastifyPluginAsyncTypebox<RolloutStatusRoutesO
     summary: deploymentsSummary,
     description: 'Per reporter (cluster), the deployments its latest accepted snapshot report stated, as stored.',
     params: ServiceParams,
-    response: replies(StoredDeployments, withInput, ['service-not-found']),
+    response: replies(withExample(StoredDeployments, answers.deployments), withInput, ['service-not-found']),
   }), async (request, reply) => valueOf(await rolloutReads.readDeployments(request.params.serviceId), reply, '/params'));
 
   app.get('/v1/services/:serviceId/rollout/events', guardWith(verifier, streamToken)(permissions.readRolloutStatus, eventsSchema), async (request, reply) => {

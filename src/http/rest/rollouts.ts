@@ -13,6 +13,7 @@ import { valueOf } from '../replies.js';
 import { examples, idempotencyKeyExample, withExample } from '../examples.js';
 import { ServiceParams, ServiceReply, withBody, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
+import { responseExamples as answers } from '../responseExamples.js';
 
 export interface RolloutRoutesOptions {
   operations: Pick<Operations, 'promote' | 'rollBack' | 'abort' | 'rolloutReads'>;
@@ -94,7 +95,8 @@ const rolloutWriteCodes = [
   'promotion-window-closed', 'stop-the-line', 'pipeline-stage-not-satisfied', 'approval-required', 'approval-not-allowed', 'break-glass-not-available',
 ] as const;
 const rollbackCodes = ['rollback-target-not-accepted', 'rollback-target-is-current', 'no-current-rollout'] as const;
-const writeReplies = (...codes: ReadonlyArray<readonly ErrorCode[]>) => replies(ServiceReply, withInput, withBody, rolloutWriteCodes, ...codes);
+const writeReplies = (example: unknown, ...codes: ReadonlyArray<readonly ErrorCode[]>) =>
+  replies(withExample(ServiceReply, example), withInput, withBody, rolloutWriteCodes, ...codes);
 
 /** REST adapters for promotion, rollback, abort, the rollout history and the delivery metrics. */
 export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = async (app, { operations, verifier }) => {
@@ -108,7 +110,7 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
       params: ReleaseParams,
       headers: PromoteHeaders,
       body: withExample(PromoteBody, examples.promote),
-      response: writeReplies(),
+      response: writeReplies(answers.promoted),
     }),
     preValidation: requireIdempotencyKey,
   }, async (request, reply) => {
@@ -127,7 +129,7 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
       params: ReleaseParams,
       headers: IdempotencyHeaders,
       body: withExample(RollbackBody, examples.rollback),
-      response: writeReplies(rollbackCodes),
+      response: writeReplies(answers.rolledBack, rollbackCodes),
     }),
     preValidation: requireIdempotencyKey,
   }, async (request, reply) => {
@@ -143,7 +145,7 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
       params: ServiceParams,
       headers: IdempotencyHeaders,
       body: withExample(RollbackBody, examples.abort),
-      response: writeReplies(rollbackCodes, ['no-verified-release']),
+      response: writeReplies(answers.aborted, rollbackCodes, ['no-verified-release']),
     }),
     preValidation: requireIdempotencyKey,
   }, async (request, reply) => {
@@ -157,7 +159,7 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
     description: metricsDescription,
     params: ServiceParams,
     querystring: DeliveryMetricsQuery,
-    response: replies(DeliveryMetrics, withInput, ['service-not-found']),
+    response: replies(withExample(DeliveryMetrics, answers.deliveryMetrics), withInput, ['service-not-found']),
   }), async ({ params, query }, reply) => valueOf(await operations.rolloutReads.readDeliveryMetrics(params.serviceId, query), reply, '/querystring'));
 
   app.get('/v1/services/:serviceId/rollouts', guard(permissions.readRolloutHistory, {
@@ -166,6 +168,6 @@ export const rolloutRoutes: FastifyPluginAsyncTypebox<RolloutRoutesOptions> = as
     description: historyDescription,
     params: ServiceParams,
     querystring: RolloutHistoryQuery,
-    response: replies(RolloutHistoryPage, withInput, ['service-not-found']),
+    response: replies(withExample(RolloutHistoryPage, answers.rolloutHistory), withInput, ['service-not-found']),
   }), async ({ params, query }, reply) => valueOf(await operations.rolloutReads.readRolloutHistory(params.serviceId, query), reply, '/querystring'));
 };

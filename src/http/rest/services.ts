@@ -11,6 +11,7 @@ import { valueOf } from '../replies.js';
 import { examples, withExample } from '../examples.js';
 import { authenticated, problemResponses, ServiceParams, stored, withBody, withInput } from '../schemas.js';
 import { guardWith, replies } from './guard.js';
+import { responseExamples as answers } from '../responseExamples.js';
 
 export interface ServiceRoutesOptions {
   services: ServiceOperations;
@@ -34,7 +35,10 @@ type WriteReply = Static<typeof WriteReply>;
 const tags = ['services'];
 const ServiceBody = withExample(TServiceWritableData, examples.serviceWritableData);
 const created = {
-  201: { ...WriteReply, description: 'created; header `Location` is the new service\'s URL; `warnings` when the placement names unregistered clusters' },
+  201: {
+    ...withExample(WriteReply, answers.serviceCreated),
+    description: 'created; header `Location` is the new service\'s URL; `warnings` when the placement names unregistered clusters'
+  },
   ...problemResponses(authenticated, stored, withBody, ['server-managed-field', 'service-already-exists']),
 };
 const ServiceView = Type.Object({ service: IService, automationHold: Type.Optional(AutomationHold) });
@@ -78,7 +82,11 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = as
   });
 
   app.get('/v1/services', guard(permissions.readServices, {
-    tags, summary: listSummary, description: listDescription, querystring: ServiceListQuery, response: replies(ServicePage, withInput),
+    tags,
+    summary: listSummary,
+    description: listDescription,
+    querystring: ServiceListQuery,
+    response: replies(withExample(ServicePage, answers.serviceList), withInput),
   }),
   async (request, reply) => valueOf(await services.listServices(request.query), reply, '/querystring'));
 
@@ -86,7 +94,11 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = as
   const readDescription = 'The service with its server-managed rollout fields; `automationHold` is present while an operator\'s rollback' +
     ' or abort holds automatic promotion (until the next explicit promotion).';
   app.get('/v1/services/:serviceId', guard(permissions.readServices, {
-    tags, summary: readSummary, description: readDescription, params: ServiceParams, response: replies(ServiceView, withInput, ['service-not-found']),
+    tags,
+    summary: readSummary,
+    description: readDescription,
+    params: ServiceParams,
+    response: replies(withExample(ServiceView, answers.service), withInput, ['service-not-found']),
   }),
   async (request, reply) => valueOf(await services.readService(request.params.serviceId), reply, '/params'));
 
@@ -94,7 +106,8 @@ export const serviceRoutes: FastifyPluginAsyncTypebox<ServiceRoutesOptions> = as
   const updateDescription = 'The whole `TServiceWritableData` (a field left out is removed); the server-managed rollout fields are kept.' +
     ' A `placement` may name clusters not registered yet: saved, with `warnings` naming them (`placement-clusters-unregistered`);' +
     ' a promotion refuses with 422 `invalid-deployment-plan` naming them until they are registered with nodes (docs/errors.md).';
-  const updateReplies = replies(WriteReply, withInput, withBody, ['server-managed-field', 'service-not-found', 'service-already-exists']);
+  const updateReplies = replies(withExample(WriteReply, answers.serviceUpdated), withInput, withBody, ['server-managed-field', 'service-not-found',
+    'service-already-exists']);
   app.put('/v1/services/:serviceId', {
     ...guard(permissions.updateServices, {
       tags, summary: updateSummary, description: updateDescription, params: ServiceParams, body: ServiceBody, response: updateReplies,

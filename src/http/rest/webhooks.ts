@@ -9,6 +9,8 @@ import {
   Attempt, CreateBody, EventParams, Letter, LimitQuery, Params, RotateBody, SubscriptionReply, SubscriptionView, UpdateBody, WithSecretReply,
 } from '../webhookSchemas.js';
 import { guardWith, replies } from './guard.js';
+import { responseExamples as answers } from '../responseExamples.js';
+import { withExample } from '../examples.js';
 
 export interface WebhookRoutesOptions {
   webhooks: WebhookOperations;
@@ -38,7 +40,10 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = asyn
     description: 'Answers the signing secret once. A URL whose host resolves to a loopback, link-local or private address is 422' +
       ' `webhook-target-not-allowed` unless WEBHOOK_ALLOWED_HOSTS names it.',
     body: CreateBody,
-    response: { ...replies(WithSecretReply, withBody, ['webhook-target-not-allowed']), 201: WithSecretReply },
+    response: {
+      ...replies(withExample(WithSecretReply, answers.webhookCreated), withBody, ['webhook-target-not-allowed']),
+      201: withExample(WithSecretReply, answers.webhookCreated)
+    },
   }), async (request, reply) => {
     const created = valueOf(await webhooks.create(request.body), reply, '/body');
     return reply.code(201).header('location', `${base}/${created.subscription.id}`).send(created);
@@ -46,15 +51,20 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = asyn
 
   const ListReply = Type.Object({ subscriptions: Type.Array(SubscriptionView) });
   const listDescription = 'Every subscription with its health (`healthy`, `failing`, `gone`) and last error; never a secret.';
-  app.get(base, guard(admin, { tags, summary: 'List webhook subscriptions (admin)', description: listDescription, response: replies(ListReply) }),
-    async (_request, reply) => ({ subscriptions: valueOf(await webhooks.list(), reply, '') }));
+  app.get(base, guard(admin, {
+    tags,
+    summary: 'List webhook subscriptions (admin)',
+    description: listDescription,
+    response: replies(withExample(ListReply, answers.webhookList))
+  }),
+  async (_request, reply) => ({ subscriptions: valueOf(await webhooks.list(), reply, '') }));
 
   const read = {
     tags,
     summary: 'Read a webhook subscription (admin)',
     description: 'Its settings and health; never its secret.',
     params: Params,
-    response: replies(SubscriptionReply, withInput, notFound),
+    response: replies(withExample(SubscriptionReply, answers.webhook), withInput, notFound),
   };
   app.get(one, guard(admin, read),
     async (request, reply) => ({ subscription: valueOf(await webhooks.get(request.params.subscriptionId), reply, '/params') }));
@@ -65,7 +75,7 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = asyn
     description: '`enabled: false` pauses delivery (events wait in the log); `enabled: true` resumes from where it stopped, healthy again.',
     params: Params,
     body: UpdateBody,
-    response: replies(SubscriptionReply, withBody, notFound, ['webhook-target-not-allowed']),
+    response: replies(withExample(SubscriptionReply, answers.webhookUpdated), withBody, notFound, ['webhook-target-not-allowed']),
   }), async (request, reply) => ({ subscription: valueOf(await webhooks.update(request.params.subscriptionId, request.body), reply, '/body') }));
 
   const Deleted = Type.Object({ deleted: Type.Literal(true) });
@@ -74,7 +84,7 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = asyn
     summary: 'Delete a webhook subscription (admin)',
     description: 'With its cursors, delivery log and dead letters.',
     params: Params,
-    response: replies(Deleted, withInput, notFound),
+    response: replies(withExample(Deleted, answers.webhookDeleted), withInput, notFound),
   };
   app.delete(one, guard(admin, remove),
     async (request, reply) => valueOf(await webhooks.remove(request.params.subscriptionId), reply, '/params'));
@@ -85,7 +95,7 @@ const subscriptionRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = asyn
     description: 'The new secret is answered once; the previous one keeps signing beside it for `overlapSeconds`.',
     params: Params,
     body: RotateBody,
-    response: replies(WithSecretReply, withBody, notFound),
+    response: replies(withExample(WithSecretReply, answers.webhookSecretRotated), withBody, notFound),
   }), async (request, reply) => valueOf(await webhooks.rotateSecret(request.params.subscriptionId, request.body?.overlapSeconds), reply, '/body'));
 };
 
@@ -99,7 +109,7 @@ const deliveryRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (a
     description: 'One entry per attempt: event id, attempt number, status code or error, latency, a bounded excerpt of the answer.',
     params: Params,
     querystring: LimitQuery,
-    response: replies(Deliveries, withInput, notFound),
+    response: replies(withExample(Deliveries, answers.webhookDeliveries), withInput, notFound),
   }), async ({ params, query }, reply) => ({ deliveries: valueOf(await webhooks.deliveries(params.subscriptionId, query.limit ?? 100), reply, '/params') }));
 
   const Letters = Type.Object({ deadLetters: Type.Array(Letter) });
@@ -109,7 +119,7 @@ const deliveryRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (a
     description: 'Events given up after their attempts (or refused by the receiver with a 4xx), with the CloudEvent as sent.',
     params: Params,
     querystring: LimitQuery,
-    response: replies(Letters, withInput, notFound),
+    response: replies(withExample(Letters, answers.webhookDeadLetters), withInput, notFound),
   }), async ({ params, query }, reply) => ({ deadLetters: valueOf(await webhooks.deadLetters(params.subscriptionId, query.limit ?? 100), reply, '/params') }));
 
   const Queued = Type.Object({ queued: Type.Integer() });
@@ -118,7 +128,7 @@ const deliveryRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (a
     summary: 'Redeliver every dead letter (admin)',
     description: 'Queues every dead letter: the process delivering the subscription sends each once more, with its original webhook-id.',
     params: Params,
-    response: replies(Queued, withInput, notFound),
+    response: replies(withExample(Queued, answers.redeliveredAll), withInput, notFound),
   }), async (request, reply) => valueOf(await webhooks.redeliver(request.params.subscriptionId), reply, '/params'));
 
   app.post(`${one}/dead-letters/:eventId/redeliver`, guard(admin, {
@@ -126,6 +136,6 @@ const deliveryRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (a
     summary: 'Redeliver one dead letter (admin)',
     description: 'Queues one dead letter (by event id): sent once more, with its original webhook-id.',
     params: EventParams,
-    response: replies(Queued, withInput, notFound, ['dead-letter-not-found']),
+    response: replies(withExample(Queued, answers.redelivered), withInput, notFound, ['dead-letter-not-found']),
   }), async ({ params }, reply) => valueOf(await webhooks.redeliver(params.subscriptionId, params.eventId), reply, '/params'));
 };

@@ -3,11 +3,12 @@ import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { errors } from '../../errors.js';
 import { assertPermitted, type TokenVerifier } from '../auth.js';
-import { examples } from '../examples.js';
+import { examples, withExample } from '../examples.js';
 import { relocate } from '../replies.js';
 import { problemsOf } from '../schemaErrors.js';
 import type { TypedRequestMethod } from './methods.js';
 import { TypedRequestEnvelope, withoutIdentity } from './protocol.js';
+import { responseExamples as answers } from '../responseExamples.js';
 
 interface CompiledMethod {
   method: TypedRequestMethod;
@@ -68,7 +69,12 @@ export const typedRequestRoute: FastifyPluginAsyncTypebox<TypedRequestRouteOptio
       // Authenticated by the body's identity, not a header: no security scheme applies.
       security: [],
       body: CloneType(TypedRequestEnvelope, { description: protocol, examples: [examples.typedRequest] }),
-      response: { 200: { ...TypedRequestAnswer, description: 'the answer envelope: `response` filled, or `error`, or `retry`' } },
+      response: {
+        200: {
+          ...withExample(TypedRequestAnswer, answers.typedRequestAnswer),
+          description: 'the answer envelope: `response` filled, or `error`, or `retry`'
+        }
+      },
     },
   }, async (request) => {
     // The body parser refused anything nested deeper than MAX_BODY_DEPTH (src/http/jsonBody.ts).

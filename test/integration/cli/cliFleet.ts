@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../../src/contracts/index.js';
 import type { RolloutHistoryItem } from '../../../src/domain/history.js';
 import { serviceData } from '../../support/app.js';
@@ -8,7 +8,7 @@ import {
 } from '../../support/fixtures.js';
 import { startFleet, type Fleet } from '../../support/fleet.js';
 import { fullReplicas, reportBody } from '../../support/reports.js';
-import { cliEntry, setCliEnv } from './harness.js';
+import { cliEntry, killCliChildren, setCliEnv } from './harness.js';
 
 /**
  * The world a CLI test runs in: real server processes on a fresh database, cluster `c1` with
@@ -95,4 +95,22 @@ export async function startCliFleet (opts: { processes: number, env?: Record<str
     report,
     allVerified: async (serviceId) => await report(serviceId, (plan) => fullReplicas(plan, serviceId, ['n1', 'n2'])),
   };
+}
+
+/**
+ * One CliFleet for a test file: started before its tests, its CLI children killed and its
+ * processes closed after them. Read `.cf` and `.caller` (the first process) inside the tests.
+ */
+export function useCliFleet (opts: { processes: number, env?: Record<string, string> }): { readonly cf: CliFleet, readonly caller: Caller } {
+  let started: CliFleet | undefined;
+  beforeAll(async () => { started = await startCliFleet(opts); }, 120_000);
+  afterAll(async () => {
+    killCliChildren();
+    await started?.fleet.close();
+  });
+  const get = (): CliFleet => {
+    if (!started) throw new Error('the CLI fleet is not started (useCliFleet is read inside a test)');
+    return started;
+  };
+  return { get cf () { return get(); }, get caller () { return get().callers[0]!; } };
 }

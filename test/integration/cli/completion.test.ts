@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { cliEntry } from './harness.js';
 
-const commands = ['list', 'status', 'history', 'services', 'promote', 'rollback', 'abort', 'wait', 'attestation', 'version', 'completion'];
+const commands = ['list', 'status', 'history', 'services', 'get', 'describe', 'promote', 'rollback', 'abort', 'wait', 'attestation', 'version', 'completion'];
 
 /**
  * `cloudly-release completion bash|zsh`, as a user installs it: the built CLI prints the script,
@@ -43,7 +43,9 @@ describe('cloudly-release completion', () => {
     expect(complete(['cloudly-release', 'promote', '--ex'])).toEqual(['--expect-generation', '--expect-rollout-id']);
     expect(complete(['cloudly-release', 'abort', '--re'])).toEqual(['--retries', '--request-timeout', '--reason']);
     expect(complete(['cloudly-release', 'status', '--wa'])).toEqual(['--watch']);
-    expect(complete(['cloudly-release', 'list', '-o', ''])).toEqual(['table', 'json', 'yaml']);
+    expect(complete(['cloudly-release', 'list', '-o', ''])).toEqual(['table', 'wide', 'name', 'json', 'yaml']);
+    expect(complete(['cloudly-release', 'get', ''])).toEqual(expect.arrayContaining(['services', 'releases', 'rollouts', '--service', '--name']));
+    expect(complete(['cloudly-release', 'describe', 'se'])).toEqual(['service']);
     expect(complete(['cloudly-release', 'completion', ''])).toEqual(['bash', 'zsh']);
     expect(complete(['cloudly-release', 'attestation', 've'])).toEqual(['verify']);
     expect(complete(['cloudly-release', 'attestation', 'verify', '--ke'])).toEqual(['--key']);
@@ -57,7 +59,7 @@ describe('cloudly-release completion', () => {
     const zsh = script('zsh');
     expect(zsh.startsWith('#compdef cloudly-release\n')).toBe(true);
     for (const command of commands) expect(zsh).toContain(`    ${command})`);
-    expect(zsh).toContain("'(--output -o)'{--output,-o}'[table (default), json or yaml]:format:(table json yaml)'");
+    expect(zsh).toContain("'(--output -o)'{--output,-o}'[table (default), wide, name, json or yaml]:format:(table wide name json yaml)'");
     expect(zsh).toContain('compdef _cloudly_release cloudly-release');
     expect(zsh).toContain("      '1:subcommand:(verify)' \\\n");
   });

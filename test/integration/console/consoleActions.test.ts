@@ -69,6 +69,8 @@ describe('console actions in a browser', () => {
     expect(await page.$(`tr[data-release-id="${s.releases.b}"] button[data-action="rollback"]`)).toBeNull();
     await page.click(`tr[data-release-id="${s.releases.a}"] button[data-action="rollback"]`);
     await page.waitForSelector('#action-dialog[open]');
+    // v1 was promoted but never reported: a rollback to it must be acknowledged (consolePolish.test.ts).
+    await page.click('#action-ack-box');
     await page.click('#action-confirm');
     await waitForAttribute(page, '#action-dialog', 'data-state', 'done');
 

@@ -44,7 +44,7 @@ describe('cloudly-release argument parsing', () => {
     expect(run(['status', '--service', 's', '--no-color']).output.color).toBe(false);
     expect(run(['status', '--service', 's'], { ...env, NO_COLOR: '1' }).output.color).toBe(false);
     expect(run(['status', '--service', 's'], { ...env, NO_COLOR: '' }).output.color).toBe(true);
-    expect(refusal(['list', '--service', 's', '-o', 'xml']).message).toMatch(/-o \/ --output must be one of table, json, yaml, got 'xml'/);
+    expect(refusal(['list', '--service', 's', '-o', 'xml']).message).toMatch(/-o \/ --output must be one of table, wide, name, json, yaml, got 'xml'/);
     expect(refusal(['list', '--service', 's', '--json', '-o', 'yaml']).message).toMatch(/--json is -o json/);
   });
 
