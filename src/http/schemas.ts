@@ -41,13 +41,34 @@ const problemContentType = 'application/problem+json';
  * with it: a client generator gets the real statuses, and the `code` enum says which codes
  * a client must be ready for. `codes` lists the route's own; the shared groups above add the rest.
  */
+/** What a promotion that needs approvals answers (docs/governance.md "Approvals"). */
+const approvalRequiredExample = {
+  type: 'urn:cloudly-release:error:approval-required',
+  title: 'The promotion needs approvals: a promotion request was created',
+  status: 202,
+  detail: "this promotion needs 2 approvals from principals other than the requester: promotion request 'pr_5b1d0c7e9a2f4c6e8d0b1a3c'" +
+    ' was created and expires at 2025-12-02T10:00:00.000Z; nothing was issued yet',
+  code: 'approval-required',
+  instance: '/v1/services/svc_UGF5bWVudHMx/image-releases/rel_payments_2_0_0/promote',
+  requestId: '5f0c2f5e-3c1a-4c1e-9b7e-2a4d6e8f0a1b',
+  promotionRequest: {
+    requestId: 'pr_5b1d0c7e9a2f4c6e8d0b1a3c',
+    serviceId: 'svc_UGF5bWVudHMx',
+    releaseId: 'rel_payments_2_0_0',
+    expectedRolloutGeneration: 3,
+    required: 2,
+    approvals: 0,
+    expiresAt: 1_764_669_600_000,
+  },
+};
+
 export function problemResponses (...groups: ReadonlyArray<readonly ErrorCode[]>) {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of new Set([...groups.flat(), ...anyRoute])) {
     const status = errorCatalogue[code].status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
-  const responses: Record<string, { description: string, content: Record<string, { schema: TSchema }> }> = {};
+  const responses: Record<string, { description: string, content: Record<string, { schema: TSchema, example?: unknown }> }> = {};
   for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
     codes.sort();
     const retry = codes.some((code) => code === 'database-unavailable' || code === 'registry-unavailable' || code === 'idempotency-request-in-progress');
@@ -61,6 +82,8 @@ export function problemResponses (...groups: ReadonlyArray<readonly ErrorCode[]>
             status: Type.Literal(status),
             code: Type.Unsafe<ErrorCode>({ type: 'string', enum: codes, description: 'the stable codes this route answers with this status (docs/errors.md)' }),
           }, { additionalProperties: true, description: 'application/problem+json (RFC 9457); more members per code: docs/errors.md' }),
+          // A success answered as a problem document (202 approval-required): a client generator gets what it looks like.
+          ...(status < 300 && codes.includes('approval-required') ? { example: approvalRequiredExample } : {}),
         },
       },
     };

@@ -44,7 +44,19 @@ const BreakGlassView = Type.Object({
   until: Type.Optional(Type.Integer({ description: 'awaiting-approval: approve by then; active: usable until then; expired: since then' })),
   usedBy: Type.Optional(Type.Object({ rolloutId: Type.String(), at: Type.Integer() })),
 });
-const GrantReply = Type.Object({ grant: BreakGlassView });
+const GrantReply = withExample(Type.Object({ grant: BreakGlassView }), {
+  grant: {
+    grantId: 'bg_Yk3pQ8sV1tZx9wR2',
+    serviceId: 'svc_Q2hlY2tvdXQx',
+    releaseId: 'rel_3f2a9c1d4e5b6a7f8091a2b3',
+    reason: 'hotfix for incident 4711: checkout fails for EU cards',
+    requestedBy: { subject: 'ci-release-bot', role: 'api' },
+    createdAt: 1_764_324_000_000,
+    approvedBy: { subject: 'alice@example.com', role: 'admin', at: 1_764_324_300_000 },
+    state: 'active',
+    until: 1_764_326_100_000,
+  },
+});
 const GrantParams = Type.Object({ serviceId: Id, grantId: Id }, { additionalProperties: false });
 const GrantBody = withExample(Type.Object({
   releaseId: Id,
