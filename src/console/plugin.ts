@@ -24,6 +24,8 @@ export const consoleFiles = {
   'tables.js': 'text/javascript; charset=utf-8',
   'actions.js': 'text/javascript; charset=utf-8',
   'live.js': 'text/javascript; charset=utf-8',
+  'banner.js': 'text/javascript; charset=utf-8',
+  'governance.js': 'text/javascript; charset=utf-8',
   'favicon.svg': 'image/svg+xml',
 } as const satisfies Record<string, string>;
 

@@ -2,6 +2,7 @@
 // (#/ = every service, #/services/<id> = one service).
 
 import { call, claimsOf, token, whenUnauthenticated } from './api.js';
+import { stopTheLineBanner } from './banner.js';
 import { fill } from './dom.js';
 import { overviewPage } from './overview.js';
 import { servicePage } from './service.js';
@@ -13,6 +14,8 @@ const tokenInput = document.getElementById('token');
 const identity = document.getElementById('identity');
 const logout = document.getElementById('logout');
 let dispose = () => {};
+// Above every page while stop-the-line is on; read again on every navigation (banner.js).
+const banner = stopTheLineBanner(document.getElementById('stop-the-line'));
 
 function leavePage () {
   dispose();
@@ -24,6 +27,7 @@ function leavePage () {
 /** The token form, with the server's message when it refused the token. */
 function showLogin (message) {
   leavePage();
+  banner.hide();
   token.clear();
   fill(view);
   login.hidden = false;
@@ -60,6 +64,7 @@ function route () {
   leavePage();
   login.hidden = true;
   showIdentity();
+  void banner.refresh();
   const match = /^#\/services\/([^?/]+)/.exec(window.location.hash);
   document.title = 'Cloudly release console';
   dispose = match ? servicePage(view, decodedOrAsIs(match[1])) : overviewPage(view);

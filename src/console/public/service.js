@@ -5,6 +5,7 @@ import { openActionDialog } from './actions.js';
 import { getHistory, getReleases, getRollout, getService } from './api.js';
 import { announce, fill, fillIfChanged, h, refreshAges, shortDigest, statusBadge, timeAgo, timeUntil } from './dom.js';
 import { gridLegend, gridModel, renderGrid } from './grid.js';
+import { serviceGovernance } from './governance.js';
 import { followService } from './live.js';
 import { historyTable, releasesTable, triggerText } from './tables.js';
 
@@ -177,6 +178,8 @@ export function servicePage (root, serviceId) {
     releases: h('div', { id: 'releases-list' }),
     history: h('div', { id: 'history-list' }),
   };
+  // Promotion requests and the pipeline (governance.js); an approval that issues a rollout is shown like a promotion.
+  const governance = serviceGovernance(serviceId, { onIssued: (answer) => done(`Approved ${answer.promotionRequest.requestId}`)(answer) });
   fill(root,
     h('p', {}, h('a', { href: '#/', text: '← All services' })),
     el.title, el.ident, el.error,
@@ -184,6 +187,7 @@ export function servicePage (root, serviceId) {
     section('replicas', 'Replicas by node', gridLegend(), el.grid, el.detail),
     section('blocking', 'What blocks success', el.blocking),
     section('releases', 'Releases', el.releases),
+    governance.sections,
     section('history', 'Rollout history', el.history));
 
   const showError = (err) => {
@@ -270,6 +274,7 @@ export function servicePage (root, serviceId) {
     state.succeeded = { ...releases.lastSucceededAt };
     state.history = history.rollouts;
     drawLists();
+    void governance.reload(); // a new rollout may have issued a request, or voided one
   }
 
   // One read at a time; a change that arrives during a read triggers exactly one more.
@@ -332,7 +337,8 @@ export function servicePage (root, serviceId) {
         enableImmutableImage: true,
         ...(reason ? { reason } : {}),
       }),
-      onDone: done(`Promoted ${release.id}`),
+      // 202 approval-required: a promotion request was made, nothing issued (governance.js lists it).
+      onDone: (answer) => (answer.code === 'approval-required' ? governance.requested(answer) : done(`Promoted ${release.id}`)(answer)),
       onReload: () => { void reloadView(); },
     });
   }
@@ -375,6 +381,7 @@ export function servicePage (root, serviceId) {
       const { service } = await getService(serviceId);
       el.title.textContent = service.data.name;
       document.title = `${service.data.name} · Cloudly release console`;
+      void governance.showPipeline(service);
     } catch (err) {
       showError(err);
       return;
@@ -398,6 +405,7 @@ export function servicePage (root, serviceId) {
   const tick = window.setInterval(() => { refreshAges(root); if (state.view) drawGrid(); rereadIfStale(); }, 1000);
   return () => {
     disposed = true;
+    governance.dispose();
     stopLive?.();
     window.clearInterval(tick);
     window.clearTimeout(state.followUp);
