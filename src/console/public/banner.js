@@ -17,7 +17,7 @@ function bannerContent (stop) {
     typeof stop.since === 'number' ? [` since ${formatTime(stop.since)} (`, timeAgo(stop.since), ')'] : [],
     ': ', h('q', { class: 'why', text: stop.reason ?? '' }),
     h('span', { class: 'still' }, ' Rollbacks and aborts still go through.'),
-  ];
+  ].flat();
 }
 
 /**

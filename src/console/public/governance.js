@@ -100,7 +100,8 @@ export function serviceGovernance (serviceId, { onIssued }) {
       if (!disposed) draw();
     } catch (err) {
       if (err.status === 401 || disposed) return;
-      fill(el.list, h('p', { class: 'error', text: `Could not read the promotion requests: ${err.message} (${err.code})` }));
+      const text = `Could not read the promotion requests: ${err.message} (${err.code})`;
+      fillIfChanged(el.list, text, () => h('p', { class: 'error', text })); // through the same cache, so the next good read redraws
     }
   }
 
