@@ -4,7 +4,7 @@ import { mintToken } from '../../../src/domain/tokens.js';
 import type { Role } from '../../../src/domain/principal.js';
 import { serviceData } from '../../support/app.js';
 import { bearer, promote, pushRelease, registryHost, type FixtureService } from '../../support/fixtures.js';
-import { screenshot, signedIn, waitForAttribute, waitForText, type ConsolePage } from './browser.js';
+import { screenshot, signedIn, textContrast, waitForAttribute, waitForText, type ConsolePage } from './browser.js';
 import { consoleHarness } from './harness.js';
 import { history, namedService } from './stage.js';
 
@@ -145,6 +145,7 @@ describe('governance in the console', () => {
       expect(banner.text).toMatch(/\(\d+ s ago\)/);
       expect(banner.text).toMatch(new RegExp(`ago\\): ${reason}`));
       expect(banner.text).toContain('Rollbacks and aborts still go through.');
+      for (const { text, ratio } of await textContrast(page, '#stop-the-line, #stop-the-line *')) expect(ratio, text).toBeGreaterThanOrEqual(4.5);
 
       // The screenshot: the banner over a service page with its pending request and its pipeline.
       await waitForText(page, requestRow(requestId), 'first release of shop');
