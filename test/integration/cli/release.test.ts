@@ -386,7 +386,7 @@ describe('cloudly-release (the CLI, as CI runs it)', () => {
       ['missing CLOUDLY_TOKEN', ['status', '--service', 's'], { CLOUDLY_TOKEN: '' }, /CLOUDLY_TOKEN is not set/],
       ['malformed CLOUDLY_TOKEN (not a JWT)', ['status', '--service', 's'], { CLOUDLY_TOKEN: 'not-a-jwt' }, /CLOUDLY_TOKEN \/ --token is not a JWT/],
       ['CLOUDLY_TOKEN with "Bearer "', ['status', '--service', 's'], { CLOUDLY_TOKEN: 'Bearer a.b.c' }, /contains whitespace/],
-      ['unknown output format', ['list', '--service', 's', '-o', 'xml'], {}, /-o \/ --output must be one of table, json, yaml/],
+      ['unknown output format', ['list', '--service', 's', '-o', 'xml'], {}, /-o \/ --output must be one of table, wide, name, json, yaml/],
       ['completion for an unknown shell', ['completion', 'fish'], {}, /unknown shell 'fish'/],
     ];
     it.each(cases)('%s', async (_name, args, env, message) => {
