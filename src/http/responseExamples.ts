@@ -150,6 +150,21 @@ const euWest1Reporters = [
   reporters,
 ];
 
+/** A replica on node-a that runs, healthy and verified, since the report that made it so; stable at once (window 0). */
+const verifiedReplica = (deploymentId: string) => ({
+  nodeName: 'eu-west-1-node-a',
+  deploymentId,
+  deploymentStatus: 'running',
+  health: 'healthy',
+  verification: 'verified',
+  counted: true,
+  runningSince: 1764580800011,
+  verifiedSince: 1764580800011,
+  runningStable: true,
+  stable: true,
+  stability: { state: 'stable', windowMs: 0, runningVerifiedSince: 1764580800011, stableAt: 1764580800011 },
+});
+
 const data = {
   serviceId: 'svc_Q2hlY2tvdXQx',
   imageId: 'img-checkout',
@@ -423,42 +438,8 @@ const recorded = {
         verifiedReplicaCount: 2,
         failedReplicaCount: 0,
         replicas: [
-          {
-            nodeName: 'eu-west-1-node-a',
-            deploymentId: 'eu-west-1-node-a-task-0',
-            deploymentStatus: 'running',
-            health: 'healthy',
-            verification: 'verified',
-            counted: true,
-            runningSince: 1764580800011,
-            verifiedSince: 1764580800011,
-            runningStable: true,
-            stable: true,
-            stability: {
-              state: 'stable',
-              windowMs: 0,
-              runningVerifiedSince: 1764580800011,
-              stableAt: 1764580800011,
-            },
-          },
-          {
-            nodeName: 'eu-west-1-node-a',
-            deploymentId: 'eu-west-1-node-a-task-1',
-            deploymentStatus: 'running',
-            health: 'healthy',
-            verification: 'verified',
-            counted: true,
-            runningSince: 1764580800011,
-            verifiedSince: 1764580800011,
-            runningStable: true,
-            stable: true,
-            stability: {
-              state: 'stable',
-              windowMs: 0,
-              runningVerifiedSince: 1764580800011,
-              stableAt: 1764580800011,
-            },
-          },
+          verifiedReplica('eu-west-1-node-a-task-0'),
+          verifiedReplica('eu-west-1-node-a-task-1'),
         ],
       },
     ],
@@ -531,21 +512,9 @@ const recorded = {
   releases: {
     releases: [
       {
-        id: 'rel_checkout_4f9c3b2a7d1e',
+        id: release.id,
         data: {
-          serviceId: 'svc_Q2hlY2tvdXQx',
-          imageId: 'img-checkout',
-          registryHost: 'registry.example.com',
-          repository: 'shop/checkout',
-          registryRootDigest: 'sha256:4f9c3b2a7d1e8f6a5b0c9d2e3f4a1b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a',
-          digestPinnedImageReference: 'registry.example.com/shop/checkout@sha256:4f9c3b2a7d1e8f6a5b0c9d2e3f4a1b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a',
-          manifestMediaType: 'application/vnd.oci.image.index.v1+json',
-          observedTags: [
-            '1.4.2',
-          ],
-          firstObservedAt: 1764580739364,
-          lastObservedAt: 1764580739364,
-          observationCount: 1,
+          ...data,
           acceptedAt: 1764580799968,
           lastPromotedAt: 1764580799968,
           promotionCount: 1,

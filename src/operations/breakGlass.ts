@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { approveBreakGlass, breakGlassRequestRefusal, breakGlassState, type BreakGlassGrant } from '../domain/governance/breakGlass.js';
+import {
+  approveBreakGlass, breakGlassRequestRefusal, breakGlassState, type BreakGlassGrant, type BreakGlassState,
+} from '../domain/governance/breakGlass.js';
 import { effectivePromotionPolicy } from '../domain/governance/policy.js';
 import type { Clock, Repositories } from '../domain/ports/index.js';
 import { refusal, success, type Actor, type Result } from '../domain/result.js';
@@ -31,6 +33,16 @@ export interface BreakGlassView {
   usedBy?: { rolloutId: string, at: number };
 }
 
+/** The time a grant's state names: approve by (awaiting approval), usable until (active), expired since; none once used. */
+function untilOf (state: BreakGlassState): number | undefined {
+  switch (state.state) {
+    case 'awaiting-approval': return state.approveBy;
+    case 'active': return state.until;
+    case 'expired': return state.at;
+    case 'used': return undefined;
+  }
+}
+
 export function breakGlassOperations ({ repos, now }: BreakGlassDeps) {
   async function serviceAndGrant (serviceId: string, grantId: string) {
     const [service, grant] = await Promise.all([repos.catalogue.findById(serviceId), repos.breakGlassGrants.find(serviceId, grantId)]);
@@ -41,12 +53,7 @@ export function breakGlassOperations ({ repos, now }: BreakGlassDeps) {
 
   const viewOf = (grant: BreakGlassGrant, maxSeconds: number): BreakGlassView => {
     const state = breakGlassState({ allowed: true, maxSeconds }, grant, now());
-    const until = {
-      'awaiting-approval': 'approveBy' in state ? state.approveBy : undefined,
-      active: 'until' in state ? state.until : undefined,
-      expired: state.state === 'expired' ? state.at : undefined,
-      used: undefined
-    }[state.state];
+    const until = untilOf(state);
     return {
       grantId: grant.grantId,
       serviceId: grant.serviceId,

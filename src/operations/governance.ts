@@ -29,7 +29,7 @@ export interface GovernanceDeps {
 const STAGE_ROLLOUTS = 200;
 
 /** The stage's current rollout as its lifecycle holds it right now (the history copies it a moment later). */
-export function withLiveMilestones (rollouts: StageRollout[], view: LifecycleView | null): StageRollout[] {
+function withLiveMilestones (rollouts: StageRollout[], view: LifecycleView | null): StageRollout[] {
   const lifecycle = view?.state?.summary.lifecycle;
   const rolloutId = view?.plan?.rolloutId;
   if (!lifecycle || rolloutId === undefined) return rollouts;
@@ -43,16 +43,21 @@ export function withLiveMilestones (rollouts: StageRollout[], view: LifecycleVie
       }));
 }
 
-/** Each stage's rollouts of the digest. */
-async function stageFactsOf (deps: StageReads, stages: ReadonlyArray<{ serviceId: string }>, digest: string): Promise<StageFacts[]> {
-  return Promise.all(stages.map(async ({ serviceId }) => {
-    const [rollouts, view] = await Promise.all([
-      deps.repos.rollouts.stageRollouts(serviceId, [digest], STAGE_ROLLOUTS),
-      deps.repos.lifecycles.findLifecycle(serviceId),
-    ]);
-    return { serviceId, rollouts: withLiveMilestones(rollouts, view) };
-  }));
+/**
+ * A stage's rollouts of `digest` (undefined: its newest of any digest) as pipelines read them: the history,
+ * with the current rollout's milestones as its lifecycle holds them right now.
+ */
+export async function stageFacts (deps: StageReads, serviceId: string, digest: string | undefined, limit: number): Promise<StageFacts> {
+  const [rollouts, view] = await Promise.all([
+    deps.repos.rollouts.stageRollouts(serviceId, digest, limit),
+    deps.repos.lifecycles.findLifecycle(serviceId),
+  ]);
+  return { serviceId, rollouts: withLiveMilestones(rollouts, view) };
 }
+
+/** Each stage's rollouts of the digest. */
+const stageFactsOf = (deps: StageReads, stages: ReadonlyArray<{ serviceId: string }>, digest: string): Promise<StageFacts[]> =>
+  Promise.all(stages.map(({ serviceId }) => stageFacts(deps, serviceId, digest, STAGE_ROLLOUTS)));
 
 /** What the governance rules look at for a promotion; undefined for a rollback (exempt) or a target that is not there. */
 export async function governanceFactsOf (

@@ -377,7 +377,8 @@ async function planRollout (
   // Admitted: the release is the service's (the release rule holds).
   const admitted = facts.release as IImageRelease;
   // Last: a rollout the promotion policy wants approved becomes a promotion request instead (docs/governance.md).
-  const policy = effectivePromotionPolicy(found.service.data.promotionPolicy);
+  // Read with the governance facts for a promotion; a rollback or an abort reads only the service's own policy.
+  const policy = facts.governance?.policy ?? effectivePromotionPolicy(found.service.data.promotionPolicy);
   const approvals = req.approvedRequest === undefined ? approvalsFor(policy, approvalIntentOf(req)) : undefined;
   if (approvals) return requestApprovals(deps, req, rolloutRef, { ...facts, release: admitted }, approvals);
   const targetScope = computeTargetScope(found.service.data.placement, facts.clusters);

@@ -1,8 +1,7 @@
-import { digestsEligibleAt, type StageFacts, type StageRollout } from '../domain/governance/pipelines.js';
+import { digestsEligibleAt } from '../domain/governance/pipelines.js';
 import { effectivePromotionPolicy } from '../domain/governance/policy.js';
 import type { Clock, Log, PipelineService, Repositories } from '../domain/ports/index.js';
-import type { RolloutRecord } from '../domain/rollouts.js';
-import { withLiveMilestones } from './governance.js';
+import { stageFacts } from './governance.js';
 import type { RolloutIssuer } from './issueRollout.js';
 
 /**
@@ -27,35 +26,20 @@ const STAGE_HISTORY = 50;
 const OWN_HISTORY = 200;
 const SERVICES_PER_SWEEP = 100;
 
-const stageRolloutOf = (r: RolloutRecord): StageRollout => ({
-  rolloutId: r.rolloutId,
-  digest: r.plan.requestedDigest,
-  issuedAt: r.createdAt,
-  ...(r.succeededAt === undefined ? {} : { succeededAt: r.succeededAt }),
-  ...(r.failure === undefined ? {} : { failure: { at: r.failure.at, reason: r.failure.reason } }),
-  ...(r.revokedAt === undefined ? {} : { revokedAt: r.revokedAt }),
-  ...(r.ended === undefined ? {} : { ended: { at: r.ended.at, kind: r.ended.by } }),
-});
-
-async function recentStageFacts (deps: PipelinePromotionDeps, serviceId: string): Promise<StageFacts> {
-  const [records, view] = await Promise.all([deps.repos.rollouts.list(serviceId, STAGE_HISTORY), deps.repos.lifecycles.findLifecycle(serviceId)]);
-  return { serviceId, rollouts: withLiveMilestones(records.map(stageRolloutOf), view) };
-}
-
 /** One service: promotes its newest eligible digest, if any; true when a rollout was issued. */
 async function promoteOne (deps: PipelinePromotionDeps, service: PipelineService): Promise<boolean> {
   const pipeline = effectivePromotionPolicy(service.data.promotionPolicy).pipeline;
   const target = service.data.registryTarget;
   if (!pipeline || !target) return false;
   const [facts, own, here] = await Promise.all([
-    Promise.all(pipeline.requires.map((stage) => recentStageFacts(deps, stage.serviceId))),
-    deps.repos.rollouts.list(service.id, OWN_HISTORY),
+    Promise.all(pipeline.requires.map((stage) => stageFacts(deps, stage.serviceId, undefined, STAGE_HISTORY))),
+    deps.repos.rollouts.stageRollouts(service.id, undefined, OWN_HISTORY),
     deps.repos.lifecycles.findLifecycle(service.id),
   ]);
   // A rollout in progress here is not overtaken: the next candidate waits until it succeeded or failed.
   const lifecycle = here?.plan ? here.state?.summary.lifecycle : undefined;
   if (here?.plan && (lifecycle === undefined || (lifecycle.succeededAt ?? lifecycle.failure ?? lifecycle.deadline) === undefined)) return false;
-  const exclude = new Set(own.map((r) => r.plan.requestedDigest as string));
+  const exclude = new Set(own.map((r) => r.digest));
   const newest = digestsEligibleAt(pipeline, facts, deps.now(), { exclude }).at(-1);
   if (!newest) return false;
   const release = await deps.repos.releases.findByTuple({

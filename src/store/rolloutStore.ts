@@ -107,11 +107,14 @@ export class RolloutStore implements RolloutRepository {
     await this.collection.updateOne({ _id: rolloutId, revokedAt: { $exists: false } }, { $set: { revokedAt: at } });
   }
 
-  async stageRollouts (serviceId: string, digests: readonly string[], limit: number): Promise<StageRollout[]> {
-    // Equality on serviceId and the digest (rollouts_service_digest); only what pipelines read.
+  async stageRollouts (serviceId: string, digest: string | undefined, limit: number): Promise<StageRollout[]> {
+    // Only what pipelines read. Of one digest: equality on serviceId and the digest (rollouts_service_digest);
+    // the newest of any digest: serviceId, newest generation first (rollouts_service_generation_unique).
     const projection = { 'plan.requestedDigest': 1, createdAt: 1, succeededAt: 1, failure: 1, revokedAt: 1, ended: 1 } as const;
-    const filter = { serviceId, 'plan.requestedDigest': digests.length === 1 ? digests[0] : { $in: [...digests] } };
-    const docs = await this.collection.find(filter, { projection }).sort({ createdAt: -1 }).limit(limit).toArray();
+    const query = digest === undefined
+      ? this.collection.find({ serviceId }, { projection }).sort({ generation: -1 })
+      : this.collection.find({ serviceId, 'plan.requestedDigest': digest }, { projection }).sort({ createdAt: -1 });
+    const docs = await query.limit(limit).toArray();
     return docs.map((doc) => ({
       rolloutId: doc._id,
       digest: doc.plan.requestedDigest,

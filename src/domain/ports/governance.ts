@@ -21,8 +21,8 @@ export interface GovernanceRepository {
 
 /** A stage's rollouts of some digests, as pipelines read them (src/domain/governance/pipelines.ts). */
 export interface StageHistory {
-  /** The stage's rollouts of any of `digests` (newest first, at most `limit`), milestones as the history holds them. */
-  stageRollouts(serviceId: string, digests: readonly string[], limit: number): Promise<StageRollout[]>;
+  /** The stage's rollouts of `digest` (or, undefined, of any digest), newest first, at most `limit`; milestones as the history holds them. */
+  stageRollouts(serviceId: string, digest: string | undefined, limit: number): Promise<StageRollout[]>;
 }
 
 /** A promotion request as stored: the request (approvals.ts), what to issue once approved, and the approvals given. */

@@ -12,7 +12,7 @@ import { testSigner } from '../../support/attestations.js';
 import {
   bearer, createFixtureService, fullRolloutHistory, promote, pushRelease, registerCluster, type FixtureService, type PushedRelease,
 } from '../../support/fixtures.js';
-import { reportBody, reportVerified, verifiedReplica } from '../../support/reports.js';
+import { reportBody, reportVerified, verifiedReplica, promoteAndSucceed as succeedWith } from '../../support/reports.js';
 import { runCli } from '../cli/harness.js';
 
 /**
@@ -309,14 +309,8 @@ describe('attestations issued by the server', () => {
     return res.json().attestations;
   };
 
-  async function promoteAndSucceed (svc: FixtureService, release: PushedRelease, generation: number): Promise<IImmutableImageDeploymentPlan> {
-    const res = await promote(t.app, api, svc.id, release.releaseId, { generation });
-    expect(res.statusCode, res.body).toBe(200);
-    const plan = res.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
-    const { status } = await reportVerified(t.app, cluster, plan, svc.id, NODES, 1);
-    expect(status['status']).toBe('succeeded');
-    return plan;
-  }
+  const promoteAndSucceed = (svc: FixtureService, release: PushedRelease, generation: number): Promise<IImmutableImageDeploymentPlan> =>
+    succeedWith(t.app, { api, cluster }, svc, release, generation, NODES);
 
   /** n2 now runs another digest (sequence 2 of the session reportVerified used). */
   async function drift (svc: FixtureService, plan: IImmutableImageDeploymentPlan): Promise<void> {

@@ -6,7 +6,7 @@ import { testSigner } from '../../support/attestations.js';
 import {
   bearer, createFixtureService, fullRolloutHistory, promote, pushRelease, registerCluster, rollback, type FixtureService, type PushedRelease,
 } from '../../support/fixtures.js';
-import { reportBody, reportVerified, verifiedReplica } from '../../support/reports.js';
+import { reportBody, verifiedReplica, promoteAndSucceed as succeedWith } from '../../support/reports.js';
 
 /**
  * Governance through the real app on a real database (docs/governance.md): the pipeline (a digest
@@ -36,14 +36,8 @@ describe('promotion governance', () => {
   const service = (promotionPolicy?: Record<string, unknown>): Promise<FixtureService> =>
     createFixtureService(t.app, admin, { replicasPerNode: 1, rolloutPolicy: { stabilityWindowSeconds: 0 }, ...(promotionPolicy ? { promotionPolicy } : {}) });
 
-  async function promoteAndSucceed (svc: FixtureService, release: PushedRelease, generation: number): Promise<IImmutableImageDeploymentPlan> {
-    const res = await promote(t.app, api, svc.id, release.releaseId, { generation });
-    expect(res.statusCode, res.body).toBe(200);
-    const plan = res.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
-    const { status } = await reportVerified(t.app, cluster, plan, svc.id, NODES, 1);
-    expect(status['status']).toBe('succeeded');
-    return plan;
-  }
+  const promoteAndSucceed = (svc: FixtureService, release: PushedRelease, generation: number): Promise<IImmutableImageDeploymentPlan> =>
+    succeedWith(t.app, { api, cluster }, svc, release, generation, NODES);
 
   /** What a refusal must leave as it was: the service and its history. */
   const snapshot = async (svc: FixtureService): Promise<string> => JSON.stringify([
