@@ -1,7 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { expect } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../src/contracts/index.js';
 import type { RolloutHistoryItem, RolloutHistoryPage } from '../../src/domain/history.js';
 import { serviceData } from './app.js';
+import { reportVerified } from './reports.js';
 
 /** The registry every fixture service pulls from. */
 export const registryHost = 'registry.example.com';
@@ -187,4 +189,20 @@ export async function fullRolloutHistory (app: Caller, token: string, serviceId:
     if (!cursor) return items;
   }
   throw new Error('the rollout history has more than 100 pages');
+}
+
+/**
+ * (Kept out of reports.ts, which the benchmarks compile without vitest.) Promotes the release (expecting 200) and reports every replica of `nodeNames` verified for it (expecting
+ * `succeeded`, with the fixtures' stability window of 0): the rollout's plan.
+ */
+export async function promoteAndSucceed (
+  app: Caller, tokens: { api: string, cluster: string }, svc: FixtureService, release: PushedRelease, generation: number,
+  nodeNames: string[],
+): Promise<IImmutableImageDeploymentPlan> {
+  const res = await promote(app, tokens.api, svc.id, release.releaseId, { generation });
+  expect(res.statusCode, res.body).toBe(200);
+  const plan = res.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
+  const { status } = await reportVerified(app, tokens.cluster, plan, svc.id, nodeNames, 1);
+  expect(status['status']).toBe('succeeded');
+  return plan;
 }

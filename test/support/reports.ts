@@ -1,7 +1,5 @@
 import { createHash } from 'node:crypto';
-import { expect } from 'vitest';
 import type { IImmutableImageDeploymentPlan } from '../../src/contracts/index.js';
-import { promote, type Caller, type FixtureService, type PushedRelease } from './fixtures.js';
 
 /** A replica with complete, correct runtime evidence for the plan (what an honest Coreflow sends). */
 export function verifiedReplica (plan: IImmutableImageDeploymentPlan, serviceId: string, nodeName: string, index: number, overrides: {
@@ -87,7 +85,7 @@ export function reportsFor (plan: IImmutableImageDeploymentPlan, serviceId: stri
 }
 
 /** The part of test/support/fixtures.ts `Caller` a report needs. */
-interface ReportCaller {
+export interface ReportCaller {
   inject(
     opts: { method: string, url: string, headers?: Record<string, string>, payload?: unknown },
   ): Promise<{ statusCode: number, body: string, json(): any }>;
@@ -105,19 +103,4 @@ export async function reportVerified (
   const res = await app.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: { authorization: `Bearer ${clusterToken}` }, payload });
   if (res.statusCode !== 200) throw new Error(`report of ${nodeNames.join(',')}: ${res.statusCode} ${res.body}`);
   return res.json();
-}
-
-/**
- * Promotes the release (expecting 200) and reports every replica of `nodeNames` verified for it (expecting
- * `succeeded`, with the fixtures' stability window of 0): the rollout's plan.
- */
-export async function promoteAndSucceed (
-  app: Caller, tokens: { api: string, cluster: string }, svc: FixtureService, release: PushedRelease, generation: number, nodeNames: string[],
-): Promise<IImmutableImageDeploymentPlan> {
-  const res = await promote(app, tokens.api, svc.id, release.releaseId, { generation });
-  expect(res.statusCode, res.body).toBe(200);
-  const plan = res.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
-  const { status } = await reportVerified(app, tokens.cluster, plan, svc.id, nodeNames, 1);
-  expect(status['status']).toBe('succeeded');
-  return plan;
 }

@@ -10,9 +10,10 @@ import {
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { testSigner } from '../../support/attestations.js';
 import {
+  promoteAndSucceed as succeedWith,
   bearer, createFixtureService, fullRolloutHistory, promote, pushRelease, registerCluster, type FixtureService, type PushedRelease,
 } from '../../support/fixtures.js';
-import { reportBody, reportVerified, verifiedReplica, promoteAndSucceed as succeedWith } from '../../support/reports.js';
+import { reportBody, reportVerified, verifiedReplica } from '../../support/reports.js';
 import { runCli } from '../cli/harness.js';
 
 /**

@@ -4,9 +4,10 @@ import { EventLogStore } from '../../../src/store/eventLogStore.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { testSigner } from '../../support/attestations.js';
 import {
+  promoteAndSucceed as succeedWith,
   bearer, createFixtureService, fullRolloutHistory, promote, pushRelease, registerCluster, rollback, type FixtureService, type PushedRelease,
 } from '../../support/fixtures.js';
-import { reportBody, verifiedReplica, promoteAndSucceed as succeedWith } from '../../support/reports.js';
+import { reportBody, verifiedReplica } from '../../support/reports.js';
 
 /**
  * Governance through the real app on a real database (docs/governance.md): the pipeline (a digest
