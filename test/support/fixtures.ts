@@ -192,8 +192,9 @@ export async function fullRolloutHistory (app: Caller, token: string, serviceId:
 }
 
 /**
- * (Kept out of reports.ts, which the benchmarks compile without vitest.) Promotes the release (expecting 200) and reports every replica of `nodeNames` verified for it (expecting
- * `succeeded`, with the fixtures' stability window of 0): the rollout's plan.
+ * (Kept out of reports.ts, which the benchmarks compile without vitest.) Promotes the release (expecting 200) and
+ * reports every replica of `nodeNames` verified for it (expecting `succeeded`, with the fixtures' stability window
+ * of 0): the rollout's plan.
  */
 export async function promoteAndSucceed (
   app: Caller, tokens: { api: string, cluster: string }, svc: FixtureService, release: PushedRelease, generation: number,
