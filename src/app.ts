@@ -43,6 +43,7 @@ import { clusterOperations } from './operations/clusters.js';
 import { governanceOperations } from './operations/governance.js';
 import { approvalOperations } from './operations/approvals.js';
 import { breakGlassOperations } from './operations/breakGlass.js';
+import { promoteAfterWindows } from './operations/windowPromotion.js';
 import { promoteDownstream } from './operations/pipelinePromotion.js';
 import type { Operations } from './operations/index.js';
 import { attestationIssuer } from './operations/attestations.js';
@@ -124,8 +125,11 @@ function composeOperations ({ repos, telemetry, config, fault, log, now, registr
   // The one rollout issuer (compare-and-swap, Idempotency-Key): every use case that starts a rollout issues it through this.
   const issuer = rolloutIssuer({ repos, now, leaseMs: config.IDEMPOTENCY_LEASE_MS, fault, telemetry, log, trust, attestations });
   const eventsRetentionMs = config.EVENTS_RETENTION_DAYS * 24 * 60 * 60 * 1000;
-  const pipelines = { sweep: (stopping: () => boolean) => promoteDownstream({ repos, rollouts: issuer, now, log }, stopping) };
-  const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault, eventsRetentionMs, attestations, pipelines });
+  const promotions = {
+    sweep: async (stopping: () => boolean) => await promoteDownstream({ repos, rollouts: issuer, now, log }, stopping) +
+      (stopping() ? 0 : await promoteAfterWindows({ repos, rollouts: issuer, now, log }, stopping)),
+  };
+  const lifecycle = rolloutLifecycle({ repos, rollouts: issuer, telemetry, now, log, fault, eventsRetentionMs, attestations, promotions });
   return {
     lifecycle,
     attestations,
@@ -133,7 +137,7 @@ function composeOperations ({ repos, telemetry, config, fault, log, now, registr
     services: serviceOperations({ repos, now, trust: { trustedRootConfigured: root !== undefined } }),
     clusters: clusterOperations({ repos, now }),
     governance: governanceOperations({ repos, now }),
-    approvals: approvalOperations({ repos, issuer, now }),
+    approvals: approvalOperations({ repos, issuer, now, log }),
     breakGlass: breakGlassOperations({ repos, now }),
     releases: releaseReads({ repos }),
     rolloutReads: rolloutReads({ repos, now }),

@@ -23,6 +23,8 @@ export const domainEventTypes = [
   'automation.held',
   'automation.released',
   'promotion.refused',
+  'promotion.requested',
+  'promotion.approved',
   'attestation.issued',
   'attestation.revoked',
 ] as const;
@@ -70,6 +72,60 @@ export const promotionRefusedEvent = (
   data: { releaseId: input.releaseId, mode: input.mode, code: input.code, reason: input.detail.slice(0, 512), by: input.by, requestReason: input.reason },
 });
 
+/** What the promotion request events name: the request, its release and digest, the generation it was made against. */
+export interface PromotionRequestFacts {
+  requestId: string;
+  releaseId: string;
+  digest: string;
+  expectedRolloutGeneration: number;
+  intent: string;
+  required: number;
+  expiresAt: number;
+}
+
+/**
+ * A promotion the policy wants approved became a promotion request: approvers hear it. `key` is the request's
+ * id (one request per Idempotency-Key lifetime): a retry of the request records the same event.
+ */
+export const promotionRequestedEvent = (
+  input: PromotionRequestFacts & { at: number, by: unknown, reason: string },
+): DomainEvent => ({
+  key: `requested:${input.requestId}`,
+  type: 'promotion.requested',
+  time: input.at,
+  data: {
+    requestId: input.requestId,
+    releaseId: input.releaseId,
+    digest: input.digest,
+    generation: input.expectedRolloutGeneration,
+    intent: input.intent,
+    required: input.required,
+    expiresAt: input.expiresAt,
+    by: input.by,
+    reason: input.reason.slice(0, 1024),
+  },
+});
+
+/** One approval was added to a promotion request (the one that completes the quorum is followed by `rollout.issued`). */
+export const promotionApprovedEvent = (
+  input: PromotionRequestFacts & { at: number, approver: { subject: string, role: string, type?: string }, approvals: number },
+): DomainEvent => ({
+  key: `approved:${input.requestId}:${input.approver.subject}`,
+  type: 'promotion.approved',
+  time: input.at,
+  data: {
+    requestId: input.requestId,
+    releaseId: input.releaseId,
+    digest: input.digest,
+    generation: input.expectedRolloutGeneration,
+    intent: input.intent,
+    required: input.required,
+    approvals: input.approvals,
+    expiresAt: input.expiresAt,
+    by: input.approver,
+  },
+});
+
 /** What every rollout event names: the rollout, its generation and mode, and the release and digest it deploys. */
 const rolloutFacts = (plan: Pick<IImmutableImageDeploymentPlan, 'rolloutId' | 'rolloutGeneration' | 'mode' | 'releaseId' | 'requestedDigest'>) => ({
   rolloutId: plan.rolloutId,
@@ -92,6 +148,8 @@ export const rolloutIssuedEvent = (record: RolloutRecord): DomainEvent => ({
     requiredReplicaCount: record.plan.targetScope.requiredReplicaCount,
     by: record.issuedBy,
     reason: record.reason,
+    ...(record.approval ? { approval: record.approval } : {}),
+    ...(record.breakGlass ? { breakGlass: record.breakGlass } : {}),
   },
 });
 

@@ -63,6 +63,11 @@ export const RolloutHistoryItem = Type.Object({
     approvedBy: Type.String(),
     until: Type.Integer({ description: 'the end of the grant\'s time box' }),
   }, { description: 'the break-glass grant this promotion passed a closed window with (docs/governance.md)' })),
+  approval: Type.Optional(Type.Object({
+    requestId: Type.String(),
+    requestedBy: Type.Object({ subject: Type.String(), role: Type.String() }),
+    approvedBy: Type.Array(Type.Object({ subject: Type.String(), role: Type.String(), at: Type.Integer() })),
+  }, { description: 'the promotion request whose approvals issued this rollout: its requester and approvers (docs/governance.md)' })),
 });
 export type RolloutHistoryItem = Static<typeof RolloutHistoryItem>;
 
@@ -106,4 +111,5 @@ export const historyItemOf = (r: RolloutRecord): RolloutHistoryItem => ({
   endedBy: r.ended ? { kind: r.ended.by, rolloutId: r.ended.rolloutId } : undefined,
   trust: r.trust,
   breakGlass: r.breakGlass,
+  approval: r.approval,
 });

@@ -323,6 +323,24 @@ export interface QueuedPromotion {
   afterRolloutId: string;
 }
 
+/**
+ * A push whose automatic promotion met a closed window or stop-the-line (docs/governance.md "Windows"): the
+ * newest waits on the service and the sweeper promotes it once promotions open again, under the push's own
+ * idempotency key (one rollout per push, whoever promotes it).
+ */
+export interface WindowWait {
+  releaseId: string;
+  firstObservedAt: number;
+  tag: string;
+  eventId: string;
+  pushedBy: string;
+  /** When it started waiting, and the refusal it met last (`promotion-window-closed`, `stop-the-line`). */
+  since: number;
+  code: string;
+  /** When the sweeper tries it again: the opening the window named, or shortly (stop-the-line names none). */
+  retryAt: number;
+}
+
 /** A rollout is settled once it succeeded, failed by the deadline, or its status is failed / mismatched — or its deadline passed. */
 export function isSettled (status: TImmutableImageRolloutStatus, lifecycle: RolloutLifecycle | undefined, policy: EffectivePolicy, now: number): boolean {
   if (lifecycle?.succeededAt !== undefined || lifecycle?.deadline !== undefined) return true;

@@ -95,6 +95,15 @@ export interface RolloutRecord {
   verification?: ReleaseVerification;
   /** The break-glass grant it passed a closed window with (docs/governance.md "Break-glass"). */
   breakGlass?: BreakGlassUse;
+  /** The promotion request it was issued for, with its requester and approvers (docs/governance.md "Approvals"). */
+  approval?: ApprovalUse;
+}
+
+/** A promotion request as the rollout its approvals issued records it. */
+export interface ApprovalUse {
+  requestId: string;
+  requestedBy: { subject: string, role: string };
+  approvedBy: Array<{ subject: string, role: string, at: number }>;
 }
 
 /** A break-glass grant as the rollout it let through records it. */

@@ -3,11 +3,12 @@ import {
   approvalsFor, decideApproval, requestState, type Approval, type PrincipalRef, type RequestState,
 } from '../domain/governance/approvals.js';
 import { effectivePromotionPolicy, type EffectiveApprovals } from '../domain/governance/policy.js';
-import type { Clock, Repositories, StoredPromotionRequest } from '../domain/ports/index.js';
+import { promotionApprovedEvent } from '../domain/events.js';
+import type { Clock, Log, Repositories, StoredPromotionRequest } from '../domain/ports/index.js';
 import { refusal, success, type Actor, type Result } from '../domain/result.js';
 import { currentGeneration } from '../domain/rollouts.js';
 import { errors } from '../errors.js';
-import type { RolloutIssuer } from './issueRollout.js';
+import { recordQuietly, type RolloutIssuer } from './issueRollout.js';
 
 /**
  * Approvals (docs/governance.md "Approvals"): a promotion the policy covers was made a promotion
@@ -20,9 +21,10 @@ import type { RolloutIssuer } from './issueRollout.js';
  */
 
 export interface ApprovalDeps {
-  repos: Pick<Repositories, 'promotionRequests' | 'catalogue'>;
+  repos: Pick<Repositories, 'promotionRequests' | 'catalogue' | 'events'>;
   issuer: RolloutIssuer;
   now: Clock;
+  log: Pick<Log, 'warn'>;
 }
 
 /** A promotion request as the API answers it. */
@@ -95,7 +97,11 @@ async function issueApproved (deps: ApprovalDeps, request: StoredPromotionReques
     intent: request.rollout.intent,
     issuer: { ...request.requester, type: request.requester.type ?? 'human' },
     reason: `${request.rollout.reason} (promotion request ${request.requestId}, approved by ${by})`.slice(0, 1024),
-    approvedRequest: request.requestId,
+    approvedRequest: {
+      requestId: request.requestId,
+      requestedBy: { subject: request.requester.subject, role: request.requester.role },
+      approvedBy: approvedBy.map((a) => ({ subject: a.approver.subject, role: a.approver.role, at: a.at })),
+    },
     ...(request.rollout.trigger ? { trigger: request.rollout.trigger } : {}),
   });
   if (!issued.ok) {
@@ -117,6 +123,22 @@ async function issueApproved (deps: ApprovalDeps, request: StoredPromotionReques
   const done = { ...request, issued: { rolloutId: issued.value.rolloutId, at } };
   const view = viewOf(done, approvalsOf(issued.value.service, request), { state: 'issued', rolloutId: issued.value.rolloutId, at });
   return success({ promotionRequest: view, service: issued.value.service });
+}
+
+/** The `promotion.approved` event of an approval this call added (before the rollout the quorum issues, if it does). */
+async function recordApproval (deps: ApprovalDeps, request: StoredPromotionRequest, approvals: EffectiveApprovals, approver: PrincipalRef): Promise<void> {
+  await recordQuietly(deps, request.serviceId, promotionApprovedEvent({
+    requestId: request.requestId,
+    releaseId: request.releaseId,
+    digest: request.digest ?? '',
+    expectedRolloutGeneration: request.expectedRolloutGeneration,
+    intent: request.intent,
+    required: approvals.required,
+    expiresAt: request.expiresAt,
+    at: deps.now(),
+    approver: { subject: approver.subject, role: approver.role, ...(approver.type ? { type: approver.type } : {}) },
+    approvals: request.approvals.length,
+  }));
 }
 
 export function approvalOperations (deps: ApprovalDeps) {
@@ -156,10 +178,11 @@ export function approvalOperations (deps: ApprovalDeps) {
         return refusal(decision.error);
       }
       if (decision.outcome === 'issued') return success({ promotionRequest: viewOf(request, approvals, stateOf(service, request)) });
-      if (decision.approval) await repos.promotionRequests.addApproval(requestId, decision.approval);
+      const added = decision.approval !== undefined && await repos.promotionRequests.addApproval(requestId, decision.approval);
       // Read again: approvals given at the same moment by others may have completed the quorum with this one.
       const after = await load(serviceId, requestId);
       if (!after) return refusal(errors.promotionRequestNotFound(serviceId, requestId));
+      if (added) await recordApproval(deps, after.request, approvalsOf(after.service, after.request), principal);
       const state = stateOf(after.service, after.request);
       if (state.state === 'approved') return issue(after.request, state.approvedBy);
       return success({ promotionRequest: viewOf(after.request, approvalsOf(after.service, after.request), state) });

@@ -111,6 +111,7 @@ async function statementOf (deps: AttestationDeps, facts: DueAttestations, due: 
     verificationSummaryDigest: rollout.trust?.summaryDigest ?? null,
     verifiedAt: due.at,
     previous,
+    governance: { approval: rollout.approval, breakGlass: rollout.breakGlass },
   });
   return { statement, summary: svrStatement(statement) };
 }

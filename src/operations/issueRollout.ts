@@ -8,10 +8,10 @@ import type { Role } from '../domain/principal.js';
 import { computeTargetScope } from '../domain/clusters.js';
 import type { Clock, Log, Repositories, ServiceWithHold, StoredOutcome } from '../domain/ports/index.js';
 import type { EndedRollout } from '../domain/rolloutApplication.js';
-import { promotionRefusedEvent } from '../domain/events.js';
+import { promotionRefusedEvent, promotionRequestedEvent, type DomainEvent } from '../domain/events.js';
 import {
   buildPlan, currentGeneration, currentRolloutOf, idempotencyRecordId, operationOf, requestFingerprint, rolloutRefFor, serviceAfterRollout,
-  type AutomaticPromotionSkip, type BreakGlassUse, type Issuer, type RolloutEnd, type RolloutIntent, type RolloutRecord, type RolloutTrigger,
+  type ApprovalUse, type AutomaticPromotionSkip, type BreakGlassUse, type Issuer, type RolloutEnd, type RolloutIntent, type RolloutRecord, type RolloutTrigger,
 } from '../domain/rollouts.js';
 import { lastVerifiedRelease } from '../domain/lifecycle.js';
 import { errors, isAppError, rolloutRefusalOf, type AppError } from '../errors.js';
@@ -75,8 +75,10 @@ export interface RolloutRequest {
   fingerprintExtra?: unknown[];
   /** Why the server issues it by itself (abort, automatic rollback, a push that waited): kept in the history. */
   trigger?: RolloutTrigger;
-  /** The promotion request whose approvals this issuing completes (src/operations/approvals.ts): no new request is made. */
-  approvedRequest?: string;
+  /** A refusal is not told as a `promotion.refused` event (a waiting push tried again: it was told when it first met the refusal). */
+  quietRefusal?: true;
+  /** The promotion request whose approvals this issuing completes (src/operations/approvals.ts): no new request is made; the rollout records it. */
+  approvedRequest?: ApprovalUse;
 }
 
 /** A rollout was issued (or had been, for a replay), or an automatic promotion did not apply. */
@@ -151,7 +153,12 @@ async function finishRollout (deps: IssueRolloutDeps, record: RolloutRecord): Pr
     const end = endOf(record);
     if (await repos.rollouts.markEnded(record.previous.rolloutId, end)) countEndedChange(deps, record, end, previous);
   }
-  if (record.mode === 'automatic') await repos.automationQueue.clearQueuedPromotion(record.serviceId, record.releaseId);
+  if (record.mode === 'automatic') {
+    await Promise.all([
+      repos.automationQueue.clearQueuedPromotion(record.serviceId, record.releaseId),
+      repos.automationQueue.clearWindowWait(record.serviceId, record.releaseId),
+    ]);
+  }
   await repos.rollouts.markApplied(record.rolloutId);
   await forgetReportsBefore(deps, record);
 }
@@ -220,6 +227,7 @@ function recordOf (deps: IssueRolloutDeps, { req, rolloutRef, found, release, ta
     state: 'pending',
     createdAt: now,
     ...(req.trigger ? { trigger: req.trigger } : {}),
+    ...(req.approvedRequest ? { approval: req.approvedRequest } : {}),
     ...trustOf(trust),
   };
   return { record };
@@ -305,15 +313,25 @@ async function useBreakGlass (
  * receivers hear that a push or a request was held back, and why. Never fails the answer.
  */
 async function recordRefusal (deps: IssueRolloutDeps, req: RolloutRequest, ref: string, error: AppError): Promise<void> {
-  if (req.intent.kind !== 'promotion' || error.code === 'approval-required' || rolloutRefusalOf(error.code).automatic !== 'skipped') return;
+  if (req.intent.kind !== 'promotion' || req.quietRefusal || error.code === 'approval-required' || rolloutRefusalOf(error.code).automatic !== 'skipped') return;
   const event = promotionRefusedEvent({
     ref, at: deps.now(), releaseId: req.releaseId, mode: operationOf(req.intent), code: error.code, detail: error.message, by: req.issuer, reason: req.reason,
   });
+  await recordQuietly(deps, req.serviceId, event);
+}
+
+/**
+ * Records an event of the service's log beside a change made in its own collection (a refusal, a promotion
+ * request) and relays it. Never fails the answer: a failed write is logged (a retry of the request records it).
+ */
+export async function recordQuietly (
+  deps: { repos: Pick<Repositories, 'events'>, log: Pick<Log, 'warn'> }, serviceId: string, event: DomainEvent,
+): Promise<void> {
   try {
-    await deps.repos.events.record(req.serviceId, event);
-    await relayQuietly(deps.repos, req.serviceId);
+    await deps.repos.events.record(serviceId, event);
+    await relayQuietly(deps.repos, serviceId);
   } catch (err) {
-    deps.log.warn({ serviceId: req.serviceId, err }, 'recording a refused promotion failed');
+    deps.log.warn({ serviceId, err, event: event.type }, 'recording an event failed');
   }
 }
 
@@ -337,6 +355,7 @@ async function requestApprovals (
     requestId,
     serviceId: facts.service.id,
     releaseId: facts.release.id,
+    digest: facts.release.data.registryRootDigest,
     intent: approvalIntentOf(req),
     requester,
     expectedRolloutGeneration: facts.expectedRolloutGeneration,
@@ -345,6 +364,18 @@ async function requestApprovals (
     rollout: { intent: req.intent, reason: req.reason, ...(req.trigger ? { trigger: req.trigger } : {}) },
     approvals: [],
   });
+  await recordQuietly(deps, req.serviceId, promotionRequestedEvent({
+    requestId: stored.requestId,
+    releaseId: stored.releaseId,
+    digest: facts.release.data.registryRootDigest,
+    expectedRolloutGeneration: stored.expectedRolloutGeneration,
+    intent: stored.intent,
+    required: approvals.required,
+    expiresAt: stored.expiresAt,
+    at: stored.createdAt,
+    by: req.issuer,
+    reason: req.reason,
+  }));
   return errors.approvalRequired({
     requestId: stored.requestId,
     serviceId: stored.serviceId,

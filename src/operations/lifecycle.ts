@@ -56,8 +56,11 @@ export interface LifecycleDeps {
   attestations?: { issue(serviceId: string): Promise<number>, sweep(stopping: () => boolean): Promise<number> };
   /** How long the domain-event log keeps an event (EVENTS_RETENTION_DAYS): older ones are removed by the sweeper. */
   eventsRetentionMs: number;
-  /** Automatic promotion downstream (src/operations/pipelinePromotion.ts): a pass of every sweep. */
-  pipelines?: { sweep(stopping: () => boolean): Promise<number> };
+  /**
+   * The promotions the server makes by itself on a sweep: downstream by pipelines (src/operations/pipelinePromotion.ts)
+   * and pushes that waited for a window to open (src/operations/windowPromotion.ts).
+   */
+  promotions?: { sweep(stopping: () => boolean): Promise<number> };
 }
 
 /** What one process's sweeper carries from one sweep to the next: where each kind of pass stopped (by service id). */
@@ -470,7 +473,7 @@ export async function sweepOnce (deps: LifecycleDeps, cursors: SweepCursors, sto
     try {
       await relayPendingEvents(deps, cursors, stopping);
       if (!stopping()) await deps.attestations?.sweep(stopping);
-      if (!stopping()) await deps.pipelines?.sweep(stopping);
+      if (!stopping()) await deps.promotions?.sweep(stopping);
       if (!stopping()) await expireEvents(deps);
     } catch (err) {
       deps.log.warn({ err }, 'domain event log upkeep failed; the next sweep takes it up');

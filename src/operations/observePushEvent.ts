@@ -10,6 +10,7 @@ import { aggregateOf } from '../domain/rolloutStatus.js';
 import { automaticPromotionSkip } from '../domain/rollouts.js';
 import { errors, rolloutRefusalOf, type AppError } from '../errors.js';
 import type { RolloutIssuer } from './issueRollout.js';
+import { automaticPromotionKey, automaticPromotionRequest, closedForNow, retryAtOf } from './windowPromotion.js';
 import { invalid, refusal, success, type Actor, type Result } from '../domain/result.js';
 import type { Telemetry } from '../domain/ports/telemetry.js';
 
@@ -94,7 +95,7 @@ async function queueBehindRollout (
     firstObservedAt: release.data.firstObservedAt,
     tag: event.tag,
     eventId: event.eventId,
-    pushedBy: event.actorUserId ?? actor.principal.subject,
+    pushedBy: pushedByOf(event, actor),
     queuedAt: deps.now(),
     afterRolloutId: plan.rolloutId,
   });
@@ -104,16 +105,36 @@ async function queueBehindRollout (
   return queued === 'newer-waiting' ? { outcome: 'skipped', reason: 'newer-release-waiting' } as const : undefined;
 }
 
-/** The event's automatic promotion, under its key. */
+/** Who pushed: the push event's actor, else the caller's subject. */
+const pushedByOf = (event: PushEvent, actor: Actor): string => event.actorUserId ?? actor.principal.subject;
+
+/** The event's automatic promotion, under its key (the same request a wait for a window makes later: src/operations/windowPromotion.ts). */
 const issueAutomatic = (deps: ObservePushEventDeps, service: IService, release: IImageRelease, event: PushEvent, actor: Actor) =>
-  deps.telemetry.rollout('automatic', deps.rollouts.issueRollout({
-    serviceId: service.id,
+  deps.telemetry.rollout('automatic', deps.rollouts.issueRollout(
+    automaticPromotionRequest(service.id, release.id, { eventId: event.eventId, tag: event.tag, pushedBy: pushedByOf(event, actor) }),
+  ));
+
+/**
+ * A push whose automatic promotion met a closed window or stop-the-line waits for promotions to open (the
+ * newest push of the service waits; src/operations/windowPromotion.ts promotes it then).
+ */
+async function waitForWindow (deps: ObservePushEventDeps, service: IService, release: IImageRelease, event: PushEvent, actor: Actor, error: AppError) {
+  const now = deps.now();
+  const retryAt = retryAtOf(error, now);
+  const waits = await deps.repos.automationQueue.waitForWindow(service.id, {
     releaseId: release.id,
-    idempotencyKey: automaticKeyOf(event),
-    intent: { kind: 'promotion', mode: 'automatic' },
-    issuer: { subject: `registry-push:${event.actorUserId ?? actor.principal.subject}`, role: 'system', type: 'machine' },
-    reason: `automatic promotion: tag '${event.tag}' pushed (event ${event.eventId})`,
-  }));
+    firstObservedAt: release.data.firstObservedAt,
+    tag: event.tag,
+    eventId: event.eventId,
+    pushedBy: pushedByOf(event, actor),
+    since: now,
+    code: error.code,
+    retryAt,
+  });
+  if (!waits) return { outcome: 'skipped', reason: 'newer-release-waiting' } as const;
+  const when = error.code === 'stop-the-line' ? 'once stop-the-line is lifted' : `once the window opens (${new Date(retryAt).toISOString()})`;
+  return { outcome: 'queued', reason: `${error.code}: ${error.message.slice(0, 256)}; promoted ${when}, unless a newer push arrives first` } as const;
+}
 
 /**
  * At most once per event (the idempotency key is the event id), never while an operator's
@@ -134,7 +155,9 @@ async function promoteAutomatically (
   if (filtered) return { outcome: 'skipped', reason: `tag-filtered: ${filtered}` } as const;
   const waiting = await queueBehindRollout(deps, service, release, event, actor, policy);
   if (waiting) return waiting;
-  const outcome = automaticOutcome(await issueAutomatic(deps, service, release, event, actor));
+  const result = await issueAutomatic(deps, service, release, event, actor);
+  if (!result.ok && closedForNow(result.error.code)) return await waitForWindow(deps, service, release, event, actor, result.error);
+  const outcome = automaticOutcome(result);
   // Lost the generation to another rollout (a waiting push promoted as the rollout settled): that
   // rollout is in progress now, so this push waits for it instead of being dropped.
   if (!(outcome instanceof Error) && outcome.outcome === 'conflict') return (await queueBehindRollout(deps, service, release, event, actor, policy)) ?? outcome;
@@ -187,8 +210,7 @@ export function observePushEvent (deps: ObservePushEventDeps) {
   return (event: PushEvent, actor: Actor): Promise<Result<ReportImmutableRegistryPushEventResponse>> => observe(deps, event, actor);
 }
 
-/** The idempotency key of an event's automatic promotion (no client key can collide: it starts with a control character). */
-const automaticKeyOf = (event: PushEvent): string => `\u0001automatic:${event.eventId}`;
+const automaticKeyOf = (event: PushEvent): string => automaticPromotionKey(event.eventId);
 
 /** How an automatic promotion ended, as the push event's answer says it. */
 function automaticOutcome (result: Awaited<ReturnType<RolloutIssuer['issueRollout']>>): AutomaticPromotionOutcome | AppError {

@@ -114,8 +114,9 @@ export class EventLogStore implements EventLog {
     return docs.map((d) => d._id);
   }
 
+  /** Appends the event to the outbox unless an event of its key waits there already (a retry of the same change). */
   async record (serviceId: string, event: DomainEvent): Promise<void> {
-    await this.services.updateOne({ _id: serviceId }, { $push: { outbox: event } });
+    await this.services.updateOne({ _id: serviceId, 'outbox.key': { $ne: event.key } }, { $push: { outbox: event } });
   }
 
   async eventsAfter (serviceId: string, seq: number, limit: number): Promise<LoggedEvent[]> {

@@ -122,6 +122,13 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     serves: 'the sweeper: services whose pipeline promotes downstream by itself',
   },
   {
+    collection: collections.services,
+    name: 'services_window_wait',
+    key: { 'windowWait.retryAt': 1 },
+    sparse: true,
+    serves: 'the sweeper: services with a push waiting for a closed window or stop-the-line to open (docs/governance.md)',
+  },
+  {
     collection: collections.promotionRequests,
     name: 'promotion_requests_service',
     key: { serviceId: 1, createdAt: -1 },

@@ -1,6 +1,7 @@
 import { type Collection } from 'mongodb';
 import {
   VERIFIED_RELEASES_KEPT, type DeadlineDecision, type DriftMilestone, type FailureMilestone, type FollowUp, type QueuedPromotion, type VerifiedRelease,
+  type WindowWait,
 } from '../domain/lifecycle.js';
 import { runtimeVerificationDue, type AttestationDue } from '../domain/attestation/issuance.js';
 import type { DomainEvent } from '../domain/events.js';
@@ -149,5 +150,31 @@ export class LifecycleStore implements Lifecycles, AutomationQueue {
 
   async clearQueuedPromotion (id: string, releaseId: string): Promise<void> {
     await this.collection.updateOne({ _id: id, 'automationQueue.releaseId': releaseId }, { $unset: { automationQueue: '' } });
+  }
+
+  async waitForWindow (id: string, wait: WindowWait): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      {
+        _id: id,
+        $or: [
+          { windowWait: { $exists: false } },
+          { 'windowWait.firstObservedAt': { $lt: wait.firstObservedAt } },
+          { 'windowWait.releaseId': wait.releaseId },
+        ],
+      },
+      { $set: { windowWait: wait } },
+    );
+    return result.matchedCount === 1;
+  }
+
+  async clearWindowWait (id: string, releaseId: string): Promise<void> {
+    await this.collection.updateOne({ _id: id, 'windowWait.releaseId': releaseId }, { $unset: { windowWait: '' } });
+  }
+
+  async windowWaits (now: number, limit: number): Promise<Array<{ serviceId: string, wait: WindowWait }>> {
+    // services_window_wait: sparse on the retry time, so only waiting services are in it.
+    const docs = await this.collection.find({ 'windowWait.retryAt': { $lte: now } }, { projection: { windowWait: 1 } })
+      .sort({ 'windowWait.retryAt': 1 }).limit(limit).toArray();
+    return docs.flatMap((doc) => (doc.windowWait ? [{ serviceId: doc._id, wait: doc.windowWait }] : []));
   }
 }

@@ -1,6 +1,6 @@
 import { type Collection } from 'mongodb';
 import type { IImageRolloutStatus, IService, IServiceData, ServiceSummary } from '../contracts/index.js';
-import { VERIFIED_RELEASES_KEPT, type QueuedPromotion, type VerifiedRelease } from '../domain/lifecycle.js';
+import { VERIFIED_RELEASES_KEPT, type QueuedPromotion, type VerifiedRelease, type WindowWait } from '../domain/lifecycle.js';
 import { runtimeVerificationDue, type AttestationDue } from '../domain/attestation/issuance.js';
 import type { DomainEvent } from '../domain/events.js';
 import type { LifecycleTarget, LifecycleView, StatusState } from '../domain/ports/index.js';
@@ -38,6 +38,8 @@ export interface ServiceDocument {
   verifiedReleases?: VerifiedRelease[];
   /** The newest push waiting for the current rollout to settle before it promotes automatically. */
   automationQueue?: QueuedPromotion;
+  /** The newest push waiting for promotions to open (a closed window, stop-the-line) before it promotes automatically. */
+  windowWait?: WindowWait;
   /**
    * Domain events recorded with the change they describe (in the same update), not yet in the log
    * (`events`); `seq` once the relay has claimed their place there (src/store/eventLogStore.ts).
@@ -94,7 +96,10 @@ export function applicationUpdate (a: RolloutApplication, now: number) {
   if (a.ended) set['endedRollout'] = a.ended;
   if (a.hold === 'clear') unset['automationHold'] = '';
   else if (a.hold) set['automationHold'] = a.hold;
-  if (a.clearQueue) unset['automationQueue'] = '';
+  if (a.clearQueue) {
+    unset['automationQueue'] = '';
+    unset['windowWait'] = '';
+  }
   const push: Record<string, unknown> = { ...pushEvent(a.statusEvent).$push, ...outboxOf(a.events) };
   if (a.verified) {
     push['verifiedReleases'] = { $each: [a.verified], $slice: -VERIFIED_RELEASES_KEPT };

@@ -59,6 +59,8 @@ export const ChainLink = strict({
 export type ChainLink = Static<typeof ChainLink>;
 
 const ServiceRef = strict({ id: Id, name: Name });
+/** A principal's subject, as its token names it. */
+const Subject = Type.String({ minLength: 1, maxLength: 512 });
 const Reporter = strict({ id: Id, sessionId: Id });
 
 export const ReplicaEvidence = strict({
@@ -81,6 +83,17 @@ export const RuntimeVerificationPredicate = strict({
     mode: TImmutableImageRolloutMode,
     releaseId: Id,
     rollbackOfRolloutId: Type.Optional(Id),
+    approval: Type.Optional(strict({
+      requestId: Id,
+      requestedBy: Subject,
+      approvedBy: Type.Array(Subject, { minItems: 1, maxItems: 100 }),
+    }, 'the promotion request whose approvals issued the rollout: its requester and approvers (subjects)')),
+    breakGlass: Type.Optional(strict({
+      grantId: Id,
+      requestedBy: Subject,
+      approvedBy: Subject,
+      reason: Type.String({ maxLength: 1024 }),
+    }, 'the break-glass grant the promotion passed a closed window with')),
   }),
   outcome: literalUnion(['succeeded', 'rolled-back']),
   planDigest: DigestSet,

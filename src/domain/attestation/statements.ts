@@ -63,7 +63,26 @@ export interface RuntimeVerificationInput {
   verificationSummaryDigest: string | null;
   verifiedAt: number;
   previous: ChainHead | null;
+  /** Who let the rollout through, when governance did: the approvals of its promotion request, a break-glass grant. */
+  governance?: RolloutGovernance;
 }
+
+export interface RolloutGovernance {
+  approval?: { requestId: string, requestedBy: { subject: string }, approvedBy: ReadonlyArray<{ subject: string }> } | undefined;
+  breakGlass?: { grantId: string, requestedBy: string, approvedBy: string, reason: string } | undefined;
+}
+
+/** The predicate's governance members (subjects only: a role is the server's configuration, not the person). */
+const governanceOf = (g: RolloutGovernance | undefined): Pick<RuntimeVerificationPredicate['rollout'], 'approval' | 'breakGlass'> => {
+  const out: Pick<RuntimeVerificationPredicate['rollout'], 'approval' | 'breakGlass'> = {};
+  if (g?.approval) {
+    out.approval = { requestId: g.approval.requestId, requestedBy: g.approval.requestedBy.subject, approvedBy: g.approval.approvedBy.map((a) => a.subject) };
+  }
+  if (g?.breakGlass) {
+    out.breakGlass = { grantId: g.breakGlass.grantId, requestedBy: g.breakGlass.requestedBy, approvedBy: g.breakGlass.approvedBy, reason: g.breakGlass.reason };
+  }
+  return out;
+};
 
 const replicaEvidence = (r: ReplicaEvidenceInput): ReplicaEvidence => ({
   nodeName: r.nodeName,
@@ -90,6 +109,7 @@ export function runtimeVerificationStatement (input: RuntimeVerificationInput): 
       mode: plan.mode,
       releaseId: plan.releaseId,
       ...(plan.rollbackOfRolloutId === undefined ? {} : { rollbackOfRolloutId: plan.rollbackOfRolloutId }),
+      ...governanceOf(input.governance),
     },
     outcome: input.outcome,
     planDigest: { sha256: canonicalDigest(plan) },

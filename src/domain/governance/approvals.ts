@@ -29,6 +29,8 @@ export interface PromotionRequest {
   requestId: string;
   serviceId: string;
   releaseId: string;
+  /** The release's digest (requests made before it was recorded lack it). */
+  digest?: string;
   intent: TGovernanceIntent;
   requester: PrincipalRef;
   /** The generation the promotion expected: the rollout is issued under it, or not at all. */

@@ -3,7 +3,9 @@ import type {
 } from '../../contracts/index.js';
 import type { DomainEvent } from '../events.js';
 import type { AttestationDue } from '../attestation/issuance.js';
-import type { DeadlineDecision, DriftMilestone, FailureMilestone, FollowUp, QueuedPromotion, RolloutLifecycle, VerifiedRelease } from '../lifecycle.js';
+import type {
+  DeadlineDecision, DriftMilestone, FailureMilestone, FollowUp, QueuedPromotion, RolloutLifecycle, VerifiedRelease, WindowWait,
+} from '../lifecycle.js';
 import type { EndedRollout, RolloutApplication } from '../rolloutApplication.js';
 import type { AutomationHold, RolloutRecord } from '../rollouts.js';
 import type { MismatchCounts, StatusEvent, StatusSummary, StatusTotals, SummaryEntry } from '../rolloutStatus.js';
@@ -215,4 +217,13 @@ export interface AutomationQueue {
   queuePromotion(target: LifecycleTarget, queued: QueuedPromotion): Promise<QueueResult>;
   /** Forgets the queued promotion of this release (it was promoted, or refused for good). */
   clearQueuedPromotion(id: string, releaseId: string): Promise<void>;
+  /**
+   * Keeps a push waiting for promotions to open (a closed window, stop-the-line): only if newer (first observation) than
+   * what waits, or the same release (its retry time moves).
+   */
+  waitForWindow(id: string, wait: WindowWait): Promise<boolean>;
+  /** Forgets the window wait of this release (it was promoted, or refused for another reason). */
+  clearWindowWait(id: string, releaseId: string): Promise<void>;
+  /** Services with a push waiting for a window whose retry time came by `now`, earliest first (the sweeper's pass). */
+  windowWaits(now: number, limit: number): Promise<Array<{ serviceId: string, wait: WindowWait }>>;
 }

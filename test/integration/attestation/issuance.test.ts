@@ -7,6 +7,7 @@ import {
   IN_TOTO_PAYLOAD_TYPE, pae, parsePublicKeyPems, signStatement, verifyAttestationView, verifyChain,
   type AttestationView, type DsseEnvelope, type RefusalCode, type SignedEnvelope, type TrustedKey,
 } from '../../../src/domain/attestation/index.js';
+import { EventLogStore } from '../../../src/store/eventLogStore.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { testSigner } from '../../support/attestations.js';
 import {
@@ -422,6 +423,51 @@ describe('attestations issued by the server', () => {
     expect(after.filter((v) => v.kind === 'runtime-verification' && v.rolloutId === pb2.rolloutId)).toHaveLength(1);
     const paged = await list(svc.id, '?limit=2');
     expect(paged).toHaveLength(2);
+  }, 60_000);
+
+  it('a rollout issued by approvals: its history entry, its events and its attestation name the requester and the approvers', async () => {
+    const approvals = { required: 2, approvers: [{ role: 'admin' }, { role: 'api' }], requestTtlSeconds: 3600 };
+    const svc = await createFixtureService(t.app, admin, {
+      replicasPerNode: 1, rolloutPolicy: { stabilityWindowSeconds: 0 }, promotionPolicy: { approvals },
+    });
+    const [requester, alice, bob] = await Promise.all([
+      t.token('api', { subject: 'ci-pipeline' }), t.token('admin', { subject: 'alice' }), t.token('api', { subject: 'bob' }),
+    ]);
+    const a = await pushRelease(t.app, requester, svc, { tag: 'a' });
+    const asked = await promote(t.app, requester, svc.id, a.releaseId, { generation: 0, reason: 'ship it', key: 'approve-me' });
+    expect(asked.statusCode, asked.body).toBe(202);
+    const requestId = asked.json().promotionRequest.requestId as string;
+    // A retry of the same request (same key) is the same request and the same event.
+    expect((await promote(t.app, requester, svc.id, a.releaseId, { generation: 0, reason: 'ship it', key: 'approve-me' })).statusCode).toBe(202);
+    for (const who of [alice, bob]) {
+      const res = await t.app.inject({ method: 'POST', url: `/v1/services/${svc.id}/promotion-requests/${requestId}/approve`, headers: bearer(who) });
+      expect(res.statusCode, res.body).toBe(200);
+    }
+    const [entry] = await fullRolloutHistory(t.app, admin, svc.id);
+    expect(entry).toMatchObject({
+      approval: {
+        requestId, requestedBy: { subject: 'ci-pipeline', role: 'api' }, approvedBy: [{ subject: 'alice', role: 'admin' }, { subject: 'bob', role: 'api' }],
+      },
+    });
+    const plan = (await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}`, headers: bearer(admin) })).json().service.data.imageDeployment;
+    await reportVerified(t.app, cluster, plan, svc.id, NODES);
+
+    const events = await new EventLogStore(t.database).eventsAfter(svc.id, 0, 100);
+    expect(events.map((e) => e.type).filter((type) => type.startsWith('promotion.') || type === 'rollout.issued'))
+      .toEqual(['promotion.requested', 'promotion.approved', 'promotion.approved', 'rollout.issued']);
+    expect(events.find((e) => e.type === 'promotion.requested')?.data).toMatchObject({
+      requestId, releaseId: a.releaseId, digest: a.digest, generation: 0, required: 2, by: { subject: 'ci-pipeline' }, reason: 'ship it',
+    });
+    expect(events.filter((e) => e.type === 'promotion.approved').map((e) => [e.data['by'], e.data['approvals']]))
+      .toEqual([[expect.objectContaining({ subject: 'alice' }), 1], [expect.objectContaining({ subject: 'bob' }), 2]]);
+    expect(events.find((e) => e.type === 'rollout.issued')?.data).toMatchObject({ approval: { requestId, requestedBy: { subject: 'ci-pipeline' } } });
+
+    const [attestation] = await list(svc.id);
+    const verified = verifyAttestationView(attestation!, { keys, expectedDigest: plan.requestedDigest });
+    expect(verified.ok, JSON.stringify(verified)).toBe(true);
+    if (!verified.ok) return;
+    expect(verified.value.attestation.predicate)
+      .toMatchObject({ rollout: { approval: { requestId, requestedBy: 'ci-pipeline', approvedBy: ['alice', 'bob'] } } });
   }, 60_000);
 
   it('without a signing key nothing is issued and no key is listed', async () => {

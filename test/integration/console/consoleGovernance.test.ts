@@ -163,7 +163,10 @@ describe('governance in the console', () => {
     } finally {
       await setStopTheLine({ active: false });
     }
-    await page.click(`a[href="#/services/${svc.id}"]`);
+    // The overview lists the services once its read answered (slow on a loaded machine): wait for the link.
+    const link = `a[href="#/services/${svc.id}"]`;
+    await page.waitForSelector(link, { timeout: 30_000 });
+    await page.click(link);
     await waitForAttribute(page, '#stop-the-line', 'data-active', 'false');
     expect(await page.$eval('#stop-the-line', (el) => ({ hidden: el.hidden, text: el.textContent }))).toEqual({ hidden: true, text: '' });
   });

@@ -107,7 +107,8 @@ async function sendPush (serviceId: string, name: FixtureCase, eventId: string, 
 /**
  * Everything a refusal must leave as it was: the stored documents and what the API answers about them.
  * The one write a refusal makes is an event of the service's log (`promotion.refused`, docs/webhooks.md):
- * the log's bookkeeping in the service document (`eventSeq`, `outbox`) is left out; the event is checked.
+ * the log's bookkeeping in the service document (`eventSeq`, `outbox`) is left out; the event is checked. So are the
+ * attestations the previous success left due (`attestationsDue`): issued in the background, whenever it happens.
  */
 async function snapshot (serviceId: string): Promise<string> {
   const [service, rollouts, releases] = await Promise.all([
