@@ -295,6 +295,8 @@ export interface PromotionWindow {
   timeZone: string;
   rrule?: string;
   durationSeconds?: number;
+  /** An RFC 5545 duration (`P2DT12H`), instead of durationSeconds. */
+  duration?: string;
   description?: string;
   [field: string]: unknown;
 }

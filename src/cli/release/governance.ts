@@ -27,7 +27,7 @@ function windowsText (reply: GovernanceReply): string[] {
     ...table(
       ['NAME', 'KIND', 'START', 'TIME ZONE', 'DURATION', 'REPEATS'],
       windows.map((w) => [
-        w.name, w.kind, w.start, w.timeZone, w.durationSeconds === undefined ? '-' : durationText(w.durationSeconds * 1_000), w.rrule ?? 'once',
+        w.name, w.kind, w.start, w.timeZone, w.durationSeconds === undefined ? w.duration ?? '-' : durationText(w.durationSeconds * 1_000), w.rrule ?? 'once',
       ])
     ).split('\n').map((l) => `  ${l}`),
   ];
