@@ -330,8 +330,8 @@ export interface StageVerdict {
   succeededAt?: number;
   soakedAt?: number;
   remainingSeconds?: number;
+  /** failed: why */
   reason?: string;
-  [field: string]: unknown;
 }
 
 export interface PipelineReply {
