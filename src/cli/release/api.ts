@@ -220,3 +220,124 @@ export interface ServicesPage {
   services: ServiceSummary[];
   nextCursor?: string;
 }
+
+/** Who asked or approved (governance). */
+export interface Principal {
+  subject: string;
+  role: string;
+}
+
+/** One promotion request of GET /v1/services/:id/promotion-requests (docs/governance.md "Approvals"). */
+export interface PromotionRequest {
+  requestId: string;
+  serviceId: string;
+  releaseId: string;
+  /** promotion | automatic-promotion | pipeline-promotion | rollback | abort */
+  intent: string;
+  requester: Principal;
+  reason: string;
+  expectedRolloutGeneration: number;
+  createdAt: number;
+  expiresAt: number;
+  required: number;
+  approvals: Array<Principal & { at: number }>;
+  /** pending | approved | issued | void (more may come) */
+  state: string;
+  /** expired | generation-moved */
+  voidReason?: string;
+  rolloutId?: string;
+}
+
+/** The answer to POST …/promotion-requests/:id/approve: `service` when this approval issued the rollout. */
+export interface ApprovalReply {
+  promotionRequest: PromotionRequest;
+  service?: ServiceReply['service'];
+}
+
+/**
+ * What a promotion that needs approvals answers: 202, a problem document (`code: approval-required`)
+ * naming the promotion request it made instead of a rollout.
+ */
+export interface ApprovalRequiredAnswer {
+  code: string;
+  detail?: string;
+  promotionRequest: {
+    requestId: string;
+    serviceId: string;
+    releaseId: string;
+    expectedRolloutGeneration: number;
+    required: number;
+    approvals: number;
+    expiresAt: number;
+  };
+}
+
+/** GET /v1/services/:id/break-glass/:grantId (docs/governance.md "Break-glass"). */
+export interface BreakGlassGrant {
+  grantId: string;
+  serviceId: string;
+  releaseId: string;
+  reason: string;
+  requestedBy: Principal;
+  createdAt: number;
+  approvedBy?: Principal & { at: number };
+  /** awaiting-approval | active | used | expired */
+  state: string;
+  until?: number;
+  usedBy?: { rolloutId: string, at: number };
+}
+
+/** One window of a governance policy; the CLI shows these fields and passes the rest back untouched. */
+export interface PromotionWindow {
+  name: string;
+  kind: string;
+  start: string;
+  timeZone: string;
+  rrule?: string;
+  durationSeconds?: number;
+  /** An RFC 5545 duration (`P2DT12H`), instead of durationSeconds. */
+  duration?: string;
+  description?: string;
+  [field: string]: unknown;
+}
+
+export interface StopTheLine {
+  active: boolean;
+  reason?: string;
+  by?: string;
+  since?: number;
+}
+
+/** GET /v1/governance (and what PUT answers). */
+export interface GovernanceReply {
+  governance: {
+    windows?: PromotionWindow[];
+    stopTheLine?: StopTheLine;
+    [field: string]: unknown;
+  };
+  updatedAt?: number;
+  updatedBy?: string;
+}
+
+/** One upstream stage's verdict in GET /v1/services/:id/pipeline. */
+export interface StageVerdict {
+  serviceId: string;
+  soakSeconds: number;
+  satisfied: boolean;
+  /** never-promoted | not-succeeded | not-soaked | failed | revoked | rolled-back */
+  missing?: string;
+  rolloutId?: string;
+  succeededAt?: number;
+  soakedAt?: number;
+  remainingSeconds?: number;
+  /** failed: why */
+  reason?: string;
+}
+
+export interface PipelineReply {
+  serviceId: string;
+  digest: string | null;
+  allowed: boolean;
+  eligibleAt?: number;
+  stages: StageVerdict[];
+}

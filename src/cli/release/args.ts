@@ -38,6 +38,8 @@ interface Expectations {
   idempotencyKey?: string;
   reason?: string;
   wait?: FollowSettings;
+  /** promote only: the `Break-Glass-Grant` header. */
+  breakGlassGrant?: string;
 }
 
 export type CommandArgs =
@@ -49,6 +51,13 @@ export type CommandArgs =
   | { command: 'promote' | 'rollback', serviceId: string, releaseId: string } & Expectations
   | { command: 'abort', serviceId: string } & Expectations
   | { command: 'describe', serviceId: string }
+  | { command: 'requests', serviceId: string }
+  | { command: 'approve', serviceId: string, requestId: string }
+  | { command: 'break-glass', action: 'request', serviceId: string, releaseId: string, reason: string }
+  | { command: 'break-glass', action: 'approve' | 'show', serviceId: string, grantId: string }
+  | { command: 'governance', action: 'show' }
+  | { command: 'governance', action: 'stop-the-line', active: boolean, reason?: string }
+  | { command: 'pipeline', serviceId: string, digest?: string }
   | { command: 'version' };
 
 export type IssueArgs = Extract<CommandArgs, { command: 'promote' | 'rollback' | 'abort' }>;
@@ -85,6 +94,16 @@ export function parseDuration (text: string): number | undefined {
   let total = 0;
   for (const [, n, unit] of t.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(n) * (UNITS[unit ?? 's'] ?? 0);
   return Math.round(total);
+}
+
+const SHA256_HEX = /^(?:sha256:)?([a-f0-9]{64})$/;
+
+/** A sha256 digest or attestation digest given as an option: the bare lower-case hex, or undefined when not given. */
+function digestOption (value: string | undefined, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  const hex = SHA256_HEX.exec(value.toLowerCase())?.[1];
+  if (hex === undefined) throw usageError(`--${name} must be sha256:<64 hex digits>, got '${value}'`);
+  return hex;
 }
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -216,7 +235,9 @@ function expectationsOf (values: ParsedValues): Expectations {
   if (reason !== undefined && reason.length > MAX_REASON_LENGTH) throw usageError(`--reason must be at most ${MAX_REASON_LENGTH} characters`);
   const expectGeneration = intOption(values['expect-generation'], 'expect-generation', { min: 0, max: Number.MAX_SAFE_INTEGER });
   const expectRolloutId = idOption(values['expect-rollout-id'], 'expect-rollout-id');
+  const breakGlassGrant = idOption(values['break-glass-grant'], 'break-glass-grant');
   return {
+    ...(breakGlassGrant ? { breakGlassGrant } : {}),
     ...(expectGeneration !== undefined ? { expectGeneration } : {}),
     ...(expectRolloutId ? { expectRolloutId } : {}),
     ...(key ? { idempotencyKey: key } : {}),
@@ -235,6 +256,8 @@ const requireService = (values: ParsedValues, command: string): string => {
 function commandArgsOf (command: Exclude<Command, 'completion' | 'attestation'>, values: ParsedValues, rest: string[]): CommandArgs {
   if (command === 'get') return getArgsOf(rest, values);
   if (command === 'describe') return describeArgsOf(rest);
+  if (command === 'break-glass') return breakGlassArgsOf(rest, values);
+  if (command === 'governance') return governanceArgsOf(rest, values);
   if (rest.length > 0) throw usageError(`unexpected argument '${rest[0]}' (ids are given with --service, --release, --rollout-id)`);
   switch (command) {
     case 'version':
@@ -265,7 +288,67 @@ function commandArgsOf (command: Exclude<Command, 'completion' | 'attestation'>,
     }
     case 'abort':
       return { command, serviceId: requireService(values, command), ...expectationsOf(values) };
+    case 'requests':
+      return { command, serviceId: requireService(values, command) };
+    case 'approve': {
+      const serviceId = requireService(values, command);
+      const requestId = idOption(values.request, 'request');
+      if (requestId === undefined) throw usageError("'approve' needs --request (the id a promote that needs approvals printed; see 'requests')");
+      return { command, serviceId, requestId };
+    }
+    case 'pipeline': {
+      const serviceId = requireService(values, command);
+      const digest = digestOption(values.digest, 'digest');
+      return { command, serviceId, ...(digest === undefined ? {} : { digest: `sha256:${digest}` }) };
+    }
   }
+}
+
+/** A reason for governance writes: required, at most MAX_REASON_LENGTH characters. */
+function reasonOf (values: ParsedValues, what: string): string {
+  const reason = nonEmpty(values.reason, 'reason');
+  if (reason === undefined) throw usageError(`${what} needs --reason TEXT (why: it is kept and shown)`);
+  if (reason.length > MAX_REASON_LENGTH) throw usageError(`--reason must be at most ${MAX_REASON_LENGTH} characters`);
+  return reason;
+}
+
+/** `break-glass request --release R --reason TEXT` | `break-glass approve|show --grant ID`, all with --service. */
+function breakGlassArgsOf (rest: string[], values: ParsedValues): CommandArgs {
+  const [action, extra] = rest;
+  if (action !== 'request' && action !== 'approve' && action !== 'show') {
+    throw usageError(action === undefined
+      ? "'break-glass' needs a subcommand: request, approve or show"
+      : `break-glass: unknown subcommand '${action}': request, approve or show`);
+  }
+  if (extra !== undefined) throw usageError(`unexpected argument '${extra}'`);
+  const serviceId = requireService(values, `break-glass ${action}`);
+  if (action === 'request') {
+    if (values.grant !== undefined) throw usageError("--grant goes with 'break-glass approve|show'");
+    const releaseId = idOption(values.release, 'release');
+    if (releaseId === undefined) throw usageError("'break-glass request' needs --release (the release the grant lets through)");
+    return { command: 'break-glass', action, serviceId, releaseId, reason: reasonOf(values, "'break-glass request'") };
+  }
+  if (values.release !== undefined || values.reason !== undefined) throw usageError("--release and --reason go with 'break-glass request'");
+  const grantId = idOption(values.grant, 'grant');
+  if (grantId === undefined) throw usageError(`'break-glass ${action}' needs --grant (the id 'break-glass request' printed)`);
+  return { command: 'break-glass', action, serviceId, grantId };
+}
+
+/** `governance` (read) | `governance stop-the-line on --reason TEXT` | `governance stop-the-line off [--reason TEXT]`. */
+function governanceArgsOf (rest: string[], values: ParsedValues): CommandArgs {
+  const [sub, state, extra] = rest;
+  if (sub === undefined) {
+    if (values.reason !== undefined) throw usageError("--reason goes with 'governance stop-the-line on|off'");
+    return { command: 'governance', action: 'show' };
+  }
+  if (sub !== 'stop-the-line') throw usageError(`governance: unknown subcommand '${sub}': stop-the-line`);
+  if (state !== 'on' && state !== 'off') {
+    throw usageError(state === undefined ? "'governance stop-the-line' needs on or off" : `governance stop-the-line: '${state}' is not on or off`);
+  }
+  if (extra !== undefined) throw usageError(`unexpected argument '${extra}'`);
+  if (state === 'on') return { command: 'governance', action: 'stop-the-line', active: true, reason: reasonOf(values, "'governance stop-the-line on'") };
+  const reason = values.reason === undefined ? undefined : reasonOf(values, "'governance stop-the-line off'");
+  return { command: 'governance', action: 'stop-the-line', active: false, ...(reason === undefined ? {} : { reason }) };
 }
 
 const resourceOf = (word: string | undefined): GetResource | undefined =>
@@ -305,7 +388,7 @@ function describeArgsOf (rest: string[]): CommandArgs {
 }
 
 /** -o wide and -o name are for listings: one line per item is what they change. */
-const listingCommands: ReadonlyArray<CommandArgs['command']> = ['list', 'history', 'services'];
+const listingCommands: ReadonlyArray<CommandArgs['command']> = ['list', 'history', 'services', 'requests'];
 
 function parse (argv: string[]) {
   try {
@@ -324,8 +407,6 @@ function completionOf (rest: string[]): Invocation {
   if (extra !== undefined) throw usageError(`unexpected argument '${extra}'`);
   return { kind: 'completion', shell: shell as Shell };
 }
-
-const SHA256_HEX = /^(?:sha256:)?([a-f0-9]{64})$/;
 
 /**
  * `attestation verify`: a file, or a service's rollout to fetch; keys from files and/or the
@@ -347,8 +428,7 @@ function attestationOf (rest: string[], values: ParsedValues, env: NodeJS.Proces
   const keyFiles = values.key ?? [];
   const serverKeys = values['server-keys'] === true;
   if (keyFiles.length === 0 && !serverKeys) throw usageError("'attestation verify' needs --key PEM (repeatable), or --server-keys");
-  const digest = values.digest === undefined ? undefined : SHA256_HEX.exec(values.digest.toLowerCase())?.[1];
-  if (values.digest !== undefined && digest === undefined) throw usageError(`--digest must be sha256:<64 hex digits>, got '${values.digest}'`);
+  const digest = digestOption(values.digest, 'digest');
   const after = values.after === undefined ? undefined : SHA256_HEX.exec(values.after.toLowerCase())?.[1];
   if (values.after !== undefined && after === undefined) throw usageError(`--after must be an attestation digest (64 hex digits), got '${values.after}'`);
   const args: AttestationVerifyArgs = {
@@ -388,7 +468,7 @@ export function parseInvocation (argv: string[], env: NodeJS.ProcessEnv): Invoca
   const args = commandArgsOf(command, values, rest);
   const output = outputOf(values, env);
   if ((output.format === 'wide' || output.format === 'name') && !listingCommands.includes(args.command)) {
-    throw usageError(`-o ${output.format} goes with the listings (get, list, history, services); '${command}' prints table, json or yaml`);
+    throw usageError(`-o ${output.format} goes with the listings (get, list, history, services, requests); '${command}' prints table, json or yaml`);
   }
   return { kind: 'run', command, output, connection: connectionOf(values, env), args };
 }

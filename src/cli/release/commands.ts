@@ -5,6 +5,9 @@ import { ApiError, CliError, ExitCode } from './errors.js';
 import { followRollout, type FollowOutcome } from './follow.js';
 import { issue } from './issue.js';
 import { describeService } from './describe.js';
+import { approve, breakGlass, promotionRequests } from './approvals.js';
+import { governance, pipeline } from './governance.js';
+import { listingText } from './listing.js';
 import { historyTable, releaseRow, releaseTable, servicesTable, statusText, waitText } from './output.js';
 import { historyRequest, releasesRequest, rolloutViewRequest, servicesRequest } from './requests.js';
 import { packageVersion } from '../../packageVersion.js';
@@ -27,6 +30,11 @@ export async function runCommand (ctx: CommandContext, given: CommandArgs): Prom
     case 'abort':
       return await issue(ctx, args);
     case 'describe': return await describeService(ctx, args);
+    case 'requests': return await promotionRequests(ctx, args);
+    case 'approve': return await approve(ctx, args);
+    case 'break-glass': return await breakGlass(ctx, args);
+    case 'governance': return await governance(ctx, args);
+    case 'pipeline': return await pipeline(ctx, args);
     case 'version': return await version(ctx);
   }
 }
@@ -63,31 +71,6 @@ async function version (ctx: CommandContext): Promise<CommandResult> {
 /** The command line of the next page, or undefined on the last page. */
 const nextPage = (command: string, nextCursor: string | undefined, limit: number): string | undefined =>
   (nextCursor ? `cloudly-release ${command} --limit ${limit} --cursor ${nextCursor}` : undefined);
-
-/**
- * A listing's text in the format asked for: the table (`-o wide`: with its wide columns) ending
- * with the next page's command line, or `-o name`: one identifier a line and nothing else on
- * stdout (the next page's command line goes to stderr, an empty page prints nothing).
- */
-interface Listing {
-  /** What -o name prints, one a line. */
-  ids: string[];
-  table: (wide: boolean) => string;
-  /** The text of an empty table. */
-  empty: string;
-  /** The next page's command line. */
-  more: string | undefined;
-  label?: string;
-}
-
-function listingText (ctx: CommandContext, listing: Listing): string {
-  if (ctx.output.format === 'name') {
-    if (listing.more) ctx.log(`more: ${listing.more}`);
-    return listing.ids.join('\n');
-  }
-  if (listing.ids.length === 0) return listing.empty;
-  return `${listing.table(ctx.output.format === 'wide')}${listing.more ? `\n${listing.label ?? 'more'}: ${listing.more}` : ''}`;
-}
 
 async function list (ctx: CommandContext, args: Args<'list'>): Promise<CommandResult> {
   const { body } = await ctx.client.send<ImageReleasePage>(releasesRequest(args));

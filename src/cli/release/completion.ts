@@ -1,5 +1,5 @@
 import {
-  commandSummaries, commands, options, optionsOf, optionWords, shells, subcommands, takesValue, type OptionName, type Shell,
+  commandSummaries, commands, options, optionsOf, optionWords, shells, subcommands, subcommandWords, takesValue, type OptionName, type Shell,
 } from './options.js';
 
 /**
@@ -35,6 +35,7 @@ _cloudly_release() {
   case "$prev" in
     -o|--output) COMPREPLY=($(compgen -W "${options.output.choices.join(' ')}" -- "$cur")); return 0 ;;
     ${valueWords.join('|')}) COMPREPLY=(); return 0 ;;
+${Object.entries(subcommandWords).map(([sub, words]) => `    ${sub}) COMPREPLY=($(compgen -W "${words.join(' ')}" -- "$cur")); return 0 ;;`).join('\n')}
   esac
   cmd=""
   skip=0

@@ -13,6 +13,12 @@ export const ExitCode = {
   usage: 3,
   /** The control plane could not be reached, or kept failing (network errors, 5xx), after every retry. */
   unreachable: 4,
+  /**
+   * Nothing was issued yet: the server answered 202 `approval-required` and made a promotion request
+   * that other principals must approve (docs/governance.md "Approvals"). Not 0: a CI step that goes on
+   * after `promote` must not take a pending request for a rollout.
+   */
+  approvalRequired: 5,
 } as const;
 
 export type ExitCode = typeof ExitCode[keyof typeof ExitCode];

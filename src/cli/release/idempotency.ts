@@ -112,6 +112,11 @@ export interface KeyInput {
   /** Promote and rollback name a release; abort does not (the server picks the last verified one). */
   releaseId?: string;
   operation: 'promote' | 'rollback' | 'abort';
+  /**
+   * promote --break-glass-grant: part of the key, so that the promotion with the grant is a new request
+   * and not the replay of the same job's promotion the window refused a moment before.
+   */
+  breakGlassGrant?: string;
 }
 
 export interface IdempotencyKey {
@@ -124,7 +129,7 @@ export interface IdempotencyKey {
 /**
  * The key of this request: `--idempotency-key`, else derived from the CI job attempt,
  * else random. A derived key is `cr1-<ci>-<operation>-<32 hex>`: the hash covers the CI
- * variables, the service, the release (none for abort) and the operation, so it contains no characters an
+ * variables, the service, the release (none for abort), the operation and a break-glass grant (if any), so it contains no characters an
  * Idempotency-Key may not carry (Jenkins job names have spaces) and reveals nothing.
  */
 export function idempotencyKeyFor (input: KeyInput, env: NodeJS.ProcessEnv, flag?: string): IdempotencyKey {
@@ -132,7 +137,10 @@ export function idempotencyKeyFor (input: KeyInput, env: NodeJS.ProcessEnv, flag
   if (flag !== undefined) return { key: flag, source: 'flag', ...(run ? { run } : {}) };
   if (!run) return { key: `cr1-local-${input.operation}-${randomUUID()}`, source: 'random' };
   const digest = createHash('sha256')
-    .update(JSON.stringify({ v: 1, ci: run.source, run: run.parts, service: input.serviceId, release: input.releaseId, operation: input.operation }))
+    // `grant` is left out of the JSON when undefined: the keys of every other command are the same as before.
+    .update(JSON.stringify({
+      v: 1, ci: run.source, run: run.parts, service: input.serviceId, release: input.releaseId, operation: input.operation, grant: input.breakGlassGrant,
+    }))
     .digest('hex')
     .slice(0, 32);
   return { key: `cr1-${SHORT[run.source]}-${input.operation}-${digest}`, source: run.source, run };

@@ -1,4 +1,5 @@
-import type { IImmutableImageDeploymentPlan, RolloutHistoryEntry, ServiceReply } from './api.js';
+import type { ApprovalRequiredAnswer, IImmutableImageDeploymentPlan, RolloutHistoryEntry, ServiceReply } from './api.js';
+import { pendingApproval } from './approvals.js';
 import type { FollowSettings, IssueArgs } from './args.js';
 import type { CommandContext, CommandResult } from './context.js';
 import { ApiError, CliError, ExitCode } from './errors.js';
@@ -22,16 +23,26 @@ import { waitExitCode } from './waitResult.js';
  * 5. with `--wait`, `followIssued`: follow the rollout just issued.
  */
 export async function issue (ctx: CommandContext, args: IssueArgs): Promise<CommandResult> {
-  const keyInput: KeyInput = { serviceId: args.serviceId, operation: args.command, ...('releaseId' in args ? { releaseId: args.releaseId } : {}) };
+  const keyInput: KeyInput = {
+    serviceId: args.serviceId,
+    operation: args.command,
+    ...('releaseId' in args ? { releaseId: args.releaseId } : {}),
+    ...(args.breakGlassGrant ? { breakGlassGrant: args.breakGlassGrant } : {}),
+  };
   const key = chooseKey(ctx, keyInput, args.idempotencyKey);
   const reason = reasonFor(keyInput, key, args.reason);
   const expected = await readExpectations(ctx, args);
   const { response, expectations } = await send(ctx, { args, key, reason, expected });
+  const replayed = response.headers.get('idempotent-replayed') === 'true';
+  if (response.status === 202) {
+    // 202 approval-required: a promotion request instead of a rollout (docs/governance.md "Approvals").
+    const answer = response.body as unknown as ApprovalRequiredAnswer;
+    return pendingApproval({ serviceId: args.serviceId, operation: args.command, answer, replayed, wait: args.wait !== undefined, idempotencyKey: key });
+  }
   const plan = response.body.service.data.imageDeployment;
   if (!plan) {
     throw new CliError({ exitCode: ExitCode.unreachable, code: 'bad-response', message: `${args.command} answered without a deployment plan` });
   }
-  const replayed = response.headers.get('idempotent-replayed') === 'true';
   const issued = issuedOf({ args, plan, key, replayed, expectations });
   if (!args.wait) return { exitCode: ExitCode.ok, json: issued.json, text: issued.text };
   return await followIssued(ctx, { args, plan, issued, wait: args.wait });
@@ -86,7 +97,7 @@ async function readExpectations (ctx: CommandContext, args: IssueArgs): Promise<
 /** The request of this command with these expectations. */
 function requestOf (args: IssueArgs, input: IssueInput): ApiRequest {
   switch (args.command) {
-    case 'promote': return promoteRequest({ ...input, releaseId: args.releaseId });
+    case 'promote': return promoteRequest({ ...input, releaseId: args.releaseId, breakGlassGrant: args.breakGlassGrant });
     case 'rollback': return rollbackRequest({ ...input, releaseId: args.releaseId });
     case 'abort': return abortRequest(input);
   }
@@ -204,6 +215,7 @@ function issuedOf ({ args, plan, key, replayed, expectations }: {
     ...(args.command === 'abort' ? { abortedRolloutId: expectations.rolloutId } : {}),
     idempotencyKey: key.key,
     idempotencyKeySource: key.source,
+    ...(args.breakGlassGrant ? { breakGlassGrant: args.breakGlassGrant } : {}),
   };
   const release = `release ${plan.releaseId} (${shortDigest(plan.requestedDigest)})`;
   const head = args.command === 'promote'
@@ -212,6 +224,7 @@ function issuedOf ({ args, plan, key, replayed, expectations }: {
       ? `rolled back to ${release} on service ${args.serviceId}`
       : `aborted rollout ${expectations.rolloutId ?? '?'} of service ${args.serviceId}: rolling back to ${release}`;
   const text = `${head}: rollout ${plan.rolloutId}, generation ${plan.rolloutGeneration}` +
+    (args.breakGlassGrant ? ` (through a closed window with break-glass grant ${args.breakGlassGrant})` : '') +
     (replayed ? ' (replayed: this Idempotency-Key had already done it)' : '');
   return { json, text };
 }

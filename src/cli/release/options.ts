@@ -5,7 +5,8 @@
  */
 
 export const commands = [
-  'list', 'status', 'history', 'services', 'get', 'describe', 'promote', 'rollback', 'abort', 'wait', 'attestation', 'version', 'completion',
+  'list', 'status', 'history', 'services', 'get', 'describe', 'promote', 'rollback', 'abort', 'wait',
+  'requests', 'approve', 'break-glass', 'governance', 'pipeline', 'attestation', 'version', 'completion',
 ] as const;
 export type Command = typeof commands[number];
 
@@ -34,8 +35,16 @@ export type Shell = typeof shells[number];
 
 /** The words that follow a command that has subcommands (or arguments from a fixed set). */
 export const subcommands: Partial<Record<Command, readonly string[]>> = {
-  completion: shells, attestation: ['verify'], get: ['services', 'releases', 'rollouts'], describe: ['service'],
+  completion: shells,
+  attestation: ['verify'],
+  get: ['services', 'releases', 'rollouts'],
+  describe: ['service'],
+  'break-glass': ['request', 'approve', 'show'],
+  governance: ['stop-the-line'],
 };
+
+/** The words that follow a subcommand (`governance stop-the-line on|off`). */
+export const subcommandWords: Readonly<Record<string, readonly string[]>> = { 'stop-the-line': ['on', 'off'] };
 
 interface OptionSpec {
   type: 'string' | 'boolean';
@@ -68,7 +77,10 @@ export const options = {
   'expect-generation': { type: 'string', value: 'N', description: 'compare-and-swap on this generation (default: read the current one)' },
   'expect-rollout-id': { type: 'string', value: 'ID', description: 'compare-and-swap on this current rollout' },
   'idempotency-key': { type: 'string', value: 'KEY', description: 'default: derived from the CI job attempt, else random' },
-  reason: { type: 'string', value: 'TEXT', description: 'kept in the rollout history' },
+  reason: { type: 'string', value: 'TEXT', description: 'kept in the rollout history (break-glass, stop-the-line: why, required)' },
+  request: { type: 'string', value: 'ID', description: 'the promotion request (printed by a promote that needs approvals)' },
+  grant: { type: 'string', value: 'ID', description: 'the break-glass grant (printed by break-glass request)' },
+  'break-glass-grant': { type: 'string', value: 'ID', description: 'an approved break-glass grant: the promotion passes a closed window' },
   wait: { type: 'boolean', description: 'then follow the rollout this command created' },
   watch: { type: 'boolean', short: 'w', description: 'keep following the rollout and redraw it' },
   'rollout-id': { type: 'string', value: 'ID', description: 'the rollout to wait for (default: the current one)' },
@@ -79,7 +91,7 @@ export const options = {
   rollout: { type: 'string', value: 'ID', description: 'the rollout whose attestations to fetch (with --service)' },
   key: { type: 'string', multiple: true, value: 'PEM', description: 'a trusted public key file (PEM; repeatable; a bundle may hold several)' },
   'server-keys': { type: 'boolean', description: 'also trust the keys GET /v1/attestation-keys lists' },
-  digest: { type: 'string', value: 'DIGEST', description: 'the image digest the subject must name (sha256:…)' },
+  digest: { type: 'string', value: 'DIGEST', description: 'an image digest (sha256:…): the subject must name it; pipeline: the digest to judge' },
   chain: { type: 'string', multiple: true, value: 'FILE', description: 'the attestations before it, oldest first (repeatable)' },
   after: { type: 'string', value: 'SHA256', description: 'the digest of the attestation the chain must follow' },
 } as const satisfies Record<string, OptionSpec>;
@@ -98,10 +110,15 @@ export const optionsOf: Record<Command, readonly OptionName[]> = {
   services: [...connection, 'name', ...page],
   get: [...connection, 'service', 'name', ...page],
   describe: [...connection],
-  promote: [...connection, 'release', ...issuing],
+  promote: [...connection, 'release', 'break-glass-grant', ...issuing],
   rollback: [...connection, 'release', ...issuing],
   abort: [...connection, ...issuing],
   wait: [...connection, 'service', 'rollout-id', ...following],
+  requests: [...connection, 'service'],
+  approve: [...connection, 'service', 'request'],
+  'break-glass': [...connection, 'service', 'release', 'reason', 'grant'],
+  governance: [...connection, 'reason'],
+  pipeline: [...connection, 'service', 'digest'],
   attestation: [...connection, 'file', 'service', 'rollout', 'rollout-id', 'key', 'server-keys', 'digest', 'chain', 'after'],
   version: [...connection],
   completion: ['help', 'version'],
@@ -118,10 +135,24 @@ export const commandSummaries: Record<Command, { synopsis: string, description: 
     description: 'list services, a service\'s releases or its rollouts (-o table|wide|name|json|yaml)',
   },
   describe: { synopsis: 'service ID|NAME', description: 'one service in sections: service, current rollout, blocking, recent history' },
-  promote: { synopsis: '--service ID --release ID [--wait]', description: 'issue a promotion (compare-and-swap, idempotent, retried)' },
+  promote: {
+    synopsis: '--service ID --release ID [--wait]',
+    description: 'issue a promotion (compare-and-swap, idempotent, retried); exit 5 when it needs approvals',
+  },
   rollback: { synopsis: '--service ID --release ID [--wait]', description: 'roll back to a previously accepted release' },
   abort: { synopsis: '--service ID [--wait]', description: 'abort the current rollout: roll back to the last verified release' },
   wait: { synopsis: '--service ID [--rollout-id ID]', description: 'follow a rollout until it succeeds, fails or times out' },
+  requests: { synopsis: '--service ID', description: 'the service\'s promotion requests: approvals n/N and by whom, state, expiry' },
+  approve: { synopsis: '--service ID --request ID', description: 'approve a promotion request; the approval completing the quorum issues the rollout' },
+  'break-glass': {
+    synopsis: 'request|approve|show --service ID [--release ID --reason TEXT | --grant ID]',
+    description: 'a grant for one promotion through a closed window: ask, approve (another principal), read',
+  },
+  governance: {
+    synopsis: '[stop-the-line on --reason TEXT | stop-the-line off]',
+    description: 'stop-the-line and the global windows; switch stop-the-line (admin)',
+  },
+  pipeline: { synopsis: '--service ID [--digest sha256:HEX]', description: 'each upstream stage\'s verdict for a digest (default: the newest release)' },
   attestation: {
     synopsis: 'verify --file F | --service ID --rollout ID',
     description: 'verify an attestation offline: signature, subject, predicate, chain',

@@ -4,7 +4,7 @@
  */
 
 export interface ApiRequest {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT';
   /** Path and query, appended to the base URL. */
   path: string;
   headers?: Record<string, string>;
@@ -54,11 +54,11 @@ export interface IssueInput {
   reason: string;
 }
 
-/** POST /v1/services/:id/image-releases/:releaseId/promote */
-export const promoteRequest = (input: IssueInput & { releaseId: string }): ApiRequest => ({
+/** POST /v1/services/:id/image-releases/:releaseId/promote (with `Break-Glass-Grant` when given) */
+export const promoteRequest = (input: IssueInput & { releaseId: string, breakGlassGrant?: string | undefined }): ApiRequest => ({
   method: 'POST',
   path: `${servicePath(input.serviceId)}/image-releases/${encodeURIComponent(input.releaseId)}/promote`,
-  headers: { 'idempotency-key': input.idempotencyKey },
+  headers: { 'idempotency-key': input.idempotencyKey, ...(input.breakGlassGrant ? { 'break-glass-grant': input.breakGlassGrant } : {}) },
   body: {
     expectedRolloutGeneration: input.expectedGeneration,
     ...(input.expectedRolloutId ? { expectedCurrentRolloutId: input.expectedRolloutId } : {}),
@@ -89,3 +89,33 @@ export const attestationsRequest = (serviceId: string, rolloutId: string): ApiRe
 
 /** GET /v1/attestation-keys (the public keys attestations are signed with, retired ones included) */
 export const attestationKeysRequest = (): ApiRequest => ({ method: 'GET', path: '/v1/attestation-keys' });
+
+/** GET /v1/services/:id/promotion-requests (the newest 50) */
+export const promotionRequestsRequest = (serviceId: string): ApiRequest => ({ method: 'GET', path: `${servicePath(serviceId)}/promotion-requests` });
+
+/** POST /v1/services/:id/promotion-requests/:requestId/approve (no body) */
+export const approveRequest = (serviceId: string, requestId: string): ApiRequest =>
+  ({ method: 'POST', path: `${servicePath(serviceId)}/promotion-requests/${encodeURIComponent(requestId)}/approve` });
+
+/** POST /v1/services/:id/break-glass: ask for a grant for one promotion of a release */
+export const breakGlassRequest = (input: { serviceId: string, releaseId: string, reason: string }): ApiRequest =>
+  ({ method: 'POST', path: `${servicePath(input.serviceId)}/break-glass`, body: { releaseId: input.releaseId, reason: input.reason } });
+
+/** GET /v1/services/:id/break-glass/:grantId */
+export const grantRequest = (serviceId: string, grantId: string): ApiRequest =>
+  ({ method: 'GET', path: `${servicePath(serviceId)}/break-glass/${encodeURIComponent(grantId)}` });
+
+/** POST /v1/services/:id/break-glass/:grantId/approve (no body) */
+export const grantApproveRequest = (serviceId: string, grantId: string): ApiRequest =>
+  ({ method: 'POST', path: `${servicePath(serviceId)}/break-glass/${encodeURIComponent(grantId)}/approve` });
+
+/** GET /v1/governance */
+export const governanceRequest = (): ApiRequest => ({ method: 'GET', path: '/v1/governance' });
+
+/** PUT /v1/governance: replaces the whole global policy (read it first and send it back changed). */
+export const governanceWriteRequest = (governance: Record<string, unknown>): ApiRequest =>
+  ({ method: 'PUT', path: '/v1/governance', body: { governance } });
+
+/** GET /v1/services/:id/pipeline?digest */
+export const pipelineRequest = (serviceId: string, digest?: string): ApiRequest =>
+  ({ method: 'GET', path: `${servicePath(serviceId)}/pipeline${queryString({ digest })}` });

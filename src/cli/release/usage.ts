@@ -35,6 +35,22 @@ promote / rollback / abort
   --idempotency-key KEY      default: derived from the CI job attempt (see docs), else random
   --reason TEXT              kept in the rollout history
   --wait                     then follow the rollout this command created (exit codes as for wait)
+  --break-glass-grant ID     promote only: an approved break-glass grant lets this release through a closed window
+  a promotion that needs approvals makes a promotion request instead (202): printed with the approve command, exit 5
+
+requests / approve (docs/governance.md "Approvals")
+  requests --service ID      the promotion requests: approvals n/N and by whom, state, expiry (-o wide|name too)
+  approve --request ID       approve one (never the requester); the approval completing the quorum issues the rollout
+
+break-glass request|approve|show (one promotion of a release through a closed window; never stop-the-line)
+  --release ID --reason TEXT request: the release and why (required)
+  --grant ID                 approve (another principal), show
+
+governance [stop-the-line on|off]
+  --reason TEXT              stop-the-line on: why (required); shows stop-the-line and the global windows without a subcommand
+
+pipeline --service ID        each upstream stage's verdict for a digest and whether a promotion passes now
+  --digest sha256:HEX        the digest to judge (default: the service's newest release)
 
 wait (and --wait)
   --rollout-id ID            the rollout to wait for (default: the current one when wait starts)
@@ -65,7 +81,8 @@ every command
   --version                  print the version and exit
 
 exit codes: 0 ok · 1 rollout failed/mismatched/superseded or request refused (4xx) · 2 timeout
-            3 usage or configuration error · 4 unreachable after retries`;
+            3 usage or configuration error · 4 unreachable after retries
+            5 nothing issued yet: a promotion request awaits approvals (promote, rollback, abort)`;
 
 /** One option's help line: `-s, --service ID   the service`. */
 const optionLine = (name: OptionName): string => {

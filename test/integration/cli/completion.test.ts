@@ -2,7 +2,10 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { cliEntry } from './harness.js';
 
-const commands = ['list', 'status', 'history', 'services', 'get', 'describe', 'promote', 'rollback', 'abort', 'wait', 'attestation', 'version', 'completion'];
+const commands = [
+  'list', 'status', 'history', 'services', 'get', 'describe', 'promote', 'rollback', 'abort', 'wait',
+  'requests', 'approve', 'break-glass', 'governance', 'pipeline', 'attestation', 'version', 'completion',
+];
 
 /**
  * `cloudly-release completion bash|zsh`, as a user installs it: the built CLI prints the script,
@@ -53,6 +56,14 @@ describe('cloudly-release completion', () => {
     // The value of an option is not the command: `--url X status --wa` still completes status's options.
     expect(complete(['cloudly-release', '--url', 'https://x', 'status', '--wa'])).toEqual(['--watch']);
     expect(complete(['cloudly-release', 'promote', '--service', ''])).toEqual([]);
+    // Governance: subcommands, stop-the-line's on|off, each command's own options.
+    expect(complete(['cloudly-release', 'break-glass', '']))
+      .toEqual(expect.arrayContaining(['request', 'approve', 'show', '--grant', '--release', '--reason']));
+    expect(complete(['cloudly-release', 'governance', 'st'])).toEqual(['stop-the-line']);
+    expect(complete(['cloudly-release', 'governance', 'stop-the-line', ''])).toEqual(['on', 'off']);
+    expect(complete(['cloudly-release', 'approve', '--req'])).toEqual(['--request-timeout', '--request']);
+    expect(complete(['cloudly-release', 'promote', '--br'])).toEqual(['--break-glass-grant']);
+    expect(complete(['cloudly-release', 'pipeline', '--d'])).toEqual(['--digest']);
   });
 
   it('zsh: a #compdef script naming every command (zsh itself is not needed to print it)', () => {
@@ -62,5 +73,6 @@ describe('cloudly-release completion', () => {
     expect(zsh).toContain("'(--output -o)'{--output,-o}'[table (default), wide, name, json or yaml]:format:(table wide name json yaml)'");
     expect(zsh).toContain('compdef _cloudly_release cloudly-release');
     expect(zsh).toContain("      '1:subcommand:(verify)' \\\n");
+    expect(zsh).toContain("      '1:subcommand:(request approve show)' \\\n");
   });
 });

@@ -159,6 +159,34 @@ describe('cloudly-release argument parsing', () => {
     expect(refusal(['list', '--colour']).message).toMatch(/Unknown option '--colour'/);
   });
 
+  it('governance commands: requests, approve, break-glass request|approve|show, governance [stop-the-line on|off], pipeline', () => {
+    expect(run(['requests', '-s', 'shop']).args).toEqual({ command: 'requests', serviceId: 'shop' });
+    expect(run(['requests', '-s', 'shop', '-o', 'name']).output.format).toBe('name');
+    expect(run(['approve', '-s', 'svc_1', '--request', 'pr_1']).args).toEqual({ command: 'approve', serviceId: 'svc_1', requestId: 'pr_1' });
+    expect(refusal(['approve', '-s', 'svc_1']).message).toMatch(/'approve' needs --request/);
+    expect(refusal(['approve', '-s', 'svc_1', '--request', 'pr_1', '-o', 'wide']).message).toMatch(/-o wide goes with the listings/);
+    expect(run(['break-glass', 'request', '-s', 'svc_1', '-r', 'rel_1', '--reason', 'hotfix']).args)
+      .toEqual({ command: 'break-glass', action: 'request', serviceId: 'svc_1', releaseId: 'rel_1', reason: 'hotfix' });
+    expect(refusal(['break-glass', 'request', '-s', 'svc_1', '-r', 'rel_1']).message).toMatch(/'break-glass request' needs --reason/);
+    expect(run(['break-glass', 'show', '-s', 'svc_1', '--grant', 'bg_1']).args)
+      .toEqual({ command: 'break-glass', action: 'show', serviceId: 'svc_1', grantId: 'bg_1' });
+    expect(refusal(['break-glass', 'approve', '-s', 'svc_1', '--grant', 'bg_1', '--reason', 'x']).message).toMatch(/go with 'break-glass request'/);
+    expect(refusal(['break-glass', 'revoke', '-s', 'svc_1']).message).toMatch(/unknown subcommand 'revoke': request, approve or show/);
+    expect(refusal(['break-glass']).exitCode).toBe(ExitCode.usage);
+    expect(run(['governance']).args).toEqual({ command: 'governance', action: 'show' });
+    expect(run(['governance', 'stop-the-line', 'on', '--reason', 'incident']).args)
+      .toEqual({ command: 'governance', action: 'stop-the-line', active: true, reason: 'incident' });
+    expect(run(['governance', 'stop-the-line', 'off']).args).toEqual({ command: 'governance', action: 'stop-the-line', active: false });
+    expect(refusal(['governance', 'stop-the-line', 'on']).message).toMatch(/needs --reason/);
+    expect(refusal(['governance', 'stop-the-line', 'maybe']).message).toMatch(/'maybe' is not on or off/);
+    expect(run(['pipeline', '-s', 'svc_1', '--digest', `sha256:${'a'.repeat(64)}`]).args)
+      .toEqual({ command: 'pipeline', serviceId: 'svc_1', digest: `sha256:${'a'.repeat(64)}` });
+    expect(refusal(['pipeline', '-s', 'svc_1', '--digest', 'x']).message).toMatch(/--digest must be sha256:<64 hex digits>/);
+    expect(run(['promote', '-s', 'svc_1', '-r', 'rel_1', '--break-glass-grant', 'bg_1']).args).toMatchObject({ breakGlassGrant: 'bg_1' });
+    expect(refusal(['rollback', '-s', 'svc_1', '-r', 'rel_1', '--break-glass-grant', 'bg_1']).message)
+      .toBe("--break-glass-grant is not an option of 'rollback'");
+  });
+
   it('a command line that does not parse still says which document format it wanted', () => {
     expect(requestedFormat(['wait', '--json'])).toBe('json');
     expect(requestedFormat(['wait', '-o', 'yaml', '--bogus'])).toBe('yaml');

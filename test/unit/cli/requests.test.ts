@@ -44,6 +44,8 @@ describe('cloudly-release request building', () => {
     expect(promoteRequest({ ...input, releaseId: 'rel_1' }).body).toEqual({
       expectedRolloutGeneration: 4, expectedCurrentRolloutId: 'ro_4', enableImmutableImage: true, reason: 'canary errors',
     });
+    expect(promoteRequest({ ...input, releaseId: 'rel_1', breakGlassGrant: 'bg_1' }).headers)
+      .toEqual({ 'idempotency-key': 'cr1-gha-abort-0123', 'break-glass-grant': 'bg_1' });
     expect(rollbackRequest({ ...input, releaseId: 'rel_1' })).toMatchObject({
       path: '/v1/services/svc_1/image-releases/rel_1/rollback',
       body: { expectedCurrentRolloutId: 'ro_4', expectedRolloutGeneration: 4, reason: 'canary errors' },

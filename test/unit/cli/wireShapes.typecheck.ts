@@ -10,6 +10,10 @@ import type { AutomationHold } from '../../../src/domain/rollouts.js';
 import type { StatusEvent } from '../../../src/domain/rolloutStatus.js';
 import type { RolloutView } from '../../../src/domain/rolloutView.js';
 import type { RolloutHistoryItem as RolloutHistoryEntry } from '../../../src/domain/history.js';
+import type { PromotionRequestView } from '../../../src/operations/approvals.js';
+import type { BreakGlassView } from '../../../src/operations/breakGlass.js';
+import type { GovernanceView, PipelineView } from '../../../src/operations/governance.js';
+import type { PromotionRequestRef } from '../../../src/errors.js';
 
 type Expect<T extends true> = T;
 /** A value of the server's type can be read as the CLI's type. */
@@ -26,6 +30,11 @@ export type WireShapes = [
   Expect<Readable<NonNullable<RolloutView['lifecycle']>, Cli.RolloutLifecycle>>,
   Expect<Readable<NonNullable<RolloutHistoryEntry['trigger']>, Cli.RolloutTrigger>>,
   Expect<Readable<RolloutView['reporters'][number]['replicas'][number], { stability?: Cli.ReplicaStability }>>,
+  Expect<Readable<PromotionRequestView, Cli.PromotionRequest>>,
+  Expect<Readable<PromotionRequestRef, Cli.ApprovalRequiredAnswer['promotionRequest']>>,
+  Expect<Readable<BreakGlassView, Cli.BreakGlassGrant>>,
+  Expect<Readable<GovernanceView, Cli.GovernanceReply>>,
+  Expect<Readable<PipelineView, Cli.PipelineReply>>,
   // Not vacuous: a shape the CLI cannot read is refused.
   Expect<Readable<{ serviceId: string }, Cli.RolloutView> extends false ? true : false>,
 ];
