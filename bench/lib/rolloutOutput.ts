@@ -62,9 +62,10 @@ export function reportersTable (levels: ReportersLevel[]): string {
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...levels.map((l) => {
       const s = l.triple.server;
+      const httpFloor = l.httpFloor?.accepted ?? Number.NaN;
       return `| ${l.reporters} | ${n1(l.acceptedPerSecond.server)} | ${ms(s.p50)} ms | ${ms(s.p99)} ms | ${l.serverErrors.fiveXx} | ` +
         `${n2(s.cpuPerOpMs['service'] ?? Number.NaN)} ms | ${n2(s.cpuPerOpMs['db'] ?? Number.NaN)} ms | ${kib(l.serviceDocumentBytes)} | ` +
-        `${kib(l.recordBytes)} | ${n1(l.httpFloor?.accepted ?? Number.NaN)} | ${n2(ratio(l.acceptedPerSecond.server, l.httpFloor?.accepted ?? Number.NaN))} | ` +
+        `${kib(l.recordBytes)} | ${n1(httpFloor)} | ${n2(ratio(l.acceptedPerSecond.server, httpFloor))} | ` +
         `${n1(l.acceptedPerSecond.floor)} | ${n2(ratio(l.acceptedPerSecond.server, l.acceptedPerSecond.floor))} | ` +
         `${n1(l.serverRoundTrips?.accepted ?? Number.NaN)} |`;
     }),

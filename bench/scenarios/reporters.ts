@@ -15,7 +15,9 @@ import { measureRoundTrips, type RoundTripCost } from './roundTrips.js';
  *
  * - Reporters curve (closed loop): every reporter has one report in flight, always (no pause):
  *   R reports in flight. Beside the server, the plain-Fastify floor and the minimal bare-driver
- *   floor `upsertFloor` (one conditional upsert of a record of the same size per report).
+ *   floor `upsertFloor` (one conditional upsert of a record of the same size per report, no HTTP:
+ *   information since issue 24), and the HTTP-inclusive floor (bench/floors/httpUpsert.ts: plain
+ *   Fastify, the same body parsed, the one conditional upsert), which the criterion at R = 50 uses.
  * - Open loop: every reporter reports once per second as an agent does, at phases fixed in
  *   advance (offered load R reports/s); latency from the scheduled send time (bench/lib/load.ts
  *   `openLoop`). Each round first runs one period unmeasured on the same client, so that the
@@ -137,7 +139,8 @@ async function sizesOf (ctx: BenchContext, fleet: ReadyFleet): Promise<{ service
 async function teachHttpFloor (ctx: BenchContext, floor: Child, fleet: ReadyFleet): Promise<void> {
   const reports = ctx.db.collection('reports') as Collection<Document>;
   const entries = await Promise.all(fleet.reporters.map(async (r) => {
-    const stored = await reports.findOne({ _id: rolloutRecordId(r.plan.rolloutId, reporterIdOf(r)) as never }, { projection: { deploymentsJson: 0, fence: 0 } });
+    const id = rolloutRecordId(r.plan.rolloutId, reporterIdOf(r));
+    const stored = await reports.findOne({ _id: id as never }, { projection: { deploymentsJson: 0, fence: 0 } });
     if (!stored) throw new Error(`no record of ${reporterIdOf(r)}`);
     const { _id, ...record } = stored;
     return [`${r.serviceId}/session-${r.clusterId}`, { id: httpFloorRecordId(r), record }] as const;
