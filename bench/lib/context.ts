@@ -170,7 +170,10 @@ export async function httpLoop (
 }
 
 /** The three subjects' merged figures, and each round's (to show how much they moved); `extra`: other blocks measured in the same rounds. */
-export type Triple = Record<Subject, Summary> & { rounds: Array<Record<Subject, Summary>>, extra?: Record<string, Summary> };
+export type Triple = Record<Subject, Summary> & { rounds: RoundFigures[], extra?: Record<string, Summary> };
+
+/** One round's figures of the three subjects, and of the extra blocks measured in that round. */
+export type RoundFigures = Record<Subject, Summary> & { extra?: Record<string, Summary> };
 
 /**
  * Runs the three subjects in `rounds` interleaved rounds (server, plain Fastify, bare driver;
@@ -200,7 +203,7 @@ export async function measureTriples<K> (
   extra: (key: K) => Record<string, () => Promise<Samples>> = () => ({}),
   before: (key: K) => Promise<void> = async () => {},
 ): Promise<Map<K, Triple>> {
-  const merged = new Map<K, { subjects: Record<Subject, Samples>, extra: Record<string, Samples>, rounds: Array<Record<Subject, Summary>> }>();
+  const merged = new Map<K, { subjects: Record<Subject, Samples>, extra: Record<string, Samples>, rounds: RoundFigures[] }>();
   for (const key of keys) {
     merged.set(key, { subjects: { server: emptySamples(), fastify: emptySamples(), driver: emptySamples() }, extra: {}, rounds: [] });
   }
@@ -210,8 +213,13 @@ export async function measureTriples<K> (
       const into = merged.get(key);
       if (!into) continue;
       await before(key);
+      const extraOfRound: Record<string, Summary> = {};
       const runExtra = async (): Promise<void> => {
-        for (const [name, block] of Object.entries(extra(key))) into.extra[name] = merge(into.extra[name] ?? emptySamples(), await block());
+        for (const [name, block] of Object.entries(extra(key))) {
+          const samples = await block();
+          extraOfRound[name] = summarize(samples);
+          into.extra[name] = merge(into.extra[name] ?? emptySamples(), samples);
+        }
       };
       const order: Subject[] = forward ? ['server', 'fastify', 'driver'] : ['driver', 'fastify', 'server'];
       const these: Partial<Record<Subject, Summary>> = {};
@@ -223,7 +231,7 @@ export async function measureTriples<K> (
       }
       if (forward) await runExtra();
       const r = these as Record<Subject, Summary>;
-      into.rounds.push(r);
+      into.rounds.push(Object.keys(extraOfRound).length > 0 ? { ...r, extra: extraOfRound } : r);
       ctx.opts.log(`  ${label(key)}: round ${round}/${rounds}: server ${r.server.throughput.toFixed(0)}/s p50 ${r.server.p50.toFixed(1)} ms, ` +
         `bare driver ${r.driver.throughput.toFixed(0)}/s p50 ${r.driver.p50.toFixed(1)} ms, plain Fastify ${r.fastify.throughput.toFixed(0)}/s`);
     }

@@ -17,6 +17,8 @@ export interface Criterion {
   measured: string;
   holds: boolean;
   note?: string;
+  /** A figure printed beside the criteria for information, not judged (`holds` is then not printed). */
+  informational?: boolean;
 }
 
 export interface ChartSeries {
@@ -61,7 +63,8 @@ export function markdownTable (figures: Figure[]): string {
 }
 
 export function criteriaList (criteria: Criterion[]): string {
-  return criteria.map((c) => `- ${c.holds ? '**holds**' : '**does not hold**'} — ${c.name}: ${c.measured}${c.note ? `. ${c.note}` : ''}`).join('\n');
+  const verdict = (c: Criterion): string => (c.informational === true ? '*information, not a criterion*' : c.holds ? '**holds**' : '**does not hold**');
+  return criteria.map((c) => `- ${verdict(c)} — ${c.name}: ${c.measured}${c.note ? `. ${c.note}` : ''}`).join('\n');
 }
 
 /** Latency figures (p50, p99) of a summary triple. */

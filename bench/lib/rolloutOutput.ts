@@ -57,13 +57,16 @@ export function readPathFigures (r: ReadPathResult): Figure[] {
 export function reportersTable (levels: ReportersLevel[]): string {
   return [
     '| R (reporters in flight) | accepted reports/s | p50 | p99 | 5xx | server CPU / report | database CPU / report | service document | ' +
-      'one record | floor (one upsert) reports/s | server ÷ floor | the server\'s round trips, bare driver: reports/s |',
-    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      'one record | HTTP-inclusive floor reports/s | server ÷ it | bare-driver floor (one upsert) reports/s | server ÷ it | ' +
+      'the server\'s round trips, bare driver: reports/s |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...levels.map((l) => {
       const s = l.triple.server;
+      const httpFloor = l.httpFloor?.accepted ?? Number.NaN;
       return `| ${l.reporters} | ${n1(l.acceptedPerSecond.server)} | ${ms(s.p50)} ms | ${ms(s.p99)} ms | ${l.serverErrors.fiveXx} | ` +
         `${n2(s.cpuPerOpMs['service'] ?? Number.NaN)} ms | ${n2(s.cpuPerOpMs['db'] ?? Number.NaN)} ms | ${kib(l.serviceDocumentBytes)} | ` +
-        `${kib(l.recordBytes)} | ${n1(l.acceptedPerSecond.floor)} | ${n2(ratio(l.acceptedPerSecond.server, l.acceptedPerSecond.floor))} | ` +
+        `${kib(l.recordBytes)} | ${n1(httpFloor)} | ${n2(ratio(l.acceptedPerSecond.server, httpFloor))} | ` +
+        `${n1(l.acceptedPerSecond.floor)} | ${n2(ratio(l.acceptedPerSecond.server, l.acceptedPerSecond.floor))} | ` +
         `${n1(l.serverRoundTrips?.accepted ?? Number.NaN)} |`;
     }),
   ].join('\n');
@@ -152,6 +155,47 @@ function cpuBound (l: ReportersLevel): string {
     'when the machine is CPU-bound';
 }
 
+/** CPU per report of the HTTP-inclusive floor's request on this machine (floor process + database + load generator) against the server's. */
+function httpFloorCpu (l: ReportersLevel, floor: Summary, recordBytes: number): string {
+  const s = l.triple.server;
+  const server = cpuOf(s, 'service') + cpuOf(s, 'db') + cpuOf(s, 'client');
+  const total = cpuOf(floor, 'service') + cpuOf(floor, 'db') + cpuOf(floor, 'client');
+  return `CPU per report on this machine: the server's ${n2(server)} ms (server ${n2(cpuOf(s, 'service'))}, database ${n2(cpuOf(s, 'db'))}, ` +
+    `load generator ${n2(cpuOf(s, 'client'))}) against the HTTP-inclusive floor's ${n2(total)} ms (floor process ${n2(cpuOf(floor, 'service'))}, ` +
+    `database ${n2(cpuOf(floor, 'db'))}, load generator ${n2(cpuOf(floor, 'client'))}); p50 ${ms(s.p50)} ms against ${ms(floor.p50)} ms; ` +
+    `records written ${kib(l.recordBytes)} (server) and ${kib(recordBytes)} (floor)`;
+}
+
+/**
+ * The floor criterion at R = 50 (issue 24): the server against the HTTP-inclusive floor, and beside it, for information, the
+ * bare-driver figure that was the criterion before — a floor that pays no HTTP, which no HTTP server reaches 0.7 of on 2 shared cores.
+ */
+function floorCriteria (r50: ReportersLevel): Criterion[] {
+  const out: Criterion[] = [];
+  const f = r50.httpFloor;
+  if (f) {
+    const q = ratio(r50.acceptedPerSecond.server, f.accepted);
+    out.push({
+      name: 'at R = 50 the server accepts at least 0.7 × the reports/s of the HTTP-inclusive floor (plain Fastify parsing the same ' +
+        'report body and making one conditional upsert of a record of the same size, same load, same rounds)',
+      measured: `${n1(r50.acceptedPerSecond.server)} ÷ ${n1(f.accepted)} reports/s = ${n2(q)}${spread(f.perRound)} ≥ 0.7`,
+      holds: q >= 0.7,
+      note: httpFloorCpu(r50, f.summary, f.recordBytes),
+    });
+  }
+  const q = ratio(r50.acceptedPerSecond.server, r50.acceptedPerSecond.floor);
+  const rounds = r50.triple.rounds.map((x) => accepted(x.server) / accepted(x.driver));
+  out.push({
+    name: 'at R = 50, the server\'s reports/s ÷ the bare driver\'s doing one conditional upsert per report (no HTTP)',
+    measured: `${n1(r50.acceptedPerSecond.server)} ÷ ${n1(r50.acceptedPerSecond.floor)} reports/s = ${n2(q)}${spread(rounds)}`,
+    holds: q >= 0.7,
+    informational: true,
+    note: 'Not a criterion since issue 24: an HTTP request that does nothing costs about as much of the machine\'s CPU as this ' +
+      `floor's whole upsert, so no HTTP server reaches 0.7 of it on 2 shared cores. ${cpuBound(r50)}`,
+  });
+  return out;
+}
+
 export function rolloutCriteria (parts: RolloutParts): Criterion[] {
   const criteria: Criterion[] = [];
   const at = (r: number) => parts.reporters.find((l) => l.reporters === r);
@@ -172,16 +216,7 @@ export function rolloutCriteria (parts: RolloutParts): Criterion[] {
         `${n1(r150.serverRoundTrips?.accepted ?? Number.NaN)} reports/s)`,
     });
   }
-  if (r50) {
-    const q = ratio(r50.acceptedPerSecond.server, r50.acceptedPerSecond.floor);
-    const rounds = r50.triple.rounds.map((x) => accepted(x.server) / accepted(x.driver));
-    criteria.push({
-      name: 'at R = 50 the server accepts at least 0.7 × the reports/s of the bare driver doing one conditional upsert per report',
-      measured: `${n1(r50.acceptedPerSecond.server)} ÷ ${n1(r50.acceptedPerSecond.floor)} reports/s = ${n2(q)}${spread(rounds)} ≥ 0.7`,
-      holds: q >= 0.7,
-      note: cpuBound(r50),
-    });
-  }
+  if (r50) criteria.push(...floorCriteria(r50));
   const o10 = parts.openLoop.find((l) => l.reporters === 10);
   const o150 = parts.openLoop.find((l) => l.reporters === 150);
   if (o10 && o150) {
