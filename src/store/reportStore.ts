@@ -20,7 +20,8 @@ export interface ReportDocument extends Omit<ReportRecord, 'id' | 'deployments'>
    * the record `{ _id, fence }` — an equality on exactly a unique index's fields, which every
    * MongoDB-compatible server (the local development database included) serves from the index
    * (`{ _id, version }` would scan the whole collection there), and which names the shard key `_id`
-   * (docs/operations.md "Sharding": a sharded upsert must name it). (Records written before fences existed are fenced by the start-up migrations: ./migrations.ts.)
+   * (docs/operations.md "Sharding": a sharded upsert must name it). (Records written before fences
+   * existed are fenced by the start-up migrations: ./migrations.ts.)
    */
   fence: string;
   deploymentsJson: string;
@@ -37,6 +38,9 @@ export interface ClaimDocument {
 const claimId = (rolloutId: string, kind: 'node' | 'session', name: string): string => `${rolloutId}/${kind}/${name}`;
 
 const fenceOf = (id: string, version: number): string => `${id}@${version}`;
+
+/** The compare-and-swap filter of a record at a version: `_id` (the shard key) and its fence, the fields of reports_id_fence_unique. */
+const fencedAt = (id: string, version: number) => ({ _id: id, fence: fenceOf(id, version) });
 
 const toRecord = ({ _id, deploymentsJson, fence: _fence, ...rest }: ReportDocument): ReportRecord =>
   ({ id: _id, ...rest, deployments: JSON.parse(deploymentsJson) as ReportedDeployment[] });
@@ -165,7 +169,7 @@ export class ReportStore implements ReportRepository {
   async #bulkWrite (calls: readonly RecordWrite[]): Promise<Array<boolean | Error>> {
     const operations: Array<AnyBulkWriteOperation<ReportDocument>> = calls.map(({ document, expectedVersion }) => (expectedVersion === 0
       ? { insertOne: { document } }
-      : { replaceOne: { filter: { _id: document._id, fence: fenceOf(document._id, expectedVersion) }, replacement: document, upsert: true } }));
+      : { replaceOne: { filter: fencedAt(document._id, expectedVersion), replacement: document, upsert: true } }));
     try {
       await this.collection.bulkWrite(operations, { ordered: false });
       return calls.map(() => true);

@@ -111,7 +111,10 @@ describe('the store\'s queries on sharded collections name their shard key', () 
     expect(promoted.statusCode, promoted.body).toBe(200);
     const plan = promoted.json().service.data.imageDeployment as IImmutableImageDeploymentPlan;
     const body = (nodeNames: string[], sequence: number, failed = false) => reportBody(plan, svc.id, {
-      session: `s-${nodeNames[0]}`, sequence, nodeNames, deployments: fullReplicas(plan, svc.id, nodeNames).map((d) => (failed ? { ...d, status: 'failed' } : d)),
+      session: `s-${nodeNames[0]}`,
+      sequence,
+      nodeNames,
+      deployments: fullReplicas(plan, svc.id, nodeNames).map((d) => (failed ? { ...d, status: 'failed' } : d)),
     });
     // First reports (claims), a count change (the summary is written); the promotion before them.
     expect([await post('sh-a', body(['sh-a1', 'sh-a2'], 1)), await post('sh-b', body(['sh-b1', 'sh-b2'], 1, true))]).toEqual([200, 200]);
@@ -120,7 +123,9 @@ describe('the store\'s queries on sharded collections name their shard key', () 
     // THE hot path: steady reports of both reporters (nothing changes but their records) and the rollout read.
     tap.clear();
     const steady = [];
-    for (let sequence = 2; sequence <= 4; sequence++) steady.push(await post('sh-a', body(['sh-a1', 'sh-a2'], sequence)), await post('sh-b', body(['sh-b1', 'sh-b2'], sequence, true)));
+    for (let sequence = 2; sequence <= 4; sequence++) {
+      steady.push(await post('sh-a', body(['sh-a1', 'sh-a2'], sequence)), await post('sh-b', body(['sh-b1', 'sh-b2'], sequence, true)));
+    }
     expect(steady.every((s) => s === 200), JSON.stringify(steady)).toBe(true);
     const read = await t.app.inject({ method: 'GET', url: `/v1/services/${svc.id}/rollout`, headers: bearer(api) });
     expect(read.statusCode, read.body).toBe(200);
