@@ -108,7 +108,7 @@ export async function upsertFloor (ctx: BenchContext, fleet: ReadyFleet): Promis
       position: { ...(t.record['position'] as Document), sequence, reportedAt: now, receivedAt: now },
       entry: { ...(t.record['entry'] as Document), reportSequence: sequence, reportedAt: now },
     };
-    const result = await reports.replaceOne({ fence: `${t.id}@${t.version}` }, record as never, { upsert: true });
+    const result = await reports.replaceOne({ _id: t.id as never, fence: `${t.id}@${t.version}` }, record as never, { upsert: true });
     if (result.matchedCount + result.upsertedCount !== 1) return 'not-written';
     t.version++;
     return '200';

@@ -101,7 +101,7 @@ export function driverReport (ctx: BenchContext) {
       // The report's deployments (the server writes the ones the report states, as one JSON text: the same as last time here).
       const deploymentsJson = JSON.stringify(await deploymentsOf(recordId));
       const next = { ...stored, version, fence: `${recordId}@${version}`, position, entry, deploymentsJson, ...(covered ? { coveredBy: held.v } : {}) };
-      const written = await reports.replaceOne({ fence: `${recordId}@${version - 1}` }, next);
+      const written = await reports.replaceOne({ _id: recordId as never, fence: `${recordId}@${version - 1}` }, next);
       if (written.matchedCount !== 1) continue;
       heads.set(recordId, { _id: recordId, ...next, deploymentsJson: undefined });
       if (covered) return target['statusPublished'] === undefined ? 'unpublished' : '200';

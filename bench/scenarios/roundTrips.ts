@@ -54,7 +54,8 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
     ['findOne the reporter\'s record (without its deployments; only when another process wrote it last)',
       () => reports.findOne({ _id: recordId as never }, { projection: { deployments: 0, deploymentsJson: 0 } })],
     ['replaceOne the record (CAS on its fence)', async () => {
-      await reports.replaceOne({ fence: `${recordId}@${version}` }, { ...record, version: version + 1, fence: `${recordId}@${version + 1}` });
+      const next = { ...record, version: version + 1, fence: `${recordId}@${version + 1}` };
+      await reports.replaceOne({ _id: recordId as never, fence: `${recordId}@${version}` }, next);
       version++;
     }],
     ['findOneAndUpdate the summary entry (guarded by its version, $inc seq, returns the status head; only when the counts change)', async () => {

@@ -435,7 +435,7 @@ async function planRollout (
  */
 async function execute (deps: IssueRolloutDeps, req: RolloutRequest, rolloutRef: string): Promise<StoredOutcome> {
   const { repos } = deps;
-  const [earlier, inputs] = await Promise.all([repos.rollouts.findByIdempotencyRecord(rolloutRef), readPlanInputs(deps, req)]);
+  const [earlier, inputs] = await Promise.all([repos.rollouts.findByIdempotencyRecord(req.serviceId, rolloutRef), readPlanInputs(deps, req)]);
   const pending = earlier || !inputs.found ? [] : await repos.rollouts.findPending(req.serviceId, currentGeneration(inputs.found.service));
   const decided = earlier ?? await planRollout(deps, req, rolloutRef, inputs, pending);
   if (decided instanceof Error) {
@@ -507,7 +507,7 @@ export async function committedUnder ({ repos, now }: IssueRolloutDeps, serviceI
   const held = await repos.idempotency.find(recordId, now());
   if (!held) return false;
   if (held.state === 'completed') return true;
-  return (await repos.rollouts.findByIdempotencyRecord(rolloutRefFor(recordId, held.createdAt))) !== null;
+  return (await repos.rollouts.findByIdempotencyRecord(serviceId, rolloutRefFor(recordId, held.createdAt))) !== null;
 }
 
 /** The use cases bound to their dependencies, as the other use cases and the routes call them. */

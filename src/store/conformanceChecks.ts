@@ -229,8 +229,8 @@ function writeErrorIndexes (err: MongoBulkWriteError): number[] {
 }
 
 /**
- * The report records' group commit (src/store/reportStore.ts): replacements by fence (a unique sparse
- * index), upserting, unordered, one of them stale. The server must name exactly the refused operation:
+ * The report records' group commit (src/store/reportStore.ts): replacements by `_id` and fence (the
+ * unique index `{ _id, fence }`), upserting, unordered, one of them stale. The server must name exactly the refused operation:
  * the store tells each writer from the write errors' indexes whether its compare-and-swap won.
  */
 export const unorderedReplacements: Check = async ({ scratch }) => {
@@ -238,11 +238,11 @@ export const unorderedReplacements: Check = async ({ scratch }) => {
   const check = 'bulkWrite of fenced replacements, ordered: false';
   const collection = scratch('fenced');
   try {
-    await collection.createIndex({ fence: 1 }, { unique: true, sparse: true, name: 'fence_unique' });
+    await collection.createIndex({ _id: 1, fence: 1 }, { unique: true, name: 'id_fence_unique' });
     await collection.insertMany(['r0', 'r1', 'r2'].map((_id) => ({ _id, fence: `${_id}@1` })));
     // r1's replacement names a version it is not at: no match, the upsert collides with r1's _id (refused).
     await collection.bulkWrite(['r0@1', 'r1@0', 'r2@1'].map((fence, i) => ({
-      replaceOne: { filter: { fence }, replacement: { _id: `r${i}`, fence: `r${i}@2` }, upsert: true },
+      replaceOne: { filter: { _id: `r${i}`, fence }, replacement: { _id: `r${i}`, fence: `r${i}@2` }, upsert: true },
     })), { ordered: false });
     return refused(guarantee, check, 'a replacement whose upsert duplicates an _id was not refused');
   } catch (err) {

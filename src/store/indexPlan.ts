@@ -98,10 +98,13 @@ export const indexPlan: readonly IndexPlanEntry[] = [
   },
   {
     collection: collections.rollouts,
-    name: 'rollouts_idempotency_record_unique',
-    key: { idempotencyRecordId: 1 },
+    // Led by serviceId (the shard key of rollouts, docs/operations.md "Sharding"); the same constraint as
+    // unique idempotencyRecordId alone, which is a hash of the service and the key (src/domain/rollouts.ts).
+    // Replaces `rollouts_idempotency_record_unique` ({ idempotencyRecordId: 1 }), which a sharded collection refuses.
+    name: 'rollouts_service_idempotency_record_unique',
+    key: { serviceId: 1, idempotencyRecordId: 1 },
     unique: true,
-    serves: 'at most one rollout per idempotent request; resuming a crashed request',
+    serves: 'at most one rollout per idempotent request; resuming a crashed request (by serviceId and the record, both equalities)',
   },
   {
     collection: collections.rollouts,
@@ -149,12 +152,13 @@ export const indexPlan: readonly IndexPlanEntry[] = [
   },
   {
     collection: collections.reports,
-    name: 'reports_fence_unique',
-    key: { fence: 1 },
+    // Led by _id (the shard key of reports, docs/operations.md "Sharding"): the filter names the shard key, as a
+    // sharded upsert must. Replaces `reports_fence_unique` ({ fence: 1 }, sparse), which a sharded collection refuses.
+    name: 'reports_id_fence_unique',
+    key: { _id: 1, fence: 1 },
     unique: true,
-    sparse: true,
-    serves: 'THE compare-and-swap of a report: replace the record whose fence is `<_id>@<version>` (an equality on a unique index,' +
-      ' served by an index on every MongoDB-compatible server; records written before fences existed have none)',
+    serves: 'THE compare-and-swap of a report: replace the record `{ _id, fence }` whose fence is `<_id>@<version>` (an equality on' +
+      ' exactly a unique index\'s fields, served by an index on every MongoDB-compatible server; records written before fences existed have none)',
   },
   {
     collection: collections.reports,

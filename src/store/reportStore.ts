@@ -16,10 +16,12 @@ import type { Database } from './mongo.js';
 export interface ReportDocument extends Omit<ReportRecord, 'id' | 'deployments'> {
   _id: string;
   /**
-   * `<_id>@<version>`, under a unique index: the compare-and-swap of a report replaces the record
-   * by its fence — an equality on a unique index, which every MongoDB-compatible server (the local
-   * development database included) serves from the index; `{ _id, version }` would scan the whole
-   * collection there. (Records written before fences existed are fenced by the start-up migrations: ./migrations.ts.)
+   * `<_id>@<version>`, under the unique index `{ _id, fence }`: the compare-and-swap of a report replaces
+   * the record `{ _id, fence }` — an equality on exactly a unique index's fields, which every
+   * MongoDB-compatible server (the local development database included) serves from the index
+   * (`{ _id, version }` would scan the whole collection there), and which names the shard key `_id`
+   * (docs/operations.md "Sharding": a sharded upsert must name it). (Records written before fences
+   * existed are fenced by the start-up migrations: ./migrations.ts.)
    */
   fence: string;
   deploymentsJson: string;
@@ -36,6 +38,9 @@ export interface ClaimDocument {
 const claimId = (rolloutId: string, kind: 'node' | 'session', name: string): string => `${rolloutId}/${kind}/${name}`;
 
 const fenceOf = (id: string, version: number): string => `${id}@${version}`;
+
+/** The compare-and-swap filter of a record at a version: `_id` (the shard key) and its fence, the fields of reports_id_fence_unique. */
+const fencedAt = (id: string, version: number) => ({ _id: id, fence: fenceOf(id, version) });
 
 const toRecord = ({ _id, deploymentsJson, fence: _fence, ...rest }: ReportDocument): ReportRecord =>
   ({ id: _id, ...rest, deployments: JSON.parse(deploymentsJson) as ReportedDeployment[] });
@@ -152,7 +157,7 @@ export class ReportStore implements ReportRepository {
   /**
    * The records written in one turn of the event loop go in one unordered bulk write
    * (src/store/coalesce.ts), each with its own compare-and-swap: a first record is inserted (the
-   * unique `_id` refuses a second), a later one replaces the record by its fence with `upsert`, so
+   * unique `_id` refuses a second), a later one replaces the record by `_id` and fence with `upsert`, so
    * that a fence that no longer matches becomes an insert of an `_id` that exists — refused by the
    * unique index as the write of that operation alone: a duplicate key is "a concurrent report
    * won", any other refusal is that report's error, the rest are written.
@@ -164,7 +169,7 @@ export class ReportStore implements ReportRepository {
   async #bulkWrite (calls: readonly RecordWrite[]): Promise<Array<boolean | Error>> {
     const operations: Array<AnyBulkWriteOperation<ReportDocument>> = calls.map(({ document, expectedVersion }) => (expectedVersion === 0
       ? { insertOne: { document } }
-      : { replaceOne: { filter: { fence: fenceOf(document._id, expectedVersion) }, replacement: document, upsert: true } }));
+      : { replaceOne: { filter: fencedAt(document._id, expectedVersion), replacement: document, upsert: true } }));
     try {
       await this.collection.bulkWrite(operations, { ordered: false });
       return calls.map(() => true);

@@ -17,7 +17,7 @@ const toRecord = ({ _id, ...rest }: RolloutDocument): RolloutRecord => ({ rollou
  * The rollout history, and the commit point of every promotion and rollback:
  * the unique index on (serviceId, generation) lets exactly one rollout claim a
  * generation, across any number of processes; the unique index on
- * idempotencyRecordId gives each idempotent request at most one rollout.
+ * (serviceId, idempotencyRecordId) gives each idempotent request at most one rollout.
  */
 export class RolloutStore implements RolloutRepository {
   constructor (database: Database, readonly collection: Collection<RolloutDocument> = database.db.collection(collections.rollouts)) {}
@@ -30,13 +30,14 @@ export class RolloutStore implements RolloutRepository {
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
     }
-    const mine = await this.findByIdempotencyRecord(record.idempotencyRecordId);
+    const mine = await this.findByIdempotencyRecord(record.serviceId, record.idempotencyRecordId);
     if (mine) return { kind: 'exists-for-record', record: mine };
     return { kind: 'generation-taken' };
   }
 
-  async findByIdempotencyRecord (idempotencyRecordId: string): Promise<RolloutRecord | null> {
-    const doc = await this.collection.findOne({ idempotencyRecordId });
+  async findByIdempotencyRecord (serviceId: string, idempotencyRecordId: string): Promise<RolloutRecord | null> {
+    // Equality on exactly the fields of rollouts_service_idempotency_record_unique, led by the shard key (serviceId).
+    const doc = await this.collection.findOne({ serviceId, idempotencyRecordId });
     return doc ? toRecord(doc) : null;
   }
 

@@ -12,7 +12,8 @@ export type InsertRolloutResult =
 export interface RolloutRepository extends StageHistory {
   /** THE commit point: one rollout per (service, generation), one per idempotency record. */
   insert(record: RolloutRecord): Promise<InsertRolloutResult>;
-  findByIdempotencyRecord(idempotencyRecordId: string): Promise<RolloutRecord | null>;
+  /** The rollout of an idempotent request: by the service and the record (the service first: it is the shard key of rollouts). */
+  findByIdempotencyRecord(serviceId: string, idempotencyRecordId: string): Promise<RolloutRecord | null>;
   /**
    * The service's rollouts at `currentGeneration` and the one after that are not applied yet (what a
    * crash leaves: the next one committed before its plan was written, the current one before it was
