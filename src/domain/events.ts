@@ -83,6 +83,17 @@ export interface PromotionRequestFacts {
   expiresAt: number;
 }
 
+/** The members every promotion request event has (`generation`: the one the request was made against). */
+const requestFacts = (input: PromotionRequestFacts) => ({
+  requestId: input.requestId,
+  releaseId: input.releaseId,
+  digest: input.digest,
+  generation: input.expectedRolloutGeneration,
+  intent: input.intent,
+  required: input.required,
+  expiresAt: input.expiresAt,
+});
+
 /**
  * A promotion the policy wants approved became a promotion request: approvers hear it. `key` is the request's
  * id (one request per Idempotency-Key lifetime): a retry of the request records the same event.
@@ -93,17 +104,7 @@ export const promotionRequestedEvent = (
   key: `requested:${input.requestId}`,
   type: 'promotion.requested',
   time: input.at,
-  data: {
-    requestId: input.requestId,
-    releaseId: input.releaseId,
-    digest: input.digest,
-    generation: input.expectedRolloutGeneration,
-    intent: input.intent,
-    required: input.required,
-    expiresAt: input.expiresAt,
-    by: input.by,
-    reason: input.reason.slice(0, 1024),
-  },
+  data: { ...requestFacts(input), by: input.by, reason: input.reason.slice(0, 1024) },
 });
 
 /** One approval was added to a promotion request (the one that completes the quorum is followed by `rollout.issued`). */
@@ -113,17 +114,7 @@ export const promotionApprovedEvent = (
   key: `approved:${input.requestId}:${input.approver.subject}`,
   type: 'promotion.approved',
   time: input.at,
-  data: {
-    requestId: input.requestId,
-    releaseId: input.releaseId,
-    digest: input.digest,
-    generation: input.expectedRolloutGeneration,
-    intent: input.intent,
-    required: input.required,
-    approvals: input.approvals,
-    expiresAt: input.expiresAt,
-    by: input.approver,
-  },
+  data: { ...requestFacts(input), approvals: input.approvals, by: input.approver },
 });
 
 /** What every rollout event names: the rollout, its generation and mode, and the release and digest it deploys. */
