@@ -1,5 +1,6 @@
 package mongodev;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -18,48 +19,58 @@ import de.bwaldvogel.mongo.bson.Document;
  * Index calls (add, updateInPlace, remove, drop: every insert, update, upsert and delete) and read
  * only by {@link IndexedQueries}, so the library's own planner never uses it ({@link #canHandle}).
  *
- * <p>It holds every document, sparse or not: a document whose key {@link KeyValues#indexKey} cannot
- * tell (an array or a sub-document under one of the paths) is a candidate for every lookup. Positions
+ * <p>Like MongoDB's, it serves equalities on its first fields too (a prefix). It holds every document,
+ * sparse or not: a document whose key it cannot tell (an array or a sub-document under one of the
+ * paths, see {@link KeyValues#indexValues}) is a candidate for every lookup. Positions
  * are the collection's (list index for memory, _id for h2); calls come under the collection's lock,
  * and the methods are synchronized as well because the library's count() reads without that lock.
  */
 final class EqualityIndex<P> extends Index<P> {
 
     private static final String ID_FIELD = "_id";
-    private static final List<Object> UNKEYED = List.of();
 
     private final List<String> paths;
-    private final Map<List<Object>, Set<P>> positionsByKey = new HashMap<>();
-    private final Set<P> unkeyed = new HashSet<>();
-    private final Map<P, List<Object>> keyByPosition = new HashMap<>();
+    /** levels.get(m - 1): the documents by the values of the first m paths, so a prefix of the fields serves too. */
+    private final List<Level<P>> levels = new ArrayList<>();
+    /** Each document's values ({@link KeyValues#NOT_COMPARABLE} where the lookups cannot tell), to forget them. */
+    private final Map<P, List<Object>> valuesByPosition = new HashMap<>();
     /** remove(document) is not told the position; the _id of a document never changes. */
     private final Map<Object, P> positionById = new HashMap<>();
+
+    /** Documents by key, and those whose key cannot be told: candidates for every lookup. */
+    private record Level<P>(Map<List<Object>, Set<P>> byKey, Set<P> unkeyed) {
+    }
 
     EqualityIndex(String name, List<IndexKey> keys) {
         // sparse = true as the library's EmptyIndex, so createIndex compares options as it did before
         // (hasSameOptions); it only changes how this index is described in an error message.
         super(name, keys, true);
         this.paths = keys.stream().map(IndexKey::getKey).toList();
+        for (int i = 0; i < paths.size(); i++) {
+            levels.add(new Level<>(new HashMap<>(), new HashSet<>()));
+        }
     }
 
     List<String> paths() {
         return paths;
     }
 
-    /** How many candidates a lookup of these keys (normalized, one per path) would return. */
+    /** How many candidates a lookup of these keys (normalized values of the first fields) would return. */
     synchronized long count(List<List<Object>> keys) {
-        long count = unkeyed.size();
+        Level<P> level = levels.get(keys.get(0).size() - 1);
+        long count = level.unkeyed().size();
         for (List<Object> key : keys) {
-            count += positionsByKey.getOrDefault(key, Set.of()).size();
+            count += level.byKey().getOrDefault(key, Set.of()).size();
         }
         return count;
     }
 
     /** Every document that can match these keys, and some that may not: the caller matches them all. */
     synchronized Set<P> candidates(List<List<Object>> keys) {
-        Set<P> positions = new HashSet<>(unkeyed);
+        Level<P> level = levels.get(keys.get(0).size() - 1);
+        Set<P> positions = new HashSet<>(level.unkeyed());
         for (List<Object> key : keys) {
-            positions.addAll(positionsByKey.getOrDefault(key, Set.of()));
+            positions.addAll(level.byKey().getOrDefault(key, Set.of()));
         }
         return positions;
     }
@@ -67,14 +78,17 @@ final class EqualityIndex<P> extends Index<P> {
     @Override
     public synchronized void add(Document document, P position, MongoCollection<P> collection) {
         forget(position);
-        List<Object> key = KeyValues.indexKey(document, paths);
-        if (key == null) {
-            unkeyed.add(position);
-            key = UNKEYED;
-        } else {
-            positionsByKey.computeIfAbsent(key, k -> new HashSet<>()).add(position);
+        List<Object> values = KeyValues.indexValues(document, paths);
+        for (int m = 1; m <= paths.size(); m++) {
+            List<Object> key = values.subList(0, m);
+            Level<P> level = levels.get(m - 1);
+            if (key.contains(KeyValues.NOT_COMPARABLE)) {
+                level.unkeyed().add(position);
+            } else {
+                level.byKey().computeIfAbsent(new ArrayList<>(key), k -> new HashSet<>()).add(position);
+            }
         }
-        keyByPosition.put(position, key);
+        valuesByPosition.put(position, values);
         positionById.put(document.get(ID_FIELD), position);
     }
 
@@ -96,32 +110,38 @@ final class EqualityIndex<P> extends Index<P> {
     }
 
     private void forget(P position) {
-        List<Object> key = keyByPosition.remove(position);
-        if (key == null) {
+        List<Object> values = valuesByPosition.remove(position);
+        if (values == null) {
             return;
         }
-        if (key == UNKEYED) {
-            unkeyed.remove(position);
-            return;
-        }
-        Set<P> positions = positionsByKey.get(key);
-        positions.remove(position);
-        if (positions.isEmpty()) {
-            positionsByKey.remove(key);
+        for (int m = 1; m <= paths.size(); m++) {
+            List<Object> key = values.subList(0, m);
+            Level<P> level = levels.get(m - 1);
+            if (key.contains(KeyValues.NOT_COMPARABLE)) {
+                level.unkeyed().remove(position);
+                continue;
+            }
+            Set<P> positions = level.byKey().get(key);
+            positions.remove(position);
+            if (positions.isEmpty()) {
+                level.byKey().remove(key);
+            }
         }
     }
 
     @Override
     public synchronized void drop() {
-        positionsByKey.clear();
-        unkeyed.clear();
-        keyByPosition.clear();
+        for (Level<P> level : levels) {
+            level.byKey().clear();
+            level.unkeyed().clear();
+        }
+        valuesByPosition.clear();
         positionById.clear();
     }
 
     @Override
     public synchronized long getCount() {
-        return keyByPosition.size();
+        return valuesByPosition.size();
     }
 
     @Override

@@ -1,7 +1,6 @@
 package mongodev;
 
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
 
@@ -39,13 +38,13 @@ final class IndexedH2Collection extends H2Collection {
         if (queries.libraryServes(query, getIndexes())) {
             return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
         }
-        Collection<Object> candidates = queries.candidates(query, getIndexes());
-        if (candidates == null) {
+        IndexedQueries.Plan<Object> plan = queries.plan(query, getIndexes());
+        if (plan == null) {
             return matchDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector); // a scan
         }
-        List<Object> positions = new ArrayList<>(candidates);
+        List<Object> positions = new ArrayList<>(plan.positions());
         positions.sort(isNaturalDescending(orderBy) ? ValueComparator.desc() : scanOrder);
-        return matchDocuments(query, positions, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+        return matchDocuments(plan.query(), positions, orderBy, numberToSkip, limit, batchSize, fieldSelector);
     }
 
     @Override

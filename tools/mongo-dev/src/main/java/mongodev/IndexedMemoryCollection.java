@@ -1,7 +1,6 @@
 package mongodev;
 
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
 
@@ -33,13 +32,13 @@ final class IndexedMemoryCollection extends MemoryCollection {
         if (queries.libraryServes(query, getIndexes())) {
             return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
         }
-        Collection<Integer> candidates = queries.candidates(query, getIndexes());
-        if (candidates == null) {
+        IndexedQueries.Plan<Integer> plan = queries.plan(query, getIndexes());
+        if (plan == null) {
             return matchDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector); // a scan
         }
-        List<Integer> positions = new ArrayList<>(candidates);
+        List<Integer> positions = new ArrayList<>(plan.positions());
         positions.sort(isNaturalDescending(orderBy) ? Comparator.reverseOrder() : Comparator.naturalOrder());
-        return matchDocuments(query, positions, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+        return matchDocuments(plan.query(), positions, orderBy, numberToSkip, limit, batchSize, fieldSelector);
     }
 
     @Override

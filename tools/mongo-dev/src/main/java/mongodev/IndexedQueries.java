@@ -18,14 +18,14 @@ import de.bwaldvogel.mongo.bson.Document;
 
 /**
  * Serves a query from an index when the query holds equality conditions on all of that index's
- * fields, as MongoDB does. The library itself uses an index only when the query names exactly its
+ * fields, or on its first fields for a non-unique index, as MongoDB does. The library itself uses an index only when the query names exactly its
  * fields (AbstractUniqueIndex.canHandle), so a compare-and-swap filter such as {_id, version}
  * scanned the whole collection; and it never built non-unique indexes (see {@link EqualityIndex}).
  *
  * <p>Queries the library serves from an index itself ({@link #libraryServes}) are left to it. For the
- * others {@link #candidates} returns a superset of the matching documents, or null when no index
- * serves the query (a scan, as before). The caller applies the whole query to the
- * candidates with the library's own matcher, in natural order, so results are those of a scan.
+ * others {@link #plan} returns a superset of the matching documents, or null when no index serves
+ * the query (a scan, as before). The caller applies the query to the candidates with the library's
+ * own matcher, in natural order, so results are those of a scan.
  *
  * <p>A condition counts when its value is plain (see {@link KeyValues#normalize}), {$eq: plain} or
  * {$in: [plain…]}. Unique indexes are the library's own: they are asked only for non-null values
@@ -36,8 +36,8 @@ import de.bwaldvogel.mongo.bson.Document;
  */
 final class IndexedQueries<P> {
 
-    /** Beyond this many key combinations ($in on a compound index) a lookup is not worth it. */
-    private static final int MAX_KEYS = 1_000;
+    /** Beyond this many keys ($in lists, multiplied on a compound index) the lookup is left to a scan. */
+    private static final int MAX_KEYS = 100_000;
 
     private final Set<String> pathsWithArrays = ConcurrentHashMap.newKeySet();
 
@@ -85,8 +85,17 @@ final class IndexedQueries<P> {
             && operators.get("$in") instanceof Collection<?> values && values.stream().anyMatch(Missing::isNullOrMissing));
     }
 
-    /** The positions of every document that may match, in no order; null: no index serves the query. */
-    Collection<P> candidates(Document query, List<? extends Index<P>> indexes) {
+    /**
+     * The documents that may match ({@code positions}, in no order) and the part of the query left to
+     * check on them. A unique index's lookup answers its conditions exactly (plain values of documents
+     * without arrays under its fields), so those are dropped: a {_id: {$in: [thousands]}} is not
+     * tested against every candidate again. Everything else is checked.
+     */
+    record Plan<P>(Collection<P> positions, Document query) {
+    }
+
+    /** The plan for a query, or null when no index serves it. */
+    Plan<P> plan(Document query, List<? extends Index<P>> indexes) {
         Map<String, Set<Object>> equalities = equalities(query);
         if (equalities.isEmpty()) {
             return null;
@@ -111,8 +120,9 @@ final class IndexedQueries<P> {
             return null;
         }
         if (best instanceof EqualityIndex<P> equality) {
-            return equality.candidates(bestKeys);
+            return new Plan<>(equality.candidates(bestKeys), query);
         }
+        Document rest = new Document(query);
         Set<P> positions = new LinkedHashSet<>();
         for (List<Object> key : bestKeys) {
             Document subQuery = new Document();
@@ -122,7 +132,8 @@ final class IndexedQueries<P> {
             }
             best.getPositions(subQuery).forEach(positions::add);
         }
-        return positions;
+        best.getKeys().forEach(indexKey -> rest.remove(indexKey.getKey()));
+        return new Plan<>(positions, rest);
     }
 
     /** Field → the normalized values it must equal (one, or several for $in). */
@@ -163,24 +174,30 @@ final class IndexedQueries<P> {
         return null; // an embedded document, or another operator
     }
 
-    /** The keys to look up in this index (one value per field, all combinations), or null if it cannot serve. */
+    /**
+     * The keys to look up in this index (one value per field, all combinations), or null if it cannot
+     * serve. A unique index needs all its fields; an {@link EqualityIndex} serves its first fields.
+     */
     private List<List<Object>> lookupKeys(Index<P> index, Map<String, Set<Object>> equalities) {
+        if (!index.isUnique() && !(index instanceof EqualityIndex)) {
+            return null; // an index of another kind (the library's EmptyIndex)
+        }
         List<List<Object>> keys = List.of(List.of());
         for (IndexKey indexKey : index.getKeys()) {
             String path = indexKey.getKey();
             Set<Object> values = equalities.get(path);
             if (values == null || !KeyValues.isPlainPath(path)) {
-                return null;
+                if (index.isUnique() || keys.get(0).isEmpty()) {
+                    return null;
+                }
+                break; // a prefix
             }
             if (index.isUnique() && (values.contains(null) || pathsWithArrays.contains(path)
                 || (values.size() > 1 && index.getKeys().size() > 1))) {
                 return null;
             }
-            if (!index.isUnique() && !(index instanceof EqualityIndex)) {
-                return null; // an index of another kind (the library's EmptyIndex)
-            }
-            if ((long) keys.size() * values.size() > MAX_KEYS) {
-                return null;
+            if (values.isEmpty() || (long) keys.size() * values.size() > MAX_KEYS) {
+                return null; // {$in: []} matches nothing here, but leave that to the matcher
             }
             List<List<Object>> extended = new ArrayList<>(keys.size() * values.size());
             for (List<Object> key : keys) {

@@ -48,19 +48,16 @@ final class KeyValues {
     }
 
     /**
-     * The document's key under these paths, or null when one of them crosses an array or ends at a
-     * value that is not comparable. Missing fields, and paths through a plain value, give null.
+     * The document's values under these paths, normalized; {@link #NOT_COMPARABLE} where a path crosses
+     * an array or ends at a value that is not comparable. Missing fields, and paths through a plain
+     * value, give null.
      */
-    static List<Object> indexKey(Document document, List<String> paths) {
-        List<Object> key = new ArrayList<>(paths.size());
+    static List<Object> indexValues(Document document, List<String> paths) {
+        List<Object> values = new ArrayList<>(paths.size());
         for (String path : paths) {
-            Object value = crossesArray(document, path) ? NOT_COMPARABLE : normalize(valueAt(document, path));
-            if (value == NOT_COMPARABLE) {
-                return null;
-            }
-            key.add(value);
+            values.add(crossesArray(document, path) ? NOT_COMPARABLE : normalize(valueAt(document, path)));
         }
-        return key;
+        return values;
     }
 
     /** True when the path meets an array anywhere, itself included (a multikey path on MongoDB). */
