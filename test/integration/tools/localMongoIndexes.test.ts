@@ -267,4 +267,25 @@ describe.each<LocalMongoBackend>(['memory', 'h2'])('index lookups of the local d
     await compareQueries(generator, indexed, reference);
     await db.dropDatabase();
   }, 120_000);
+
+  it.runIf(backend === 'h2')('builds the non-unique indexes again when the file is opened again', async () => {
+    const generator = new Generator(3);
+    let db = client.db('indexes_reopened');
+    for (let i = 0; i < 150; i++) {
+      const doc = generator.document(`k${i}`);
+      await db.collection('indexed').insertOne({ ...doc });
+      await db.collection('reference').insertOne({ ...doc });
+    }
+    for (const keys of SECONDARY_INDEXES) await db.collection('indexed').createIndex(keys);
+
+    await client.close();
+    await server.stop();
+    server = await startLocalMongo({ backend, dataFile: path.join(tempDir, 'data.mv') });
+    client = await new MongoClient(server.uri, { serverSelectionTimeoutMS: 5_000 }).connect();
+    db = client.db('indexes_reopened');
+
+    const validation = await db.command({ validate: 'indexed' }) as { keysPerIndex: Record<string, number> };
+    expect(validation.keysPerIndex['b.c_1_d_1']).toBe(150);
+    expect(await compareQueries(generator, db.collection('indexed'), db.collection('reference'))).toBeGreaterThan(0);
+  }, 120_000);
 });
