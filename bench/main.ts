@@ -26,7 +26,7 @@ import { runReadPath, type ReadPathResult } from './scenarios/readPath.js';
 import { runOpenLoop, runReportersCurve, type OpenLoopLevel, type ReportersLevel } from './scenarios/reporters.js';
 import { runReportSize, type ReportSizeResult } from './scenarios/reportSize.js';
 import { runTrustPromotion, type TrustResult } from './scenarios/trust.js';
-import { fleetCriteria, fleetSizesLine, fleetTable, runFleet, type FleetResult } from './scenarios/fleet.js';
+import { fleetCriteria, fleetQueriesTable, fleetSizesLine, fleetTable, runFleet, type FleetResult } from './scenarios/fleet.js';
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');
@@ -66,7 +66,7 @@ const plan = quick
       openLoop: { rounds: 1, durationMs: () => 3_000, warmMs: 500 },
       reportSize: { rounds: 1, perBlock: (n: number) => (n <= 10 ? 15 : n <= 100 ? 8 : 3), warmMs: 500, bytesReports: 5 },
       readPath: { connections: 50, perBlock: 50, rounds: 1, warmMs: 500 },
-      fleet: { rounds: 2, perBlock: 40, blockMs: 1_000, warmPerPath: 5 },
+      fleet: { rounds: 2, perBlock: 40, blockMs: 1_000, warmPerPath: 5, queryTimes: 10 },
       blockCapMs: 2_500,
     }
   : {
@@ -85,7 +85,7 @@ const plan = quick
       reportSize: { rounds: 3, perBlock: (n: number) => (n <= 10 ? 60 : n <= 100 ? 30 : n <= 500 ? 6 : 4), warmMs: 1_500, bytesReports: 20 },
       readPath: { connections: 50, perBlock: 35, rounds: 3, warmMs: 1_500 },
       // Each path at each size: one request at a time, 3 rounds of up to 150 requests or 2.5 s.
-      fleet: { rounds: 3, perBlock: 150, blockMs: 2_500, warmPerPath: 20 },
+      fleet: { rounds: 3, perBlock: 150, blockMs: 2_500, warmPerPath: 20, queryTimes: 30 },
       // A measured block stops starting operations after this long even if its count is not reached (a loaded machine).
       blockCapMs: 5_000,
     };
@@ -418,7 +418,8 @@ const output = [
   ...(reportSize ? ['### Report size (one reporter, one report in flight) and bytes per report', '', reportSizeTable(reportSize), ''] : []),
   ...(fleet
     ? [`### Fleet size: every request path at a small and a large fleet (scale ${FLEET_SCALE}; one request at a time)`, '',
-        `${fleetSizesLine(fleet)}.`, '', fleetTable(fleet), '']
+        `${fleetSizesLine(fleet)}.`, '', fleetTable(fleet), '',
+        'The stores\' queries behind the paths, each alone with the driver, one at a time:', '', fleetQueriesTable(fleet), '']
     : []),
   '### CPU per operation (ms, user + system, from /proc)',
   '',

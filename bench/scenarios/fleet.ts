@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Collection, Db, Document } from 'mongodb';
 import type { IImmutableImageDeploymentPlan, IImmutableRegistryPushEvent, IService } from '../../src/contracts/index.js';
 import { pushEventFingerprint } from '../../src/domain/releases.js';
+import { newestFirst, releasePageFilter } from '../../src/store/releaseStore.js';
+import { summaryProjection } from '../../src/store/serviceDocument.js';
 import type { BenchContext } from '../lib/context.js';
 import { bearer, fullReplicas, pushEvent, serviceData } from '../lib/fixtures.js';
 import { nextReport, reportOnce, type Reporter } from '../lib/fleet.js';
@@ -49,6 +51,8 @@ export interface FleetPlan {
   blockMs: number;
   /** Unmeasured requests per path and size before the first round. */
   warmPerPath: number;
+  /** Each store query alone, per size. */
+  queryTimes: number;
 }
 
 const BIG_CLUSTER_NODES = Number(process.env['BENCH_FLEET_BIG_NODES'] ?? 4_096);
@@ -89,6 +93,16 @@ export interface FleetResult {
   paths: FleetPathResult[];
   /** CPU (ms) each server process spent per second while nothing was asked of it (its sweepers), before measuring. */
   idleCpuMsPerSecond: Record<'small' | 'large', number>;
+  /** The stores' queries behind the paths, each alone with the driver (one at a time) at both sizes. */
+  queries: QueryResult[];
+}
+
+export interface QueryResult {
+  query: string;
+  index: string;
+  paths: string;
+  small: Summary;
+  large: Summary;
 }
 
 interface Tokens { admin: string, api: string, reader: string }
@@ -104,6 +118,8 @@ interface Fleet {
   bulkServices: Array<{ id: string, repository: string }>;
   pushes: number;
   registrations: number;
+  /** A push event of the history service (the release-count query counts its release's). */
+  pushEventId: string;
   /** How long the setup took (s). */
   seconds: number;
 }
@@ -178,9 +194,11 @@ async function setUp (ctx: BenchContext, size: FleetSize, cleanup: Array<() => P
   const base = Date.UTC(2026, 0, 1);
   const history = await createService('fleet-history', { clusterIds: ['fs-subject'], replicasPerNode: 2 });
   const historyReleases: string[] = [];
+  let pushEventId = '';
   for (let i = 0; i < HISTORY_RELEASES; i++) {
     const event = await push(history.id, history.repository, `history-${i}`, base + i * 60_000, i % 2 === 0 ? 'stable' : `v1.${i}`);
     historyReleases.push(event.releaseId);
+    pushEventId = event.eventId;
   }
   const reportService = await createService('fleet-reports', { clusterIds: reporterClusters, replicasPerNode: 2 });
   const reportRelease = await push(reportService.id, reportService.repository, 'reports-0', base);
@@ -286,6 +304,7 @@ async function setUp (ctx: BenchContext, size: FleetSize, cleanup: Array<() => P
     bulkServices,
     pushes: 0,
     registrations: 0,
+    pushEventId,
     seconds,
   };
 }
@@ -383,6 +402,125 @@ const PATHS: PathSpec[] = [
   },
 ];
 
+/**
+ * The queries the paths make whose cost could grow with the fleet, as the stores make them (filter, sort,
+ * limit, projection: src/store/*), each named with the index of the index plan (src/store/indexPlan.ts)
+ * that serves it on MongoDB.
+ */
+interface QuerySpec {
+  query: string;
+  index: string;
+  paths: string;
+  run: (f: Fleet) => Promise<unknown>;
+}
+
+const QUERIES: QuerySpec[] = [
+  {
+    query: 'a service\'s releases, newest first (ReleaseStore.listByService, limit 51)',
+    index: 'releases_service_newest',
+    paths: 'release listing',
+    run: (f) => f.db.collection('releases').find(releasePageFilter(f.history.serviceId) as Document).sort(newestFirst).limit(51).toArray(),
+  },
+  {
+    query: 'when the page\'s releases last succeeded (RolloutStore.lastSucceeded: serviceId, releaseId $in, succeededAt)',
+    index: 'rollouts_service_generation_unique (prefix)',
+    paths: 'release listing',
+    run: (f) => f.db.collection('rollouts').find(
+      { serviceId: f.history.serviceId, releaseId: { $in: f.history.releaseIds.slice(-50) }, succeededAt: { $exists: true } },
+      { projection: { _id: 0, releaseId: 1, succeededAt: 1 } }).toArray(),
+  },
+  {
+    query: 'a tag\'s ledger (PushEventStore.tagHistory: serviceId, tag, newest first, limit 51)',
+    index: 'pushEvents_tag_ledger',
+    paths: 'tag history',
+    run: (f) => f.db.collection('pushEvents').find({ serviceId: f.history.serviceId, tag: 'stable' },
+      { projection: { _id: 1, releaseId: 1, registryRootDigest: 1, digestPinnedImageReference: 1, observedAt: 1, actorUserId: 1 } })
+      .sort({ observedAt: -1, _id: -1 }).limit(51).toArray(),
+  },
+  {
+    query: 'a release\'s stored push events (PushEventStore.countForRelease: releaseId and the identity)',
+    index: 'pushEvents_release',
+    paths: 'push ingestion',
+    run: async (f) => {
+      const event = await f.db.collection('pushEvents').findOne({ _id: f.pushEventId as never });
+      if (!event) throw new Error('fleet: no push event to count');
+      const { releaseId, serviceId, registryHost, repository, registryRootDigest, imageId, manifestMediaType } = event;
+      const identity = { releaseId, serviceId, registryHost, repository, registryRootDigest, imageId, manifestMediaType };
+      return await f.db.collection('pushEvents').countDocuments(identity);
+    },
+  },
+  {
+    query: 'a service\'s rollouts, newest first (RolloutStore.list, limit 51)',
+    index: 'rollouts_service_generation_unique (prefix)',
+    paths: 'history listing',
+    run: (f) => f.db.collection('rollouts').find({ serviceId: f.history.serviceId }, { projection: { serviceAfter: 0 } })
+      .sort({ generation: -1 }).limit(51).toArray(),
+  },
+  {
+    query: 'a service\'s rollout outcomes (RolloutStore.listOutcomes: limit 10,000 for delivery metrics, 20 for a promotion)',
+    index: 'rollouts_service_generation_unique (prefix)',
+    paths: 'delivery metrics, promotion',
+    run: (f) => f.db.collection('rollouts').find({ serviceId: f.history.serviceId },
+      { projection: { generation: 1, mode: 1, releaseId: 1, createdAt: 1, succeededAt: 1, failure: 1, ended: 1 } })
+      .sort({ generation: -1 }).limit(10_000).toArray(),
+  },
+  {
+    query: 'a release\'s promotions (RolloutStore.countPromotions: releaseId, mode $in)',
+    index: 'rollouts_release_mode',
+    paths: 'promotion',
+    run: (f) => f.db.collection('rollouts').countDocuments({ releaseId: f.history.releaseIds[0], mode: { $in: ['promotion', 'automatic'] } }),
+  },
+  {
+    query: 'the nodes of the target clusters (ClusterStore.findClustersWithNodes: clusterId $in, sorted)',
+    index: 'nodes_clusterId_id',
+    paths: 'promotion',
+    run: (f) => f.db.collection('nodes').find({ clusterId: { $in: ['fs-subject'] } }, { projection: { _id: 1, clusterId: 1 } })
+      .sort({ clusterId: 1, _id: 1 }).toArray(),
+  },
+  {
+    query: `the nodes of a page of ${CLUSTER_PAGE} clusters (ClusterStore.list)`,
+    index: 'nodes_clusterId_id',
+    paths: 'cluster listing',
+    run: (f) => f.db.collection('nodes').find({ clusterId: { $in: Array.from({ length: CLUSTER_PAGE }, (_, k) => `a-${pad(k)}`) } },
+      { projection: { _id: 1, clusterId: 1 } }).sort({ clusterId: 1, _id: 1 }).toArray(),
+  },
+  {
+    query: 'a registration\'s node count and stale nodes (ClusterStore.countNodes, removeStaleNodes: clusterId first)',
+    index: 'nodes_clusterId_id',
+    paths: 'cluster registration',
+    run: (f) => f.db.collection('nodes').countDocuments({ clusterId: 'fs-reg', _id: { $in: nodeNamesOf('fs-reg', SUBJECT_CLUSTERS.reg) as never[] } }),
+  },
+  {
+    query: 'services by name (CatalogueStore.list, limit 51)',
+    index: 'services_name_unique',
+    paths: 'service listing',
+    run: (f) => f.db.collection('services').find({}, { projection: summaryProjection }).sort({ 'data.name': 1 }).limit(51).toArray(),
+  },
+  {
+    query: 'the sweeper\'s open lifecycles (LifecycleStore.openLifecycles, every 5 s per process)',
+    index: 'none in the plan',
+    paths: 'all (background)',
+    run: (f) => f.db.collection('services').find({ 'rolloutStatus.lifecycle.open': true }, { projection: { _id: 1 } }).sort({ _id: 1 }).limit(500).toArray(),
+  },
+];
+
+/** Each query alone (one at a time) at both sizes, alternately, `times` times each after two unmeasured. */
+async function measureQueries (fleets: readonly [Fleet, Fleet], times: number, maxMs: number): Promise<QueryResult[]> {
+  const out: QueryResult[] = [];
+  for (const spec of QUERIES) {
+    const samples = { small: emptySamples(), large: emptySamples() };
+    for (const f of fleets) for (let i = 0; i < 2; i++) await spec.run(f);
+    for (let round = 0; round < 2; round++) {
+      for (const f of round === 0 ? fleets : [...fleets].reverse()) {
+        const op = async (): Promise<string> => { await spec.run(f); return 'ok'; };
+        merge(samples[f.size.label], await closedLoop({ concurrency: 1, total: Math.ceil(times / 2), maxMs, op }));
+      }
+    }
+    out.push({ query: spec.query, index: spec.index, paths: spec.paths, small: summarize(samples.small), large: summarize(samples.large) });
+  }
+  return out;
+}
+
 const block = async (ctx: BenchContext, fleet: Fleet, spec: PathSpec, total: number, maxMs: number): Promise<Samples> => {
   const client = new HttpClient(fleet.server.url, 1);
   const cpu: CpuProbe[] = [{ ...fleet.server.cpu, name: 'service' }, ...(ctx.probes.db ? [ctx.probes.db] : [])];
@@ -442,7 +580,9 @@ export async function runFleet (ctx: BenchContext, plan: FleetPlan, scale: numbe
       return result;
     });
     const seedSeconds = { small: small.seconds, large: large.seconds };
-    return { sizes, counts, seedSeconds, paths, idleCpuMsPerSecond };
+    log('fleet: the stores\' queries alone');
+    const queries = await measureQueries([small, large], plan.queryTimes, plan.blockMs);
+    return { sizes, counts, seedSeconds, paths, idleCpuMsPerSecond, queries };
   } finally {
     // The servers first, then their databases (the large one holds the JVM's heap).
     for (const step of cleanup.reverse()) await step().catch(() => undefined);
@@ -485,6 +625,17 @@ export function fleetTable (r: FleetResult): string {
       `${p.large.throughput.toFixed(1)} | ${msOf(p.large.p50)} ms | ${msOf(p.large.p99)} ms | **${q.toFixed(2)}** (${spreadOf(p.rounds)}) | ` +
       `${(p.small.p50 / p.large.p50).toFixed(2)} | ${perRequest(p.small, 'service')} → ${perRequest(p.large, 'service')} ms | ` +
       `${perRequest(p.small, 'db')} → ${perRequest(p.large, 'db')} ms | ${q >= FLEET_BOUND ? 'holds' : 'does not hold'} |`);
+  }
+  return lines.join('\n');
+}
+
+export function fleetQueriesTable (r: FleetResult): string {
+  const lines = [
+    '| query (store) | index on MongoDB | paths | small: p50 | large: p50 | large ÷ small p50 |',
+    '| --- | --- | --- | ---: | ---: | ---: |',
+  ];
+  for (const q of r.queries) {
+    lines.push(`| ${q.query} | \`${q.index}\` | ${q.paths} | ${msOf(q.small.p50)} ms | ${msOf(q.large.p50)} ms | ${(q.large.p50 / q.small.p50).toFixed(2)} |`);
   }
   return lines.join('\n');
 }
