@@ -89,6 +89,8 @@ export interface FleetResult {
   sizes: [FleetSize, FleetSize];
   /** What each database holds when measuring starts (document counts by collection). */
   counts: Record<'small' | 'large', Record<string, number>>;
+  /** The same once measuring is done (the measured pushes, promotions and registrations add theirs). */
+  countsAfter: Record<'small' | 'large', Record<string, number>>;
   seedSeconds: Record<'small' | 'large', number>;
   paths: FleetPathResult[];
   /** CPU (ms) each server process spent per second while nothing was asked of it (its sweepers), before measuring. */
@@ -430,6 +432,13 @@ const QUERIES: QuerySpec[] = [
       { projection: { _id: 0, releaseId: 1, succeededAt: 1 } }).toArray(),
   },
   {
+    query: 'the page\'s signature verdicts (ReleaseStore.findVerifications: `_id` $in AND verification $exists)',
+    index: '_id (the filter names more fields)',
+    paths: 'release listing',
+    run: (f) => f.db.collection('releases').find({ _id: { $in: f.history.releaseIds.slice(-50) as never[] }, verification: { $exists: true } },
+      { projection: { verification: 1 } }).toArray(),
+  },
+  {
     query: 'a tag\'s ledger (PushEventStore.tagHistory: serviceId, tag, newest first, limit 51)',
     index: 'pushEvents_tag_ledger',
     paths: 'tag history',
@@ -450,6 +459,32 @@ const QUERIES: QuerySpec[] = [
     },
   },
   {
+    query: 'a push\'s release upsert (ReleaseStore.recordObservation: `_id` AND the identity; its filter, as a findOne)',
+    index: '_id (the filter names more fields)',
+    paths: 'push ingestion',
+    run: async (f) => {
+      const releases = f.db.collection('releases');
+      const release = await releases.findOne({ _id: f.history.releaseIds[0] as never });
+      const data = release?.['data'] as Document | undefined;
+      if (!data) throw new Error('fleet: no release to find');
+      return await releases.findOne({
+        _id: f.history.releaseIds[0] as never,
+        'data.serviceId': data['serviceId'],
+        'data.registryHost': data['registryHost'],
+        'data.repository': data['repository'],
+        'data.registryRootDigest': data['registryRootDigest'],
+        'data.imageId': data['imageId'],
+        'data.manifestMediaType': data['manifestMediaType'],
+      });
+    },
+  },
+  {
+    query: 'a cluster\'s claims (ClusterStore.findById: clusterId, sorted by _id)',
+    index: 'nodes_clusterId_id',
+    paths: 'cluster registration',
+    run: (f) => f.db.collection('nodes').find({ clusterId: 'fs-reg' }, { projection: { _id: 1 } }).sort({ _id: 1 }).toArray(),
+  },
+  {
     query: 'a service\'s rollouts, newest first (RolloutStore.list, limit 51)',
     index: 'rollouts_service_generation_unique (prefix)',
     paths: 'history listing',
@@ -463,6 +498,13 @@ const QUERIES: QuerySpec[] = [
     run: (f) => f.db.collection('rollouts').find({ serviceId: f.history.serviceId },
       { projection: { generation: 1, mode: 1, releaseId: 1, createdAt: 1, succeededAt: 1, failure: 1, ended: 1 } })
       .sort({ generation: -1 }).limit(10_000).toArray(),
+  },
+  {
+    query: 'the plan\'s compare-and-swap onto the service (PlanStore.applyRollout: `_id` AND generation, status revision, …; its shape, as a findOne)',
+    index: '_id (the filter names more fields)',
+    paths: 'promotion',
+    run: (f) => f.db.collection('services').findOne({ _id: f.history.serviceId as never, 'data.imageDeployment.rolloutGeneration': { $gte: 0 } },
+      { projection: { _id: 1 } }),
   },
   {
     query: 'a release\'s promotions (RolloutStore.countPromotions: releaseId, mode $in)',
@@ -580,9 +622,11 @@ export async function runFleet (ctx: BenchContext, plan: FleetPlan, scale: numbe
       return result;
     });
     const seedSeconds = { small: small.seconds, large: large.seconds };
+    const countsAfter = { small: await collectionCounts(small.db), large: await collectionCounts(large.db) };
+    log(`fleet: documents after measuring — small ${JSON.stringify(countsAfter.small)}, large ${JSON.stringify(countsAfter.large)}`);
     log('fleet: the stores\' queries alone');
     const queries = await measureQueries([small, large], plan.queryTimes, plan.blockMs);
-    return { sizes, counts, seedSeconds, paths, idleCpuMsPerSecond, queries };
+    return { sizes, counts, countsAfter, seedSeconds, paths, idleCpuMsPerSecond, queries };
   } finally {
     // The servers first, then their databases (the large one holds the JVM's heap).
     for (const step of cleanup.reverse()) await step().catch(() => undefined);
@@ -608,7 +652,10 @@ export function fleetSizesLine (r: FleetResult): string {
       `${n(c['releases'] ?? 0)} releases, ${n(c['pushEvents'] ?? 0)} push events, ${n(c['rollouts'] ?? 0)} rollouts, ` +
       `${n(c['reports'] ?? 0)} report records (set up in ${r.seedSeconds[label].toFixed(0)} s)`;
   };
-  return `${of('small')}; ${of('large')}. Idle server CPU (sweepers): ${r.idleCpuMsPerSecond.small.toFixed(1)} ms/s (small), ` +
+  const after = (label: 'small' | 'large'): string => `${n(r.countsAfter[label]['rollouts'] ?? 0)} rollouts and ` +
+    `${n(r.countsAfter[label]['releases'] ?? 0)} releases at the ${label} size`;
+  return `${of('small')}; ${of('large')}. After measuring: ${after('small')}, ${after('large')}. ` +
+    `Idle server CPU (sweepers): ${r.idleCpuMsPerSecond.small.toFixed(1)} ms/s (small), ` +
     `${r.idleCpuMsPerSecond.large.toFixed(1)} ms/s (large)`;
 }
 
