@@ -64,6 +64,9 @@ final class IndexedH2Collection extends H2Collection {
         super.addIndex(index);
         if (getIndexes().contains(index)) {
             queries.noteIndexAdded(index, streamAllDocumentsWithPosition().map(DocumentWithPosition::getDocument));
+            if (index instanceof PrefixedUniqueIndex<Object> prefixed) {
+                prefixed.fillPrefixes(streamAllDocumentsWithPosition());
+            }
         }
     }
 }

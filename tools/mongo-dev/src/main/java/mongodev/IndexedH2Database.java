@@ -8,6 +8,9 @@ import org.h2.mvstore.MVStore;
 import de.bwaldvogel.mongo.MongoCollection;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
+import de.bwaldvogel.mongo.backend.DatabaseResolver;
+import de.bwaldvogel.mongo.oplog.Oplog;
+import io.netty.channel.Channel;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.h2.H2Database;
@@ -43,6 +46,26 @@ final class IndexedH2Database extends H2Database {
         MVMap<Object, Document> dataMap = store.openMap(DATA_PREFIX + fullName);
         MVMap<String, Object> metaMap = store.openMap(META_PREFIX + fullName);
         return new IndexedH2Collection(this, collectionName, options, dataMap, metaMap, cursorRegistry);
+    }
+
+    /** An aggregation led by {$match} is run on that match's index lookup ({@link IndexedAggregates}). */
+    @Override
+    public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver resolver, Oplog oplog) {
+        if ("aggregate".equals(command)) {
+            Document answer = IndexedAggregates.run(this, getDatabaseName(), query, resolver, oplog);
+            if (answer != null) {
+                return answer;
+            }
+        }
+        return super.handleCommand(channel, command, query, resolver, oplog);
+    }
+
+    /** A compound unique index serves its first fields too ({@link PrefixedUniqueIndex}). */
+    @Override
+    protected Index<Object> openOrCreateUniqueIndex(String collectionName, String indexName, List<IndexKey> keys,
+                                                 boolean sparse) {
+        Index<Object> unique = super.openOrCreateUniqueIndex(collectionName, indexName, keys, sparse);
+        return keys.size() > 1 ? new PrefixedUniqueIndex<>(unique, keys, sparse) : unique;
     }
 
     @Override

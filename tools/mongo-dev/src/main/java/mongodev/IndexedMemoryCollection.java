@@ -58,6 +58,9 @@ final class IndexedMemoryCollection extends MemoryCollection {
         super.addIndex(index);
         if (getIndexes().contains(index)) {
             queries.noteIndexAdded(index, streamAllDocumentsWithPosition().map(DocumentWithPosition::getDocument));
+            if (index instanceof PrefixedUniqueIndex<Integer> prefixed) {
+                prefixed.fillPrefixes(streamAllDocumentsWithPosition());
+            }
         }
     }
 }

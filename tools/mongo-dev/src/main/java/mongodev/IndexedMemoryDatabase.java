@@ -4,6 +4,10 @@ import java.util.List;
 
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
+import de.bwaldvogel.mongo.backend.DatabaseResolver;
+import de.bwaldvogel.mongo.oplog.Oplog;
+import io.netty.channel.Channel;
+import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
@@ -19,6 +23,26 @@ final class IndexedMemoryDatabase extends MemoryDatabase {
     @Override
     protected MemoryCollection openOrCreateCollection(String collectionName, CollectionOptions options) {
         return new IndexedMemoryCollection(this, collectionName, options, cursorRegistry);
+    }
+
+    /** An aggregation led by {$match} is run on that match's index lookup ({@link IndexedAggregates}). */
+    @Override
+    public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver resolver, Oplog oplog) {
+        if ("aggregate".equals(command)) {
+            Document answer = IndexedAggregates.run(this, getDatabaseName(), query, resolver, oplog);
+            if (answer != null) {
+                return answer;
+            }
+        }
+        return super.handleCommand(channel, command, query, resolver, oplog);
+    }
+
+    /** A compound unique index serves its first fields too ({@link PrefixedUniqueIndex}). */
+    @Override
+    protected Index<Integer> openOrCreateUniqueIndex(String collectionName, String indexName, List<IndexKey> keys,
+                                                 boolean sparse) {
+        Index<Integer> unique = super.openOrCreateUniqueIndex(collectionName, indexName, keys, sparse);
+        return keys.size() > 1 ? new PrefixedUniqueIndex<>(unique, keys, sparse) : unique;
     }
 
     @Override

@@ -18,7 +18,8 @@ import de.bwaldvogel.mongo.bson.Document;
 
 /**
  * Serves a query from an index when the query holds equality conditions on all of that index's
- * fields, or on its first fields for a non-unique index, as MongoDB does. The library itself uses an index only when the query names exactly its
+ * fields, or on its first fields (a compound unique index through {@link PrefixedUniqueIndex}), as
+ * MongoDB does. The library itself uses an index only when the query names exactly its
  * fields (AbstractUniqueIndex.canHandle), so a compare-and-swap filter such as {_id, version}
  * scanned the whole collection; and it never built non-unique indexes (see {@link EqualityIndex}).
  *
@@ -103,7 +104,7 @@ final class IndexedQueries<P> {
         Index<P> best = null;
         List<List<Object>> bestKeys = null;
         long bestCount = Long.MAX_VALUE;
-        for (Index<P> index : indexes) {
+        for (Index<P> index : withPrefixes(indexes)) {
             List<List<Object>> keys = lookupKeys(index, equalities);
             if (keys == null) {
                 continue;
@@ -134,6 +135,18 @@ final class IndexedQueries<P> {
         }
         best.getKeys().forEach(indexKey -> rest.remove(indexKey.getKey()));
         return new Plan<>(positions, rest);
+    }
+
+    /** The indexes, each compound unique one followed by its non-unique twin that serves its first fields. */
+    private static <P> List<Index<P>> withPrefixes(List<? extends Index<P>> indexes) {
+        List<Index<P>> all = new ArrayList<>(indexes.size() + 2);
+        for (Index<P> index : indexes) {
+            all.add(index);
+            if (index instanceof PrefixedUniqueIndex<P> prefixed) {
+                all.add(prefixed.prefixes());
+            }
+        }
+        return all;
     }
 
     /** Field → the normalized values it must equal (one, or several for $in). */

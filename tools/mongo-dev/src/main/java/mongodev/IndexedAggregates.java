@@ -1,0 +1,57 @@
+package mongodev;
+
+import java.util.List;
+import java.util.Set;
+
+import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.MongoDatabase;
+import de.bwaldvogel.mongo.backend.DatabaseResolver;
+import de.bwaldvogel.mongo.backend.aggregation.Aggregation;
+import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.oplog.Oplog;
+
+/**
+ * Runs an aggregation that starts with {$match} on the documents the collection's query finds, so
+ * that the match is served from an index ({@link IndexedQueries}) as MongoDB's is: the library
+ * itself runs every pipeline on a scan of the whole collection, and the driver's countDocuments is
+ * such a pipeline ({$match}, {$group}). Only pipelines of stages that read and reshape documents are
+ * taken, and only commands without options beyond the driver's usual ones; everything else is left
+ * to the library (null). The answer is the library's: the whole result in the first batch.
+ */
+final class IndexedAggregates {
+
+    private static final Set<String> STAGES = Set.of("$match", "$group", "$count", "$project", "$limit", "$skip", "$sort",
+        "$addFields", "$set", "$unset");
+    private static final Set<String> COMMAND_FIELDS = Set.of("aggregate", "pipeline", "cursor", "$db", "lsid", "$clusterTime",
+        "$readPreference", "readConcern", "maxTimeMS", "comment", "txnNumber", "autocommit", "startTransaction");
+
+    private IndexedAggregates() {
+    }
+
+    /** The command's answer, or null when the library should run it. */
+    static Document run(MongoDatabase database, String namespace, Document command, DatabaseResolver resolver, Oplog oplog) {
+        if (!(command.get("aggregate") instanceof String collectionName) || !COMMAND_FIELDS.containsAll(command.keySet())) {
+            return null;
+        }
+        List<Document> pipeline = Aggregation.parse(command.get("pipeline"));
+        if (pipeline.isEmpty() || !(pipeline.get(0).get("$match") instanceof Document match)
+            || !pipeline.stream().allMatch(stage -> stage.size() == 1 && STAGES.contains(stage.keySet().iterator().next()))) {
+            return null;
+        }
+        MongoCollection<?> collection = database.resolveCollection(collectionName, false);
+        if (collection == null) {
+            return null;
+        }
+        Aggregation rest = Aggregation.fromPipeline(pipeline.subList(1, pipeline.size()), resolver, database, collection, oplog);
+        rest.validate(command);
+        List<Document> result = rest.runStages(collection.handleQueryAsStream(match));
+        Document cursor = new Document();
+        cursor.put("id", Long.valueOf(0));
+        cursor.put("ns", namespace + "." + collectionName);
+        cursor.put("firstBatch", result);
+        Document answer = new Document();
+        answer.put("cursor", cursor);
+        answer.put("ok", 1.0);
+        return answer;
+    }
+}
