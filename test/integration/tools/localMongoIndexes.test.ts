@@ -155,9 +155,16 @@ async function compareQueries (generator: Generator, indexed: Collection, refere
   let matched = 0;
   for (let i = 0; i < 40; i++) {
     const filter = generator.filter();
-    const sort = generator.pick<Document | undefined>([undefined, undefined, { $natural: -1 }, { v: 1 }, { a: -1, _id: 1 }]);
+    // a sort by a single-field unique index's field walks that index in order (SortedKeys), from a keyset bound
+    const sort = generator.pick<Document | undefined>([undefined, undefined, { $natural: -1 }, { v: 1 }, { a: -1, _id: 1 },
+      { u: 1 }, { u: -1 }, { _id: 1 }, { _id: -1 }]);
+    if (sort !== undefined && ('u' in sort || '_id' in sort) && generator.chance(0.5)) {
+      const field = 'u' in sort ? 'u' : '_id';
+      const bound = field === 'u' ? `u${generator.int(400)}` : generator.id();
+      filter[field] = { [generator.pick(['$gt', '$gte', '$lt', '$lte'])]: bound };
+    }
     const skip = generator.pick([0, 0, 1]);
-    const limit = generator.pick([0, 0, 2]);
+    const limit = generator.pick([0, 0, 2, 30]);
     const [mine, theirs] = await both(indexed, reference, filter, async (collection, f) =>
       await collection.find(f, sort === undefined ? {} : { sort }).skip(skip).limit(limit).toArray());
     expect(mine, JSON.stringify({ filter, sort, skip, limit })).toEqual(theirs);

@@ -40,6 +40,10 @@ final class IndexedH2Collection extends H2Collection {
         }
         IndexedQueries.Plan<Object> plan = queries.plan(query, getIndexes());
         if (plan == null) {
+            Iterable<Object> ordered = queries.sortedWalk(query, orderBy, limit, getIndexes());
+            if (ordered != null) { // already in the order asked for: matched without a sort, up to the limit
+                return matchDocuments(query, ordered, null, numberToSkip, limit, batchSize, fieldSelector);
+            }
             return matchDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector); // a scan
         }
         List<Object> positions = new ArrayList<>(plan.positions());
@@ -64,8 +68,8 @@ final class IndexedH2Collection extends H2Collection {
         super.addIndex(index);
         if (getIndexes().contains(index)) {
             queries.noteIndexAdded(index, streamAllDocumentsWithPosition().map(DocumentWithPosition::getDocument));
-            if (index instanceof PrefixedUniqueIndex<Object> prefixed) {
-                prefixed.fillPrefixes(streamAllDocumentsWithPosition());
+            if (index instanceof TwinnedUniqueIndex<Object> prefixed) {
+                prefixed.fillTwins(streamAllDocumentsWithPosition());
             }
         }
     }

@@ -34,6 +34,10 @@ final class IndexedMemoryCollection extends MemoryCollection {
         }
         IndexedQueries.Plan<Integer> plan = queries.plan(query, getIndexes());
         if (plan == null) {
+            Iterable<Integer> ordered = queries.sortedWalk(query, orderBy, limit, getIndexes());
+            if (ordered != null) { // already in the order asked for: matched without a sort, up to the limit
+                return matchDocuments(query, ordered, null, numberToSkip, limit, batchSize, fieldSelector);
+            }
             return matchDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector); // a scan
         }
         List<Integer> positions = new ArrayList<>(plan.positions());
@@ -58,8 +62,8 @@ final class IndexedMemoryCollection extends MemoryCollection {
         super.addIndex(index);
         if (getIndexes().contains(index)) {
             queries.noteIndexAdded(index, streamAllDocumentsWithPosition().map(DocumentWithPosition::getDocument));
-            if (index instanceof PrefixedUniqueIndex<Integer> prefixed) {
-                prefixed.fillPrefixes(streamAllDocumentsWithPosition());
+            if (index instanceof TwinnedUniqueIndex<Integer> prefixed) {
+                prefixed.fillTwins(streamAllDocumentsWithPosition());
             }
         }
     }

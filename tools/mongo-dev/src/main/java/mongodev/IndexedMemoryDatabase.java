@@ -37,12 +37,12 @@ final class IndexedMemoryDatabase extends MemoryDatabase {
         return super.handleCommand(channel, command, query, resolver, oplog);
     }
 
-    /** A compound unique index serves its first fields too ({@link PrefixedUniqueIndex}). */
+    /** A unique index serves its first fields (compound) or a sort on its field (single, not sparse) too ({@link TwinnedUniqueIndex}). */
     @Override
     protected Index<Integer> openOrCreateUniqueIndex(String collectionName, String indexName, List<IndexKey> keys,
                                                  boolean sparse) {
         Index<Integer> unique = super.openOrCreateUniqueIndex(collectionName, indexName, keys, sparse);
-        return keys.size() > 1 ? new PrefixedUniqueIndex<>(unique, keys, sparse) : unique;
+        return TwinnedUniqueIndex.twinned(keys, sparse) ? new TwinnedUniqueIndex<>(unique, keys, sparse) : unique;
     }
 
     @Override

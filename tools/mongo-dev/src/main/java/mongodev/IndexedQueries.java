@@ -18,7 +18,7 @@ import de.bwaldvogel.mongo.bson.Document;
 
 /**
  * Serves a query from an index when the query holds equality conditions on all of that index's
- * fields, or on its first fields (a compound unique index through {@link PrefixedUniqueIndex}), as
+ * fields, or on its first fields (a compound unique index through {@link TwinnedUniqueIndex}), as
  * MongoDB does. The library itself uses an index only when the query names exactly its
  * fields (AbstractUniqueIndex.canHandle), so a compare-and-swap filter such as {_id, version}
  * scanned the whole collection; and it never built non-unique indexes (see {@link EqualityIndex}).
@@ -142,11 +142,51 @@ final class IndexedQueries<P> {
         List<Index<P>> all = new ArrayList<>(indexes.size() + 2);
         for (Index<P> index : indexes) {
             all.add(index);
-            if (index instanceof PrefixedUniqueIndex<P> prefixed) {
-                all.add(prefixed.prefixes());
+            if (index instanceof TwinnedUniqueIndex<P> twinned && twinned.prefixes() != null) {
+                all.add(twinned.prefixes());
             }
         }
         return all;
+    }
+
+    /**
+     * For a query sorted by one field with a limit, which no equality serves ({@link #plan} is null):
+     * the positions in that order from a unique index's sorted twin ({@link SortedKeys}), starting at
+     * the query's own bound on the field ($gt/$gte ascending, $lt/$lte descending) — or null. The
+     * caller matches the whole query on them in this order without sorting, and stops at the limit.
+     */
+    Iterable<P> sortedWalk(Document query, Document orderBy, int limit, List<? extends Index<P>> indexes) {
+        if (limit <= 0 || orderBy == null || orderBy.size() != 1) {
+            return null;
+        }
+        Map.Entry<String, Object> sort = orderBy.entrySet().iterator().next();
+        if (!(sort.getValue() instanceof Number direction) || Math.abs(direction.doubleValue()) != 1) {
+            return null;
+        }
+        boolean ascending = direction.doubleValue() > 0;
+        for (Index<P> index : indexes) {
+            if (index instanceof TwinnedUniqueIndex<P> twinned && twinned.sorted() != null
+                && twinned.sorted().path().equals(sort.getKey()) && twinned.sorted().usable()) {
+                Object from = null;
+                boolean inclusive = true;
+                if (query.get(sort.getKey()) instanceof Document bound) {
+                    String exclusiveOperator = ascending ? "$gt" : "$lt";
+                    String inclusiveOperator = ascending ? "$gte" : "$lte";
+                    if (bound.containsKey(exclusiveOperator) && !bound.containsKey(inclusiveOperator)) {
+                        from = bound.get(exclusiveOperator);
+                        inclusive = false;
+                    } else if (bound.containsKey(inclusiveOperator) && !bound.containsKey(exclusiveOperator)) {
+                        from = bound.get(inclusiveOperator);
+                    }
+                    if (from != null && KeyValues.normalize(from) == KeyValues.NOT_COMPARABLE) {
+                        from = null; // an array, a document or a regular expression: walk from the first entry
+                        inclusive = true;
+                    }
+                }
+                return twinned.sorted().positions(ascending, from, inclusive);
+            }
+        }
+        return null;
     }
 
     /** Field → the normalized values it must equal (one, or several for $in). */
