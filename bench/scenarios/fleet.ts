@@ -23,7 +23,8 @@ import { emptySamples, merge, summarize, type Samples, type Summary } from '../l
  * What is seeded, per size (docs/benchmarks.md "Fleet size"):
  * - through the API (the same at both sizes): the subject clusters (`fs-subject` 10 nodes, `fs-reg` 100,
  *   `fs-r0…9` 10 each), the history service H on `fs-subject` with 60 releases (every other one tagged
- *   `stable`), promoted `historyRollouts` times; the report service R on the ten `fs-r*` clusters, promoted once,
+ *   `stable`), promoted `historyRollouts` times (all but the last 3 then moved a year back: the delivery-metrics
+ *   window holds the same rollouts at both sizes); the report service R on the ten `fs-r*` clusters, promoted once,
  *   every reporter reported once; one template bulk service with one push event, one template 100-node cluster;
  * - with the driver, copies of the template documents the server wrote (new ids, names, digests, tags and
  *   times, every other field as written; the push events' fingerprints computed as the service computes them):
@@ -210,6 +211,7 @@ async function setUp (ctx: BenchContext, size: FleetSize, cleanup: Array<() => P
   log(`promoting the history service ${size.historyRollouts} times`);
   let generation = 0;
   for (; generation < size.historyRollouts; generation++) await promote(history.id, historyReleases[generation % 2] as string, generation);
+  await ageHistory(db, history.id, generation - RECENT_ROLLOUTS);
 
   log('the report service: one rollout, every reporter reports once');
   const promoted = await promote(reportService.id, reportRelease.releaseId, 0);
@@ -492,12 +494,21 @@ const QUERIES: QuerySpec[] = [
       .sort({ generation: -1 }).limit(51).toArray(),
   },
   {
-    query: 'a service\'s rollout outcomes (RolloutStore.listOutcomes: limit 10,000 for delivery metrics, 20 for a promotion)',
+    query: 'a service\'s rollout outcomes in a 30-day window (RolloutStore.listOutcomes: back to the first one created before it)',
     index: 'rollouts_service_generation_unique (prefix)',
     paths: 'delivery metrics, promotion',
-    run: (f) => f.db.collection('rollouts').find({ serviceId: f.history.serviceId },
-      { projection: { generation: 1, mode: 1, releaseId: 1, createdAt: 1, succeededAt: 1, failure: 1, ended: 1 } })
-      .sort({ generation: -1 }).limit(10_000).toArray(),
+    run: async (f) => {
+      const since = Date.now() - 30 * 24 * 3_600_000;
+      const outcomes: Document[] = [];
+      const cursor = f.db.collection('rollouts').find({ serviceId: f.history.serviceId },
+        { projection: { generation: 1, mode: 1, releaseId: 1, createdAt: 1, succeededAt: 1, failure: 1, ended: 1 } })
+        .sort({ generation: -1 }).limit(10_000).batchSize(128);
+      for await (const doc of cursor) {
+        outcomes.push(doc);
+        if ((doc['createdAt'] as number) < since) break;
+      }
+      return outcomes;
+    },
   },
   {
     query: 'the plan\'s compare-and-swap onto the service (PlanStore.applyRollout: `_id` AND generation, status revision, …; its shape, as a findOne)',
@@ -702,3 +713,23 @@ export function fleetCriteria (r: FleetResult): Array<{ name: string, measured: 
     };
   });
 }
+
+/** Rollouts of the history service left in the delivery-metrics window (its default 30 days) at every size. */
+const RECENT_ROLLOUTS = 3;
+
+/**
+ * Moves the history service's rollouts before generation `before` a year back (created, succeeded,
+ * failed, ended): a long history, as a service that deployed 2,000 times has, with the same rollouts
+ * in the delivery-metrics window at every size. Its cost grows with the rollouts in the window (the
+ * answer is made of them), not with those before it (docs/benchmarks.md "Fleet size").
+ */
+async function ageHistory (db: Db, serviceId: string, before: number): Promise<void> {
+  if (before <= 0) return;
+  const rollouts = db.collection('rollouts');
+  const older = { serviceId, generation: { $lt: before } };
+  for (const field of ['createdAt', 'succeededAt', 'failure.at', 'ended.at']) {
+    await rollouts.updateMany({ ...older, [field]: { $exists: true } }, { $inc: { [field]: -YEAR_MS } });
+  }
+}
+
+const YEAR_MS = 365 * 24 * 3_600_000;

@@ -89,7 +89,8 @@ export async function readStatusEvents ({ repos }: ReadDeps, serviceId: string, 
 export async function readDeliveryMetrics ({ repos, now }: ReadDeps, serviceId: string, query: DeliveryMetricsQuery): Promise<Result<DeliveryMetrics>> {
   if (!(await repos.catalogue.exists(serviceId))) return refusal(errors.serviceNotFound(serviceId));
   const { from, to } = metricsWindow(query, now());
-  const rollouts = await repos.rollouts.listOutcomes(serviceId, METRICS_HISTORY_LIMIT);
+  // The window's rollouts and the one current at its start; later ones too (a failure's restore may come after `to`).
+  const rollouts = await repos.rollouts.listOutcomes(serviceId, METRICS_HISTORY_LIMIT, from);
   const firstObservedAt = await repos.releases.firstObservedAt(rollouts.map((r) => r.releaseId));
   return success(deliveryMetrics({ serviceId, rollouts, firstObservedAt, from, to }));
 }

@@ -13,6 +13,9 @@ export interface RolloutDocument extends Omit<RolloutRecord, 'rolloutId'> {
 
 const toRecord = ({ _id, ...rest }: RolloutDocument): RolloutRecord => ({ rolloutId: _id, ...rest });
 
+/** Outcomes one batch of a windowed listOutcomes reads (the cursor stops at the window's start). */
+const OUTCOMES_BATCH = 128;
+
 /**
  * The rollout history, and the commit point of every promotion and rollback:
  * the unique index on (serviceId, generation) lets exactly one rollout claim a
@@ -81,11 +84,23 @@ export class RolloutStore implements RolloutRepository {
     return docs.map((doc) => toRecord({ ...doc, serviceAfter: undefined as never }));
   }
 
-  async listOutcomes (serviceId: string, limit: number): Promise<MetricsRollout[]> {
+  /**
+   * The newest `limit` rollouts' outcomes, newest first; with `since`, only back to the newest rollout
+   * created before it (that one may have succeeded after `since`; an older one cannot, since a rollout
+   * is decided only while it is the service's current one). The cursor stops there: a window's metrics
+   * read the window's rollouts, not the service's whole history.
+   */
+  async listOutcomes (serviceId: string, limit: number, since?: number): Promise<MetricsRollout[]> {
     // Outcomes and times only: a rollout's plan and the service after it (~40 bytes per target node each) are most of it.
     const projection = { generation: 1, mode: 1, releaseId: 1, createdAt: 1, succeededAt: 1, failure: 1, ended: 1 } as const;
-    const docs = await this.collection.find({ serviceId }, { projection }).sort({ generation: -1 }).limit(limit).toArray();
-    return docs.map(({ _id, ...rest }) => ({ rolloutId: _id, ...rest }) as MetricsRollout);
+    const cursor = this.collection.find({ serviceId }, { projection }).sort({ generation: -1 }).limit(limit)
+      .batchSize(since === undefined ? limit : OUTCOMES_BATCH);
+    const outcomes: MetricsRollout[] = [];
+    for await (const { _id, ...rest } of cursor) { // leaving the loop closes the cursor
+      outcomes.push({ rolloutId: _id, ...rest } as MetricsRollout);
+      if (since !== undefined && rest.createdAt < since) break;
+    }
+    return outcomes;
   }
 
   async findByGeneration (serviceId: string, generation: number): Promise<RolloutRecord | null> {

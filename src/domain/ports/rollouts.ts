@@ -31,7 +31,8 @@ export interface RolloutRepository extends StageHistory {
   /** History page, newest generation first; `beforeGeneration` is the keyset cursor. */
   list(serviceId: string, limit: number, beforeGeneration?: number): Promise<RolloutRecord[]>;
   /** The newest `limit` rollouts' outcomes and times only (no plan: what delivery metrics read), newest generation first. */
-  listOutcomes(serviceId: string, limit: number): Promise<MetricsRollout[]>;
+  /** Newest first; with `since`, back to the newest rollout created before it (see RolloutStore.listOutcomes). */
+  listOutcomes(serviceId: string, limit: number, since?: number): Promise<MetricsRollout[]>;
   /** The service's rollout of exactly this generation (the unique (serviceId, generation) index finds it). */
   findByGeneration(serviceId: string, generation: number): Promise<RolloutRecord | null>;
   /** Copies a rollout's milestones into its history record (idempotent: each is set once in the status summary first). */
