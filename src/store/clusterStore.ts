@@ -1,6 +1,7 @@
 import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from '../domain/clusters.js';
 import type { ClusterRepository } from '../domain/ports/index.js';
+import { LISTED_NODE_NAMES } from '../contracts/index.js';
 import { coalesced } from './coalesce.js';
 import { duplicateKeyRefusals, isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
@@ -9,8 +10,29 @@ import { collections } from './indexPlan.js';
 /** Clusters whose committed revision a process remembers (`findRegisteredNodeOwners`). */
 const COMMITTED_KEPT = 16_384;
 
-/** Node names one coalesced owner read asks for at most (~4 MiB of names at their longest); a larger single call goes alone. */
-const OWNER_NAMES_PER_READ = 16_384;
+/**
+ * Node claims one database operation reads, writes or deletes at most. The local development database
+ * holds a collection's lock for the whole of an operation (and tests each claim of a cluster against a
+ * `$in` list name by name): a registration of 4,096 nodes written, moved, counted and pruned in single
+ * operations held the `nodes` collection for seconds at a time, and every report (each reads its nodes'
+ * claims) and read waited behind it until the driver gave up — 503 `database-unavailable` for others and
+ * for the registration itself (issue 24). In chunks, one after the other, each operation holds the
+ * collection for tens of milliseconds and the operations of other requests run in between.
+ */
+export const NODES_PER_OPERATION = 256;
+
+/**
+ * Names one filter `{ clusterId, _id: { $in } }` lists at most. The local development database tests
+ * each of the cluster's claims against the list (about 150 ms for 256 names against 4,096 claims), so
+ * these lists are shorter than NODES_PER_OPERATION.
+ */
+const NAMES_PER_CLUSTER_FILTER = 64;
+
+/** A cluster's claims one keyset page reads (claimsOf). */
+const CLAIMS_PER_PAGE = 1_024;
+
+/** Node names one coalesced owner read asks for at most; a call naming more is read in chunks of this size. */
+const OWNER_NAMES_PER_READ = 1_024;
 
 export interface ClusterDocument {
   _id: string;
@@ -49,15 +71,65 @@ export class ClusterStore implements ClusterRepository {
   async findById (clusterId: string): Promise<ClusterRecord | null> {
     const [doc, claimed] = await Promise.all([
       this.clusters.findOne({ _id: clusterId }),
-      this.nodes.find({ clusterId }, { projection: { _id: 1 } }).sort({ _id: 1 }).map((node) => node._id).toArray(),
+      this.claimsOf(clusterId),
     ]);
-    return doc ? toRecord(doc, committedNodes(doc, claimed)) : null;
+    return doc ? toRecord(doc, committedNodes(doc, claimed.map((claim) => claim._id))) : null;
   }
 
+  /**
+   * The cluster's claims sorted by name, read in keyset pages of `CLAIMS_PER_PAGE` (each a short read
+   * of the `{ clusterId, _id }` index) rather than in one read of thousands of claims.
+   */
+  private async claimsOf (clusterId: string): Promise<Array<Pick<NodeDocument, '_id' | 'revision'>>> {
+    const claims: Array<Pick<NodeDocument, '_id' | 'revision'>> = [];
+    for (;;) {
+      const last = claims.at(-1)?._id;
+      const page = await this.nodes
+        .find(last === undefined ? { clusterId } : { clusterId, _id: { $gt: last } }, { projection: { _id: 1, revision: 1 } })
+        .sort({ clusterId: 1, _id: 1 })
+        .limit(CLAIMS_PER_PAGE)
+        .toArray();
+      claims.push(...page);
+      if (page.length < CLAIMS_PER_PAGE) return claims;
+    }
+  }
+
+  /**
+   * A page of clusters, each with its node count and its first `LISTED_NODE_NAMES` node names: one read
+   * of the cluster documents (the committed lists cut to a few more names than are shown, and their
+   * lengths), one read by `_id` `$in` of those names' claims (a name listed is one the cluster holds).
+   * Clusters written before the committed list was stored are counted from their claims.
+   */
   async list ({ limit, after }: { limit: number, after?: string }): Promise<ClusterRecord[]> {
-    const docs = await this.clusters.find(after === undefined ? {} : { _id: { $gt: after } }).sort({ _id: 1 }).limit(limit).toArray();
-    const nodesByCluster = await this.nodeNamesOf(docs.map((doc) => doc._id));
-    return docs.map((doc) => toRecord(doc, committedNodes(doc, nodesByCluster.get(doc._id) ?? [])));
+    const listed = { $isArray: '$nodeNames' };
+    const docs = await this.clusters.aggregate<ListedCluster>([
+      { $match: after === undefined ? {} : { _id: { $gt: after } } },
+      { $sort: { _id: 1 } },
+      { $limit: limit },
+      {
+        $project: {
+          name: 1,
+          revision: 1,
+          createdAt: 1,
+          updatedAt: 1,
+          listed,
+          nodeCount: { $cond: [listed, { $size: '$nodeNames' }, 0] },
+          // A few more than shown: a committed name whose claim a concurrent registration just released is skipped.
+          nodeNames: { $cond: [listed, { $slice: ['$nodeNames', LISTED_NODE_NAMES * 2] }, []] },
+        },
+      },
+    ]).toArray();
+    const claims = await this.findNodeOwners(docs.flatMap((doc) => doc.nodeNames));
+    const unlisted = await this.nodeNamesOf(docs.filter((doc) => !doc.listed).map((doc) => doc._id));
+    return docs.map((doc) => {
+      const { listed: hasList, nodeCount, nodeNames, ...rest } = doc;
+      if (!hasList) {
+        const all = unlisted.get(doc._id) ?? [];
+        return toRecord(rest, all.slice(0, LISTED_NODE_NAMES), all.length);
+      }
+      const held = nodeNames.filter((name) => claims.get(name)?.clusterId === doc._id);
+      return toRecord(rest, held.slice(0, LISTED_NODE_NAMES), nodeCount);
+    });
   }
 
   /**
@@ -85,7 +157,17 @@ export class ClusterStore implements ClusterRepository {
    */
   async findNodeOwners (nodeNames: readonly string[]): Promise<Map<string, NodeClaim>> {
     if (nodeNames.length === 0) return new Map();
-    return this.#nodeOwners(nodeNames);
+    return this.#ownersInChunks(nodeNames);
+  }
+
+  /** `#nodeOwners`, a long name list read in chunks one after the other (see NODES_PER_OPERATION). */
+  async #ownersInChunks (nodeNames: readonly string[]): Promise<Map<string, NodeClaim>> {
+    if (nodeNames.length <= OWNER_NAMES_PER_READ) return this.#nodeOwners(nodeNames);
+    const owners = new Map<string, NodeClaim>();
+    for (const chunk of chunksOf(nodeNames, OWNER_NAMES_PER_READ)) {
+      for (const [name, claim] of await this.#nodeOwners(chunk)) owners.set(name, claim);
+    }
+    return owners;
   }
 
   /**
@@ -96,7 +178,7 @@ export class ClusterStore implements ClusterRepository {
    */
   async findRegisteredNodeOwners (nodeNames: readonly string[]): Promise<Map<string, NodeClaim>> {
     if (nodeNames.length === 0) return new Map();
-    const claims = await this.#nodeOwners(nodeNames);
+    const claims = await this.#ownersInChunks(nodeNames);
     const unsure = [...new Set([...claims.values()].filter((c) => c.revision > (this.#committed.get(c.clusterId) ?? 0)).map((c) => c.clusterId))];
     // A claim newer than its cluster's committed revision: a registration in flight (or one that
     // crashed before its commit) moved it on; the node is registered when the committed list names it.
@@ -143,31 +225,48 @@ export class ClusterStore implements ClusterRepository {
   }
 
   /**
-   * Claims the nodes for the cluster at `revision`. One read by `_id` `$in` finds who holds each
-   * name; this cluster's own claims move to the revision in one update, free names are inserted in
-   * one batch (the unique `_id` refuses a name claimed meanwhile), and only the names a concurrent
-   * claim touched go through the per-node upsert. (A filter of `_id` and another field per node —
-   * the per-node path — is a collection scan per node on databases that only use an index for
-   * `_id` alone, such as the local development database: thousands of nodes took minutes.)
+   * Claims the nodes for the cluster at `revision`, in chunks of `NODES_PER_OPERATION` names one
+   * after the other (no operation holds the `nodes` collection for long). Per chunk: one read by `_id`
+   * `$in` finds who holds each name; this cluster's own claims move to the revision in one update, free
+   * names are inserted in one batch (the unique `_id` refuses a name claimed meanwhile), and only the
+   * names a concurrent claim touched go through the per-node upsert. (A filter of `_id` and another
+   * field per node — the per-node path — is a collection scan per node on databases that only use an
+   * index for `_id` alone, such as the local development database: thousands of nodes took minutes.)
+   * Every chunk is claimed even when an earlier one was refused: the registration decides on all the
+   * refusals together, and nothing is committed before every name is claimed.
    *
    * Filters of a cluster's claims by name list lead with `clusterId` — `{ clusterId, _id: { $in } }`,
-   * here, in releaseNodes and in countNodes. On MongoDB the order of a filter's fields does not
+   * here and in releaseNodes and removeStaleNodes. On MongoDB the order of a filter's fields does not
    * matter; the local development database serves such a filter from the clusterId index only when
    * that equality comes first, and otherwise tests every claim in the collection against the list: a
    * 4,096-node registration beside 32,768 other claims took over 10 s, and its count held the database
    * long enough for the driver's heartbeat to fail (every request in flight answered 503).
    */
   async claimNodes (clusterId: string, nodeNames: readonly string[], revision: number, now: number): Promise<NodeClaimResult> {
-    if (nodeNames.length === 0) return { inserted: [], refused: [] };
+    const inserted: string[] = [];
+    const refused: string[] = [];
+    for (const chunk of chunksOf(nodeNames)) {
+      const claimed = await this.claimChunk(clusterId, chunk, revision, now);
+      inserted.push(...claimed.inserted);
+      refused.push(...claimed.refused);
+    }
+    return { inserted, refused };
+  }
+
+  /** claimNodes for one chunk of names. */
+  private async claimChunk (clusterId: string, nodeNames: readonly string[], revision: number, now: number): Promise<NodeClaimResult> {
     const held = await this.nodes.find({ _id: { $in: [...nodeNames] } }, { projection: { _id: 1, clusterId: 1 } }).toArray();
     const holders = new Map(held.map((doc) => [doc._id, doc.clusterId]));
     const ours = nodeNames.filter((name) => holders.get(name) === clusterId);
     const free = nodeNames.filter((name) => !holders.has(name));
     const foreign = nodeNames.filter((name) => holders.has(name) && holders.get(name) !== clusterId);
     if (ours.length > 0) {
-      const moved = await this.nodes.updateMany({ clusterId, _id: { $in: ours } }, { $max: { revision } });
-      // A claim of ours changed hands since the read: decide every name node by node.
-      if (moved.matchedCount !== ours.length) return await this.claimEach(clusterId, nodeNames, revision, now);
+      let moved = 0;
+      for (const names of chunksOf(ours, NAMES_PER_CLUSTER_FILTER)) {
+        moved += (await this.nodes.updateMany({ clusterId, _id: { $in: names } }, { $max: { revision } })).matchedCount;
+      }
+      // A claim of ours changed hands since the read: decide every name of the chunk node by node.
+      if (moved !== ours.length) return await this.claimEach(clusterId, nodeNames, revision, now);
     }
     const contended = await this.insertFree(clusterId, free, revision, now);
     const settled = await this.claimEach(clusterId, [...foreign, ...contended], revision, now);
@@ -212,8 +311,7 @@ export class ClusterStore implements ClusterRepository {
   }
 
   async releaseNodes (clusterId: string, nodeNames: readonly string[]): Promise<void> {
-    if (nodeNames.length === 0) return;
-    await this.nodes.deleteMany({ clusterId, _id: { $in: [...nodeNames] } });
+    for (const chunk of chunksOf(nodeNames, NAMES_PER_CLUSTER_FILTER)) await this.nodes.deleteMany({ clusterId, _id: { $in: chunk } });
   }
 
   async commit (
@@ -241,13 +339,29 @@ export class ClusterStore implements ClusterRepository {
     return doc ? { createdAt: doc.createdAt, updatedAt: doc.updatedAt } : null;
   }
 
+  /**
+   * Deletes the cluster's claims of revision `revision` or older that `keep` does not name. The
+   * candidates are read (keyset pages, `claimsOf`) and deleted by name in chunks, each delete keeping
+   * the revision condition: a claim a newer registration of the cluster moved on meanwhile stays.
+   * (One delete by `{ clusterId, _id: { $nin: keep } }` tested every claim of the cluster against the
+   * whole list while holding the collection: seconds for 4,096 nodes on the local development database.)
+   */
   async removeStaleNodes (clusterId: string, keep: readonly string[], revision: number): Promise<void> {
-    await this.nodes.deleteMany({ clusterId, _id: { $nin: [...keep] }, revision: { $lte: revision } });
+    const kept = new Set(keep);
+    const stale = (await this.claimsOf(clusterId)).filter((claim) => !kept.has(claim._id) && claim.revision <= revision).map((claim) => claim._id);
+    for (const chunk of chunksOf(stale, NAMES_PER_CLUSTER_FILTER)) {
+      await this.nodes.deleteMany({ clusterId, _id: { $in: chunk }, revision: { $lte: revision } });
+    }
   }
 
+  /** How many of `nodeNames` the cluster holds: their claims read by `_id` `$in` (the `_id` index), in chunks. */
   async countNodes (clusterId: string, nodeNames: readonly string[]): Promise<number> {
-    if (nodeNames.length === 0) return 0;
-    return this.nodes.countDocuments({ clusterId, _id: { $in: [...nodeNames] } });
+    let count = 0;
+    for (const chunk of chunksOf(nodeNames)) {
+      const held = await this.nodes.find({ _id: { $in: chunk } }, { projection: { _id: 1, clusterId: 1 } }).toArray();
+      count += held.filter((claim) => claim.clusterId === clusterId).length;
+    }
+    return count;
   }
 
   /** clusterId → its node names (sorted) for the given clusters; one query. */
@@ -274,14 +388,31 @@ const committedNodes = (doc: Pick<ClusterDocument, 'nodeNames'>, claimed: string
   return claimed.filter((name) => committed.has(name));
 };
 
-const toRecord = (doc: ClusterDocument, nodeNames: string[]): ClusterRecord => ({
+/** A cluster document as a listing reads it (ClusterStore.list). */
+interface ListedCluster extends Omit<ClusterDocument, 'nodeNames'> {
+  /** The document has the committed list. */
+  listed: boolean;
+  nodeCount: number;
+  /** The first names of the committed list. */
+  nodeNames: string[];
+}
+
+const toRecord = (doc: Omit<ClusterDocument, 'nodeNames'>, nodeNames: string[], nodeCount = nodeNames.length): ClusterRecord => ({
   id: doc._id,
   name: doc.name,
   nodeNames,
+  nodeCount,
   createdAt: doc.createdAt,
   updatedAt: doc.updatedAt,
   revision: doc.revision,
 });
+
+/** `items` in consecutive chunks of at most `size`. */
+const chunksOf = <T>(items: readonly T[], size = NODES_PER_OPERATION): T[][] => {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
+  return chunks;
+};
 
 const upsertedNames = (nodeNames: readonly string[], upsertedIds: Record<number, unknown>): string[] =>
   Object.keys(upsertedIds).flatMap((index) => nodeNames[Number(index)] ?? []);

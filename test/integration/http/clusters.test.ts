@@ -38,7 +38,7 @@ describe('clusters: register, read, list', () => {
     const res = await put(id, { name: 'Frankfurt 1', nodeNames: [n1, n2, n3] });
     expect(res.statusCode).toBe(200);
     const { cluster } = res.json();
-    expect(cluster).toEqual({ id, name: 'Frankfurt 1', nodeNames: [n2, n3, n1], createdAt: expect.any(Number), updatedAt: expect.any(Number) });
+    expect(cluster).toEqual({ id, name: 'Frankfurt 1', nodeNames: [n2, n3, n1], nodeCount: 3, createdAt: expect.any(Number), updatedAt: expect.any(Number) });
     expect(cluster.updatedAt).toBe(cluster.createdAt);
 
     const read = await get(id);
@@ -86,7 +86,7 @@ describe('clusters: register, read, list', () => {
     const res = await put(id, { nodeNames: [d, b] });
     expect(res.statusCode).toBe(200);
     const { cluster } = res.json();
-    expect(cluster).toEqual({ id, nodeNames: [b, d].sort(), createdAt: first.createdAt, updatedAt: expect.any(Number) });
+    expect(cluster).toEqual({ id, nodeNames: [b, d].sort(), nodeCount: 2, createdAt: first.createdAt, updatedAt: expect.any(Number) });
     expect(cluster.updatedAt).toBeGreaterThan(first.updatedAt);
     expect((await get(id)).json()).toEqual({ cluster });
     expect(await ownerOf(a)).toBeUndefined();
@@ -196,6 +196,37 @@ describe('clusters: register, read, list', () => {
       await t2.close();
     }
   });
+
+  it('a listing carries each cluster\'s node count and first 32 node names; the cluster read alone has all 4,096', async () => {
+    const t2 = await buildTestApp();
+    try {
+      const jwt = await t2.token('admin');
+      const names = (id: string) => Array.from({ length: 4096 }, (_, i) => `${id}-n${String(i).padStart(4, '0')}`);
+      for (const id of ['big-1', 'big-2']) {
+        const res = await t2.app.inject({
+          method: 'PUT', url: `/v1/clusters/${id}`, headers: { authorization: `Bearer ${jwt}` }, payload: { nodeNames: names(id) },
+        });
+        expect(res.statusCode, res.body).toBe(200);
+        expect(res.json().cluster).toMatchObject({ nodeCount: 4096 });
+        expect(res.json().cluster.nodeNames).toHaveLength(4096);
+      }
+      await t2.app.inject({ method: 'PUT', url: '/v1/clusters/small', headers: { authorization: `Bearer ${jwt}` }, payload: { nodeNames: ['s-2', 's-1'] } });
+      const list = await t2.app.inject({ method: 'GET', url: '/v1/clusters', headers: { authorization: `Bearer ${jwt}` } });
+      expect(list.statusCode).toBe(200);
+      expect(list.body.length).toBeLessThan(8_000);
+      expect(list.json().clusters).toEqual([
+        { id: 'big-1', nodeNames: names('big-1').slice(0, 32), nodeCount: 4096, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
+        { id: 'big-2', nodeNames: names('big-2').slice(0, 32), nodeCount: 4096, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
+        { id: 'small', nodeNames: ['s-1', 's-2'], nodeCount: 2, createdAt: expect.any(Number), updatedAt: expect.any(Number) },
+      ]);
+      const viaTr = await t2.app.inject({ method: 'POST', url: '/typedrequest', payload: typedRequest('listClusters', { identity: identity(jwt) }) });
+      expect(viaTr.json().response).toEqual(list.json());
+      const one = await t2.app.inject({ method: 'GET', url: '/v1/clusters/big-2', headers: { authorization: `Bearer ${jwt}` } });
+      expect(one.json().cluster).toMatchObject({ nodeNames: names('big-2'), nodeCount: 4096 });
+    } finally {
+      await t2.close();
+    }
+  }, 120_000);
 
   it('only admin registers; admin, user and api read; a cluster token does neither', async () => {
     const id = fresh('c');
