@@ -2,8 +2,9 @@
 //   --quick     smaller counts (a smoke run: same figures, noisier)
 //   --profile   run the server under --cpu-prof (ingestion and promotion, or the parts --only names),
 //               and print the functions with the most self time (profiles kept in bench/results/profiles/)
-//   --only=promotion,trust,ingestion,scaling,reporters,open-loop,report-size,read-path,listing
+//   --only=promotion,trust,ingestion,scaling,reporters,open-loop,report-size,read-path,listing,fleet
 //               run only these parts (ingestion = the headline fleet)
+//   BENCH_FLEET_SCALE=0.1   the large fleet of `fleet` at a tenth (default 1; 0.1 with --quick)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,12 +26,13 @@ import { runReadPath, type ReadPathResult } from './scenarios/readPath.js';
 import { runOpenLoop, runReportersCurve, type OpenLoopLevel, type ReportersLevel } from './scenarios/reporters.js';
 import { runReportSize, type ReportSizeResult } from './scenarios/reportSize.js';
 import { runTrustPromotion, type TrustResult } from './scenarios/trust.js';
+import { fleetCriteria, fleetQueriesTable, fleetSizesLine, fleetTable, runFleet, type FleetResult } from './scenarios/fleet.js';
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');
 const profiling = args.has('--profile');
 const onlyArg = [...args].find((a) => a.startsWith('--only='));
-const PARTS = ['promotion', 'trust', 'ingestion', 'scaling', 'reporters', 'open-loop', 'report-size', 'read-path', 'listing'];
+const PARTS = ['promotion', 'trust', 'ingestion', 'scaling', 'reporters', 'open-loop', 'report-size', 'read-path', 'listing', 'fleet'];
 // A profile run without --only profiles ingestion and promotion (the headline figures).
 const only = new Set(onlyArg !== undefined ? onlyArg.slice('--only='.length).split(',') : profiling ? ['promotion', 'ingestion'] : PARTS);
 const unknown = [...only].filter((p) => !PARTS.includes(p));
@@ -64,6 +66,7 @@ const plan = quick
       openLoop: { rounds: 1, durationMs: () => 3_000, warmMs: 500 },
       reportSize: { rounds: 1, perBlock: (n: number) => (n <= 10 ? 15 : n <= 100 ? 8 : 3), warmMs: 500, bytesReports: 5 },
       readPath: { connections: 50, perBlock: 50, rounds: 1, warmMs: 500 },
+      fleet: { rounds: 2, perBlock: 40, blockMs: 1_000, warmPerPath: 5, queryTimes: 10 },
       blockCapMs: 2_500,
     }
   : {
@@ -81,6 +84,8 @@ const plan = quick
       openLoop: { rounds: 2, durationMs: (r: number) => (r === 1 ? 2_000 : r === 10 ? 8_000 : 4_000), warmMs: 1_500 },
       reportSize: { rounds: 3, perBlock: (n: number) => (n <= 10 ? 60 : n <= 100 ? 30 : n <= 500 ? 6 : 4), warmMs: 1_500, bytesReports: 20 },
       readPath: { connections: 50, perBlock: 35, rounds: 3, warmMs: 1_500 },
+      // Each path at each size: one request at a time, 3 rounds of up to 150 requests or 2.5 s.
+      fleet: { rounds: 3, perBlock: 150, blockMs: 2_500, warmPerPath: 20, queryTimes: 30 },
       // A measured block stops starting operations after this long even if its count is not reached (a loaded machine).
       blockCapMs: 5_000,
     };
@@ -110,6 +115,9 @@ let reportersCurve: ReportersLevel[] = [];
 let openLoop: OpenLoopLevel[] = [];
 let reportSize: ReportSizeResult | undefined;
 let readPath: ReadPathResult | undefined;
+let fleet: FleetResult | undefined;
+/** The large fleet's scale (`fleet`): 1 is 10,000 services, 100,000 nodes, 50,000 releases and push events, 2,000 rollouts of one service. */
+const FLEET_SCALE = Number(process.env['BENCH_FLEET_SCALE'] ?? (quick ? 0.1 : 1));
 const rolloutFleets = new RolloutFleets(ctx);
 /** Parts that failed (an error in setup or measurement): the run goes on with the others and reports them. */
 const failedParts: Array<{ part: string, error: string }> = [];
@@ -165,6 +173,8 @@ try {
     });
   }
   if (only.has('listing')) await part('listing', async () => { listing = await runListing(ctx, plan.listing, plan.listingRounds); });
+  // Last: the largest data of the run, in databases of its own (dropped when it is done), each with a server process of its own.
+  if (only.has('fleet')) await part('fleet', async () => { fleet = await runFleet(ctx, plan.fleet, FLEET_SCALE); });
 } finally {
   otherLoad = (machineBusyMs() - busyAtStart - (ours() - oursAtStart)) / ((performance.now() - wallAtStart) * os.cpus().length);
   await ctx.close();
@@ -291,6 +301,7 @@ figures.push(...reportersFigures(reportersCurve));
 if (reportSize) figures.push(...reportSizeFigures(reportSize.levels));
 if (readPath) figures.push(...readPathFigures(readPath));
 criteria.push(...rolloutCriteria({ reporters: reportersCurve, openLoop, reportSize, readPath }));
+if (fleet) criteria.push(...fleetCriteria(fleet));
 for (const f of failedParts) criteria.push({ name: `part '${f.part}' ran to the end`, measured: `failed: ${f.error}`, holds: false });
 
 // Output ----------------------------------------------------------------------------------------
@@ -341,7 +352,9 @@ if (profiling) {
 }
 
 const jsonFile = path.join(resultsDir, `${stamp}.json`);
-const json = { environment, plan, failedParts, figures, criteria, fleets, promotion, trust, listing, reportersCurve, openLoop, reportSize, readPath };
+const json = {
+  environment, plan, failedParts, figures, criteria, fleets, promotion, trust, listing, reportersCurve, openLoop, reportSize, readPath, fleetSize: fleet,
+};
 writeFileSync(jsonFile, `${JSON.stringify(json, null, 2)}\n`);
 if (!profiling && (fleets.length > 0 || listing.length > 0)) {
   const panels: ChartPanel[] = [];
@@ -403,6 +416,11 @@ const output = [
   ...(roundTrips !== '' ? ['### A report\'s round trips, one at a time (twins of the rollout\'s documents)', '', roundTrips, ''] : []),
   ...(openLoop.length > 0 ? ['### Open loop (each reporter once per second, latency from the scheduled time)', '', openLoopTable(openLoop), ''] : []),
   ...(reportSize ? ['### Report size (one reporter, one report in flight) and bytes per report', '', reportSizeTable(reportSize), ''] : []),
+  ...(fleet
+    ? [`### Fleet size: every request path at a small and a large fleet (scale ${FLEET_SCALE}; one request at a time)`, '',
+        `${fleetSizesLine(fleet)}.`, '', fleetTable(fleet), '',
+        'The stores\' queries behind the paths, each alone with the driver, one at a time:', '', fleetQueriesTable(fleet), '']
+    : []),
   '### CPU per operation (ms, user + system, from /proc)',
   '',
   cpuTable,

@@ -13,13 +13,12 @@ import org.h2.mvstore.MVStoreException;
 
 import de.bwaldvogel.mongo.MongoBackend;
 import de.bwaldvogel.mongo.MongoServer;
-import de.bwaldvogel.mongo.backend.h2.H2Backend;
-import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 
 /**
  * The project's local development database: mongo-java-server on a chosen host and port.
  * The library's own mains bind only localhost:27017; tests need a free port and the service needs
- * to learn the real one, hence this launcher.
+ * to learn the real one, hence this launcher. Both backends are the library's, subclassed so that
+ * queries use indexes as on MongoDB (IndexedQueries, EqualityIndex; see NOTES.md).
  *
  * <pre>
  * MongoDevServer [--host 127.0.0.1] [--port 0] [--backend memory|h2] [--file PATH]
@@ -51,9 +50,6 @@ public final class MongoDevServer {
         // each reset as an ERROR with a stack trace.
         setDefaultProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         setDefaultProperty("org.slf4j.simpleLogger.log.de.bwaldvogel.mongo.wire.MongoExceptionHandler", "off");
-        // Non-unique compound indexes are accepted but not built ("not yet implemented. ignoring"):
-        // only speed differs from MongoDB, so that warning is noise here (see NOTES.md).
-        setDefaultProperty("org.slf4j.simpleLogger.log.de.bwaldvogel.mongo.backend.AbstractMongoDatabase", "error");
 
         String host = "127.0.0.1";
         int port = 0;
@@ -74,8 +70,8 @@ public final class MongoDevServer {
         }
 
         MongoBackend backend = switch (backendName) {
-            case "memory" -> new MemoryBackend();
-            case "h2" -> new H2Backend(openStore(file));
+            case "memory" -> new IndexedMemoryBackend();
+            case "h2" -> new IndexedH2Backend(openStore(file));
             default -> throw fail("unknown backend " + backendName + " (memory|h2)");
         };
 

@@ -1,0 +1,214 @@
+package mongodev;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Stream;
+
+import de.bwaldvogel.mongo.backend.Index;
+import de.bwaldvogel.mongo.backend.IndexKey;
+import de.bwaldvogel.mongo.backend.Missing;
+import de.bwaldvogel.mongo.bson.Document;
+
+/**
+ * Serves a query from an index when the query holds equality conditions on all of that index's
+ * fields, or on its first fields for a non-unique index, as MongoDB does. The library itself uses an index only when the query names exactly its
+ * fields (AbstractUniqueIndex.canHandle), so a compare-and-swap filter such as {_id, version}
+ * scanned the whole collection; and it never built non-unique indexes (see {@link EqualityIndex}).
+ *
+ * <p>Queries the library serves from an index itself ({@link #libraryServes}) are left to it. For the
+ * others {@link #plan} returns a superset of the matching documents, or null when no index serves
+ * the query (a scan, as before). The caller applies the query to the candidates with the library's
+ * own matcher, in natural order, so results are those of a scan.
+ *
+ * <p>A condition counts when its value is plain (see {@link KeyValues#normalize}), {$eq: plain} or
+ * {$in: [plain…]}. Unique indexes are the library's own: they are asked only for non-null values
+ * (a sparse one does not hold documents without its fields), for $in only on a single field, and
+ * never once a document had an array under one of their fields, since the library's multikey
+ * entries do not follow the matcher in every case (arrays of arrays); like MongoDB's multikey flag,
+ * that stays set for the life of the collection object.
+ */
+final class IndexedQueries<P> {
+
+    /** Beyond this many keys ($in lists, multiplied on a compound index) the lookup is left to a scan. */
+    private static final int MAX_KEYS = 100_000;
+
+    private final Set<String> pathsWithArrays = ConcurrentHashMap.newKeySet();
+
+    /** Call for every document written (inserted, upserted, updated), before it is indexed. */
+    void noteWritten(Document document, List<? extends Index<P>> indexes) {
+        for (Index<P> index : indexes) {
+            if (index.isUnique()) {
+                noteArrays(document, index);
+            }
+        }
+    }
+
+    /** Call when an index is added to a collection that may hold documents. */
+    void noteIndexAdded(Index<P> index, Stream<Document> documents) {
+        if (index.isUnique()) {
+            documents.forEach(document -> noteArrays(document, index));
+        }
+    }
+
+    private void noteArrays(Document document, Index<P> index) {
+        for (IndexKey key : index.getKeys()) {
+            if (!pathsWithArrays.contains(key.getKey()) && KeyValues.crossesArray(document, key.getKey())) {
+                pathsWithArrays.add(key.getKey());
+            }
+        }
+    }
+
+    /**
+     * True when the library's own index path serves the query (it names exactly an index's fields):
+     * that stays as it was, except for {field: {$in: [null, …]}} on a sparse index, which the library
+     * answers from the index and so misses the documents without the field (MongoDB does not use a
+     * sparse index for that query); those are scanned instead.
+     */
+    boolean libraryServes(Document query, List<? extends Index<P>> indexes) {
+        for (Index<P> index : indexes) {
+            if (index.canHandle(query)) {
+                return !(Boolean.TRUE.equals(index.toIndexDescription().get("sparse")) && inWithNull(query));
+            }
+        }
+        return false;
+    }
+
+    private static boolean inWithNull(Document query) {
+        return query.values().stream().anyMatch(value -> value instanceof Document operators
+            && operators.get("$in") instanceof Collection<?> values && values.stream().anyMatch(Missing::isNullOrMissing));
+    }
+
+    /**
+     * The documents that may match ({@code positions}, in no order) and the part of the query left to
+     * check on them. A unique index's lookup answers its conditions exactly (plain values of documents
+     * without arrays under its fields), so those are dropped: a {_id: {$in: [thousands]}} is not
+     * tested against every candidate again. Everything else is checked.
+     */
+    record Plan<P>(Collection<P> positions, Document query) {
+    }
+
+    /** The plan for a query, or null when no index serves it. */
+    Plan<P> plan(Document query, List<? extends Index<P>> indexes) {
+        Map<String, Set<Object>> equalities = equalities(query);
+        if (equalities.isEmpty()) {
+            return null;
+        }
+        Index<P> best = null;
+        List<List<Object>> bestKeys = null;
+        long bestCount = Long.MAX_VALUE;
+        for (Index<P> index : indexes) {
+            List<List<Object>> keys = lookupKeys(index, equalities);
+            if (keys == null) {
+                continue;
+            }
+            // a unique index returns at most one document per key; ties go to the earlier index
+            long count = index instanceof EqualityIndex<P> equality ? equality.count(keys) : keys.size();
+            if (count < bestCount) {
+                best = index;
+                bestKeys = keys;
+                bestCount = count;
+            }
+        }
+        if (best == null) {
+            return null;
+        }
+        if (best instanceof EqualityIndex<P> equality) {
+            return new Plan<>(equality.candidates(bestKeys), query);
+        }
+        Document rest = new Document(query);
+        Set<P> positions = new LinkedHashSet<>();
+        for (List<Object> key : bestKeys) {
+            Document subQuery = new Document();
+            List<IndexKey> indexKeys = best.getKeys();
+            for (int i = 0; i < indexKeys.size(); i++) {
+                subQuery.put(indexKeys.get(i).getKey(), key.get(i));
+            }
+            best.getPositions(subQuery).forEach(positions::add);
+        }
+        best.getKeys().forEach(indexKey -> rest.remove(indexKey.getKey()));
+        return new Plan<>(positions, rest);
+    }
+
+    /** Field → the normalized values it must equal (one, or several for $in). */
+    private static Map<String, Set<Object>> equalities(Document query) {
+        Map<String, Set<Object>> equalities = new LinkedHashMap<>();
+        for (Map.Entry<String, Object> condition : query.entrySet()) {
+            if (!KeyValues.isPlainPath(condition.getKey())) {
+                continue; // $and, $or, $expr… are left to the matcher
+            }
+            Collection<?> values = equalityValues(condition.getValue());
+            if (values == null) {
+                continue;
+            }
+            Set<Object> keys = new LinkedHashSet<>();
+            for (Object value : values) {
+                keys.add(KeyValues.normalize(value));
+            }
+            if (!keys.contains(KeyValues.NOT_COMPARABLE)) {
+                equalities.put(condition.getKey(), keys);
+            }
+        }
+        return equalities;
+    }
+
+    private static Collection<?> equalityValues(Object condition) {
+        if (!(condition instanceof Document operators)) {
+            return Collections.singletonList(condition); // a plain value; an array or a regular expression is not comparable
+        }
+        if (operators.size() != 1) {
+            return null;
+        }
+        if (operators.containsKey("$eq")) {
+            return Collections.singletonList(operators.get("$eq"));
+        }
+        if (operators.get("$in") instanceof Collection<?> values) {
+            return values;
+        }
+        return null; // an embedded document, or another operator
+    }
+
+    /**
+     * The keys to look up in this index (one value per field, all combinations), or null if it cannot
+     * serve. A unique index needs all its fields; an {@link EqualityIndex} serves its first fields.
+     */
+    private List<List<Object>> lookupKeys(Index<P> index, Map<String, Set<Object>> equalities) {
+        if (!index.isUnique() && !(index instanceof EqualityIndex)) {
+            return null; // an index of another kind (the library's EmptyIndex)
+        }
+        List<List<Object>> keys = List.of(List.of());
+        for (IndexKey indexKey : index.getKeys()) {
+            String path = indexKey.getKey();
+            Set<Object> values = equalities.get(path);
+            if (values == null || !KeyValues.isPlainPath(path)) {
+                if (index.isUnique() || keys.get(0).isEmpty()) {
+                    return null;
+                }
+                break; // a prefix
+            }
+            if (index.isUnique() && (values.contains(null) || pathsWithArrays.contains(path)
+                || (values.size() > 1 && index.getKeys().size() > 1))) {
+                return null;
+            }
+            if (values.isEmpty() || (long) keys.size() * values.size() > MAX_KEYS) {
+                return null; // {$in: []} matches nothing here, but leave that to the matcher
+            }
+            List<List<Object>> extended = new ArrayList<>(keys.size() * values.size());
+            for (List<Object> key : keys) {
+                for (Object value : values) {
+                    List<Object> longer = new ArrayList<>(key);
+                    longer.add(value);
+                    extended.add(longer);
+                }
+            }
+            keys = extended;
+        }
+        return keys;
+    }
+}
