@@ -11,28 +11,30 @@ import { collections } from './indexPlan.js';
 const COMMITTED_KEPT = 16_384;
 
 /**
- * Node claims one database operation reads, writes or deletes at most. The local development database
- * holds a collection's lock for the whole of an operation (and tests each claim of a cluster against a
- * `$in` list name by name): a registration of 4,096 nodes written, moved, counted and pruned in single
- * operations held the `nodes` collection for seconds at a time, and every report (each reads its nodes'
- * claims) and read waited behind it until the driver gave up — 503 `database-unavailable` for others and
- * for the registration itself (issue 24). In chunks, one after the other, each operation holds the
- * collection for tens of milliseconds and the operations of other requests run in between.
+ * Node names one operation on `nodes` lists at most when its cost grows with the square of the list on
+ * the local development database, which holds a collection's lock for the whole of an operation (every
+ * report waits behind it, as it reads its nodes' claims). Two shapes still cost that after it learned to
+ * serve equality filters from indexes (measured on an idle 2-core machine beside 32,768 other claims):
+ * a read by `{ _id: { $in } }` alone — the library's own `_id` path finds the candidates by index, then
+ * tests each one against the whole list again: 4,096 names 630–900 ms, 1,024 50–390 ms, 256 7–37 ms —
+ * and `updateMany`, which tests its whole filter again per matched claim: 4,096 names 1.0–1.3 s, 256
+ * 14–15 ms. In lists of 256 those operations take 10–40 ms each (sixteen of them 130–300 ms in all), and
+ * the operations of other requests run in between. Filters that lead with `clusterId` and list names —
+ * `{ clusterId, _id: { $in } }` reads and deletes — are served from the `_id` index without that second
+ * test, grow with the list alone (4,096 names: a read 45–85 ms, a delete 44–78 ms) and go in one
+ * operation, as does a cluster's read by `{ clusterId }` (4,096 claims 39–78 ms).
  */
 export const NODES_PER_OPERATION = 256;
 
 /**
- * Names one filter `{ clusterId, _id: { $in } }` lists at most. The local development database tests
- * each of the cluster's claims against the list (about 150 ms for 256 names against 4,096 claims), so
- * these lists are shorter than NODES_PER_OPERATION.
+ * Chunks of one call (an owner read of 4,096 names, a registration's claims) in flight at once. Under
+ * load each operation waits its turn behind the other requests' — 100–400 ms an operation with 50
+ * reports/s and two 4,096-node registrations through 2 processes on 2 busy cores — so sixteen chunks
+ * one after the other took 2.3–4.3 s for an owner read and 3.3–5.1 s for the claims; four at a time
+ * 0.5–1.9 s and 1.3–2.6 s. Each operation holds the collection no longer; four of them queued at once
+ * keep a report's wait behind them short (sixteen at once were no faster on that machine).
  */
-const NAMES_PER_CLUSTER_FILTER = 64;
-
-/** A cluster's claims one keyset page reads (claimsOf). */
-const CLAIMS_PER_PAGE = 1_024;
-
-/** Node names one coalesced owner read asks for at most; a call naming more is read in chunks of this size. */
-const OWNER_NAMES_PER_READ = 1_024;
+const CHUNKS_AT_ONCE = 4;
 
 export interface ClusterDocument {
   _id: string;
@@ -76,22 +78,9 @@ export class ClusterStore implements ClusterRepository {
     return doc ? toRecord(doc, committedNodes(doc, claimed.map((claim) => claim._id))) : null;
   }
 
-  /**
-   * The cluster's claims sorted by name, read in keyset pages of `CLAIMS_PER_PAGE` (each a short read
-   * of the `{ clusterId, _id }` index) rather than in one read of thousands of claims.
-   */
+  /** The cluster's claims sorted by name (one read of the `{ clusterId, _id }` index: at most 4,096 committed, and those of a registration in flight). */
   private async claimsOf (clusterId: string): Promise<Array<Pick<NodeDocument, '_id' | 'revision'>>> {
-    const claims: Array<Pick<NodeDocument, '_id' | 'revision'>> = [];
-    for (;;) {
-      const last = claims.at(-1)?._id;
-      const page = await this.nodes
-        .find(last === undefined ? { clusterId } : { clusterId, _id: { $gt: last } }, { projection: { _id: 1, revision: 1 } })
-        .sort({ clusterId: 1, _id: 1 })
-        .limit(CLAIMS_PER_PAGE)
-        .toArray();
-      claims.push(...page);
-      if (page.length < CLAIMS_PER_PAGE) return claims;
-    }
+    return this.nodes.find({ clusterId }, { projection: { _id: 1, revision: 1 } }).sort({ clusterId: 1, _id: 1 }).toArray();
   }
 
   /**
@@ -160,14 +149,10 @@ export class ClusterStore implements ClusterRepository {
     return this.#ownersInChunks(nodeNames);
   }
 
-  /** `#nodeOwners`, a long name list read in chunks one after the other (see NODES_PER_OPERATION). */
+  /** `#nodeOwners`, a long name list read in chunks (a read by `_id` `$in`: see NODES_PER_OPERATION and inChunks). */
   async #ownersInChunks (nodeNames: readonly string[]): Promise<Map<string, NodeClaim>> {
-    if (nodeNames.length <= OWNER_NAMES_PER_READ) return this.#nodeOwners(nodeNames);
-    const owners = new Map<string, NodeClaim>();
-    for (const chunk of chunksOf(nodeNames, OWNER_NAMES_PER_READ)) {
-      for (const [name, claim] of await this.#nodeOwners(chunk)) owners.set(name, claim);
-    }
-    return owners;
+    if (nodeNames.length <= NODES_PER_OPERATION) return this.#nodeOwners(nodeNames);
+    return new Map((await inChunks(nodeNames, (chunk) => this.#nodeOwners(chunk))).flatMap((owners) => [...owners]));
   }
 
   /**
@@ -218,7 +203,7 @@ export class ClusterStore implements ClusterRepository {
       }
       return owners;
     });
-  }, { weigh: (names) => names.length, maxWeight: OWNER_NAMES_PER_READ });
+  }, { weigh: (names) => names.length, maxWeight: NODES_PER_OPERATION });
 
   async releaseAbandonedClaim (nodeName: string, claim: NodeClaim): Promise<void> {
     await this.nodes.deleteOne({ _id: nodeName, clusterId: claim.clusterId, createdAt: claim.createdAt });
@@ -226,31 +211,17 @@ export class ClusterStore implements ClusterRepository {
 
   /**
    * Claims the nodes for the cluster at `revision`, in chunks of `NODES_PER_OPERATION` names one
-   * after the other (no operation holds the `nodes` collection for long). Per chunk: one read by `_id`
-   * `$in` finds who holds each name; this cluster's own claims move to the revision in one update, free
-   * names are inserted in one batch (the unique `_id` refuses a name claimed meanwhile), and only the
-   * names a concurrent claim touched go through the per-node upsert. (A filter of `_id` and another
-   * field per node — the per-node path — is a collection scan per node on databases that only use an
-   * index for `_id` alone, such as the local development database: thousands of nodes took minutes.)
+   * after the other: each chunk's read of who holds its names (`_id` `$in`) and the update that moves
+   * this cluster's own claims to the revision cost the square of their list on the local development
+   * database. Per chunk: one read finds who holds each name; this cluster's own claims move to the
+   * revision in one update, free names are inserted in one batch (the unique `_id` refuses a name
+   * claimed meanwhile), and only the names a concurrent claim touched go through the per-node upsert.
    * Every chunk is claimed even when an earlier one was refused: the registration decides on all the
    * refusals together, and nothing is committed before every name is claimed.
-   *
-   * Filters of a cluster's claims by name list lead with `clusterId` — `{ clusterId, _id: { $in } }`,
-   * here and in releaseNodes and removeStaleNodes. On MongoDB the order of a filter's fields does not
-   * matter; the local development database serves such a filter from the clusterId index only when
-   * that equality comes first, and otherwise tests every claim in the collection against the list: a
-   * 4,096-node registration beside 32,768 other claims took over 10 s, and its count held the database
-   * long enough for the driver's heartbeat to fail (every request in flight answered 503).
    */
   async claimNodes (clusterId: string, nodeNames: readonly string[], revision: number, now: number): Promise<NodeClaimResult> {
-    const inserted: string[] = [];
-    const refused: string[] = [];
-    for (const chunk of chunksOf(nodeNames)) {
-      const claimed = await this.claimChunk(clusterId, chunk, revision, now);
-      inserted.push(...claimed.inserted);
-      refused.push(...claimed.refused);
-    }
-    return { inserted, refused };
+    const claimed = await inChunks(nodeNames, (chunk) => this.claimChunk(clusterId, chunk, revision, now));
+    return { inserted: claimed.flatMap((c) => c.inserted), refused: claimed.flatMap((c) => c.refused) };
   }
 
   /** claimNodes for one chunk of names. */
@@ -261,12 +232,9 @@ export class ClusterStore implements ClusterRepository {
     const free = nodeNames.filter((name) => !holders.has(name));
     const foreign = nodeNames.filter((name) => holders.has(name) && holders.get(name) !== clusterId);
     if (ours.length > 0) {
-      let moved = 0;
-      for (const names of chunksOf(ours, NAMES_PER_CLUSTER_FILTER)) {
-        moved += (await this.nodes.updateMany({ clusterId, _id: { $in: names } }, { $max: { revision } })).matchedCount;
-      }
+      const moved = await this.nodes.updateMany({ clusterId, _id: { $in: ours } }, { $max: { revision } });
       // A claim of ours changed hands since the read: decide every name of the chunk node by node.
-      if (moved !== ours.length) return await this.claimEach(clusterId, nodeNames, revision, now);
+      if (moved.matchedCount !== ours.length) return await this.claimEach(clusterId, nodeNames, revision, now);
     }
     const contended = await this.insertFree(clusterId, free, revision, now);
     const settled = await this.claimEach(clusterId, [...foreign, ...contended], revision, now);
@@ -310,8 +278,10 @@ export class ClusterStore implements ClusterRepository {
     }
   }
 
+  /** One delete by `{ clusterId, _id: { $in } }` (it grows with the list alone: see NODES_PER_OPERATION). */
   async releaseNodes (clusterId: string, nodeNames: readonly string[]): Promise<void> {
-    for (const chunk of chunksOf(nodeNames, NAMES_PER_CLUSTER_FILTER)) await this.nodes.deleteMany({ clusterId, _id: { $in: chunk } });
+    if (nodeNames.length === 0) return;
+    await this.nodes.deleteMany({ clusterId, _id: { $in: [...nodeNames] } });
   }
 
   async commit (
@@ -340,28 +310,29 @@ export class ClusterStore implements ClusterRepository {
   }
 
   /**
-   * Deletes the cluster's claims of revision `revision` or older that `keep` does not name. The
-   * candidates are read (keyset pages, `claimsOf`) and deleted by name in chunks, each delete keeping
-   * the revision condition: a claim a newer registration of the cluster moved on meanwhile stays.
-   * (One delete by `{ clusterId, _id: { $nin: keep } }` tested every claim of the cluster against the
-   * whole list while holding the collection: seconds for 4,096 nodes on the local development database.)
+   * Deletes the cluster's claims of revision `revision` or older that `keep` does not name: the claims are
+   * read (`claimsOf`) and the stale ones deleted by name in one operation that keeps the revision
+   * condition, so a claim a newer registration of the cluster moved on meanwhile stays. (One delete by
+   * `{ clusterId, _id: { $nin: keep } }` tests every claim of the cluster against the whole list on the
+   * local development database, which serves no `$nin` from an index: 800 ms for 4,096 nodes, holding the
+   * collection.)
    */
   async removeStaleNodes (clusterId: string, keep: readonly string[], revision: number): Promise<void> {
     const kept = new Set(keep);
     const stale = (await this.claimsOf(clusterId)).filter((claim) => !kept.has(claim._id) && claim.revision <= revision).map((claim) => claim._id);
-    for (const chunk of chunksOf(stale, NAMES_PER_CLUSTER_FILTER)) {
-      await this.nodes.deleteMany({ clusterId, _id: { $in: chunk }, revision: { $lte: revision } });
-    }
+    if (stale.length === 0) return;
+    await this.nodes.deleteMany({ clusterId, _id: { $in: stale }, revision: { $lte: revision } });
   }
 
-  /** How many of `nodeNames` the cluster holds: their claims read by `_id` `$in` (the `_id` index), in chunks. */
+  /**
+   * How many of `nodeNames` the cluster holds: one read of their claims by `{ clusterId, _id: { $in } }`.
+   * (`countDocuments` is an aggregation, which the local development database answers by scanning the
+   * collection: 820–910 ms for 4,096 names beside 32,768 other claims, against 45–85 ms for this read.)
+   */
   async countNodes (clusterId: string, nodeNames: readonly string[]): Promise<number> {
-    let count = 0;
-    for (const chunk of chunksOf(nodeNames)) {
-      const held = await this.nodes.find({ _id: { $in: chunk } }, { projection: { _id: 1, clusterId: 1 } }).toArray();
-      count += held.filter((claim) => claim.clusterId === clusterId).length;
-    }
-    return count;
+    if (nodeNames.length === 0) return 0;
+    const held = await this.nodes.find({ clusterId, _id: { $in: [...nodeNames] } }, { projection: { _id: 1 } }).toArray();
+    return held.length;
   }
 
   /** clusterId → its node names (sorted) for the given clusters; one query. */
@@ -407,12 +378,21 @@ const toRecord = (doc: Omit<ClusterDocument, 'nodeNames'>, nodeNames: string[], 
   revision: doc.revision,
 });
 
-/** `items` in consecutive chunks of at most `size`. */
-const chunksOf = <T>(items: readonly T[], size = NODES_PER_OPERATION): T[][] => {
+/**
+ * `run` on `items` in consecutive chunks of `NODES_PER_OPERATION`, at most `CHUNKS_AT_ONCE` chunks in
+ * flight; the results in chunk order.
+ */
+async function inChunks<T, R> (items: readonly T[], run: (chunk: T[]) => Promise<R>): Promise<R[]> {
   const chunks: T[][] = [];
-  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
-  return chunks;
-};
+  for (let i = 0; i < items.length; i += NODES_PER_OPERATION) chunks.push(items.slice(i, i + NODES_PER_OPERATION));
+  const results: R[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < chunks.length; i = next++) results[i] = await run(chunks[i] as T[]);
+  };
+  await Promise.all(Array.from({ length: Math.min(CHUNKS_AT_ONCE, chunks.length) }, worker));
+  return results;
+}
 
 const upsertedNames = (nodeNames: readonly string[], upsertedIds: Record<number, unknown>): string[] =>
   Object.keys(upsertedIds).flatMap((index) => nodeNames[Number(index)] ?? []);
