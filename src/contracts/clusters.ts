@@ -33,11 +33,23 @@ export type NodeName = Static<typeof NodeName>;
 export const ClusterNodeNames = Type.Array(NodeName, { maxItems: contractLimits.nodes, uniqueItems: true });
 export type ClusterNodeNames = Static<typeof ClusterNodeNames>;
 
-/** A registered cluster as the API returns it; `nodeNames` sorted. */
+/** Node names one cluster of a listing carries at most (the first ones, sorted); `GET /v1/clusters/:clusterId` has them all. */
+export const LISTED_NODE_NAMES = 32;
+
+/**
+ * A registered cluster as the API returns it; `nodeNames` sorted. Read alone (and as a registration's
+ * answer) it carries every node name; in a listing only the first `LISTED_NODE_NAMES` of them, and
+ * `nodeCount` says how many there are (a page of 4,096-node clusters would otherwise be megabytes).
+ */
 export const ICluster = strictObject({
   id: ClusterId,
   name: Type.Optional(Name),
   nodeNames: ClusterNodeNames,
+  nodeCount: Type.Integer({
+    minimum: 0,
+    maximum: contractLimits.nodes,
+    description: `how many nodes the cluster has; in a listing \`nodeNames\` holds only the first ${LISTED_NODE_NAMES} of them`,
+  }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });

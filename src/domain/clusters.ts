@@ -78,6 +78,7 @@ export const toCluster = (record: ClusterRecord): ICluster => ({
   id: record.id,
   name: record.name,
   nodeNames: record.nodeNames,
+  nodeCount: record.nodeCount,
   createdAt: record.createdAt,
   updatedAt: record.updatedAt,
 });

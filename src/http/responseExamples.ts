@@ -60,6 +60,7 @@ const euWest1 = {
     'eu-west-1-node-a',
     'eu-west-1-node-b',
   ],
+  nodeCount: 2,
   createdAt: 1764580798980,
   updatedAt: 1764580798980,
 };

@@ -62,7 +62,7 @@ async function registrationRound (
   // A concurrent registration of this cluster that was refused releases the claims it inserted,
   // which may be ones this registration counted on.
   if (await repo.countNodes(clusterId, nodeNames) !== nodeNames.length) return undefined;
-  return { id: clusterId, name: data.name, nodeNames, createdAt: committed.createdAt, updatedAt: committed.updatedAt };
+  return { id: clusterId, name: data.name, nodeNames, nodeCount: nodeNames.length, createdAt: committed.createdAt, updatedAt: committed.updatedAt };
 }
 
 /**
@@ -93,7 +93,7 @@ export async function readCluster ({ repos }: ClusterDeps, clusterId: string): P
   return record ? success({ cluster: toCluster(record) }) : refusal(errors.clusterNotFound(clusterId));
 }
 
-/** A page of the registered clusters (at most `limit`, those after `after`). */
+/** A page of the registered clusters (at most `limit`, those after `after`), each with its node count and first node names. */
 export async function listClusters ({ repos }: ClusterDeps, opts: { limit: number, after?: string }): Promise<Result<{ clusters: ICluster[] }>> {
   return success({ clusters: (await repos.clusters.list(opts)).map(toCluster) });
 }

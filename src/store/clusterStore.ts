@@ -1,6 +1,7 @@
 import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import type { ClusterNodes, ClusterRecord, NodeClaim, NodeClaimResult } from '../domain/clusters.js';
 import type { ClusterRepository } from '../domain/ports/index.js';
+import { LISTED_NODE_NAMES } from '../contracts/index.js';
 import { coalesced } from './coalesce.js';
 import { duplicateKeyRefusals, isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
@@ -9,8 +10,31 @@ import { collections } from './indexPlan.js';
 /** Clusters whose committed revision a process remembers (`findRegisteredNodeOwners`). */
 const COMMITTED_KEPT = 16_384;
 
-/** Node names one coalesced owner read asks for at most (~4 MiB of names at their longest); a larger single call goes alone. */
-const OWNER_NAMES_PER_READ = 16_384;
+/**
+ * Node names one operation on `nodes` lists at most when its cost grows with the square of the list on
+ * the local development database, which holds a collection's lock for the whole of an operation (every
+ * report waits behind it, as it reads its nodes' claims). Two shapes still cost that after it learned to
+ * serve equality filters from indexes (measured on an idle 2-core machine beside 32,768 other claims):
+ * a read by `{ _id: { $in } }` alone — the library's own `_id` path finds the candidates by index, then
+ * tests each one against the whole list again: 4,096 names 630–900 ms, 1,024 50–390 ms, 256 7–37 ms —
+ * and `updateMany`, which tests its whole filter again per matched claim: 4,096 names 1.0–1.3 s, 256
+ * 14–15 ms. In lists of 256 those operations take 10–40 ms each (sixteen of them 130–300 ms in all), and
+ * the operations of other requests run in between. Filters that lead with `clusterId` and list names —
+ * `{ clusterId, _id: { $in } }` reads and deletes — are served from the `_id` index without that second
+ * test, grow with the list alone (4,096 names: a read 45–85 ms, a delete 44–78 ms) and go in one
+ * operation, as does a cluster's read by `{ clusterId }` (4,096 claims 39–78 ms).
+ */
+export const NODES_PER_OPERATION = 256;
+
+/**
+ * Chunks of one call (an owner read of 4,096 names, a registration's claims) in flight at once. Under
+ * load each operation waits its turn behind the other requests' — 100–400 ms an operation with 50
+ * reports/s and two 4,096-node registrations through 2 processes on 2 busy cores — so sixteen chunks
+ * one after the other took 2.3–4.3 s for an owner read and 3.3–5.1 s for the claims; four at a time
+ * 0.5–1.9 s and 1.3–2.6 s. Each operation holds the collection no longer; four of them queued at once
+ * keep a report's wait behind them short (sixteen at once were no faster on that machine).
+ */
+const CHUNKS_AT_ONCE = 4;
 
 export interface ClusterDocument {
   _id: string;
@@ -49,15 +73,52 @@ export class ClusterStore implements ClusterRepository {
   async findById (clusterId: string): Promise<ClusterRecord | null> {
     const [doc, claimed] = await Promise.all([
       this.clusters.findOne({ _id: clusterId }),
-      this.nodes.find({ clusterId }, { projection: { _id: 1 } }).sort({ _id: 1 }).map((node) => node._id).toArray(),
+      this.claimsOf(clusterId),
     ]);
-    return doc ? toRecord(doc, committedNodes(doc, claimed)) : null;
+    return doc ? toRecord(doc, committedNodes(doc, claimed.map((claim) => claim._id))) : null;
   }
 
+  /** The cluster's claims sorted by name (one read of the `{ clusterId, _id }` index: at most 4,096 committed, and those of a registration in flight). */
+  private async claimsOf (clusterId: string): Promise<Array<Pick<NodeDocument, '_id' | 'revision'>>> {
+    return this.nodes.find({ clusterId }, { projection: { _id: 1, revision: 1 } }).sort({ clusterId: 1, _id: 1 }).toArray();
+  }
+
+  /**
+   * A page of clusters, each with its node count and its first `LISTED_NODE_NAMES` node names: one read
+   * of the cluster documents (the committed lists cut to a few more names than are shown, and their
+   * lengths), one read by `_id` `$in` of those names' claims (a name listed is one the cluster holds).
+   * Clusters written before the committed list was stored are counted from their claims.
+   */
   async list ({ limit, after }: { limit: number, after?: string }): Promise<ClusterRecord[]> {
-    const docs = await this.clusters.find(after === undefined ? {} : { _id: { $gt: after } }).sort({ _id: 1 }).limit(limit).toArray();
-    const nodesByCluster = await this.nodeNamesOf(docs.map((doc) => doc._id));
-    return docs.map((doc) => toRecord(doc, committedNodes(doc, nodesByCluster.get(doc._id) ?? [])));
+    const listed = { $isArray: '$nodeNames' };
+    const docs = await this.clusters.aggregate<ListedCluster>([
+      { $match: after === undefined ? {} : { _id: { $gt: after } } },
+      { $sort: { _id: 1 } },
+      { $limit: limit },
+      {
+        $project: {
+          name: 1,
+          revision: 1,
+          createdAt: 1,
+          updatedAt: 1,
+          listed,
+          nodeCount: { $cond: [listed, { $size: '$nodeNames' }, 0] },
+          // A few more than shown: a committed name whose claim a concurrent registration just released is skipped.
+          nodeNames: { $cond: [listed, { $slice: ['$nodeNames', LISTED_NODE_NAMES * 2] }, []] },
+        },
+      },
+    ]).toArray();
+    const claims = await this.findNodeOwners(docs.flatMap((doc) => doc.nodeNames));
+    const unlisted = await this.nodeNamesOf(docs.filter((doc) => !doc.listed).map((doc) => doc._id));
+    return docs.map((doc) => {
+      const { listed: hasList, nodeCount, nodeNames, ...rest } = doc;
+      if (!hasList) {
+        const all = unlisted.get(doc._id) ?? [];
+        return toRecord(rest, all.slice(0, LISTED_NODE_NAMES), all.length);
+      }
+      const held = nodeNames.filter((name) => claims.get(name)?.clusterId === doc._id);
+      return toRecord(rest, held.slice(0, LISTED_NODE_NAMES), nodeCount);
+    });
   }
 
   /**
@@ -85,7 +146,13 @@ export class ClusterStore implements ClusterRepository {
    */
   async findNodeOwners (nodeNames: readonly string[]): Promise<Map<string, NodeClaim>> {
     if (nodeNames.length === 0) return new Map();
-    return this.#nodeOwners(nodeNames);
+    return this.#ownersInChunks(nodeNames);
+  }
+
+  /** `#nodeOwners`, a long name list read in chunks (a read by `_id` `$in`: see NODES_PER_OPERATION and inChunks). */
+  async #ownersInChunks (nodeNames: readonly string[]): Promise<Map<string, NodeClaim>> {
+    if (nodeNames.length <= NODES_PER_OPERATION) return this.#nodeOwners(nodeNames);
+    return new Map((await inChunks(nodeNames, (chunk) => this.#nodeOwners(chunk))).flatMap((owners) => [...owners]));
   }
 
   /**
@@ -96,7 +163,7 @@ export class ClusterStore implements ClusterRepository {
    */
   async findRegisteredNodeOwners (nodeNames: readonly string[]): Promise<Map<string, NodeClaim>> {
     if (nodeNames.length === 0) return new Map();
-    const claims = await this.#nodeOwners(nodeNames);
+    const claims = await this.#ownersInChunks(nodeNames);
     const unsure = [...new Set([...claims.values()].filter((c) => c.revision > (this.#committed.get(c.clusterId) ?? 0)).map((c) => c.clusterId))];
     // A claim newer than its cluster's committed revision: a registration in flight (or one that
     // crashed before its commit) moved it on; the node is registered when the committed list names it.
@@ -136,29 +203,29 @@ export class ClusterStore implements ClusterRepository {
       }
       return owners;
     });
-  }, { weigh: (names) => names.length, maxWeight: OWNER_NAMES_PER_READ });
+  }, { weigh: (names) => names.length, maxWeight: NODES_PER_OPERATION });
 
   async releaseAbandonedClaim (nodeName: string, claim: NodeClaim): Promise<void> {
     await this.nodes.deleteOne({ _id: nodeName, clusterId: claim.clusterId, createdAt: claim.createdAt });
   }
 
   /**
-   * Claims the nodes for the cluster at `revision`. One read by `_id` `$in` finds who holds each
-   * name; this cluster's own claims move to the revision in one update, free names are inserted in
-   * one batch (the unique `_id` refuses a name claimed meanwhile), and only the names a concurrent
-   * claim touched go through the per-node upsert. (A filter of `_id` and another field per node —
-   * the per-node path — is a collection scan per node on databases that only use an index for
-   * `_id` alone, such as the local development database: thousands of nodes took minutes.)
-   *
-   * Filters of a cluster's claims by name list lead with `clusterId` — `{ clusterId, _id: { $in } }`,
-   * here, in releaseNodes and in countNodes. On MongoDB the order of a filter's fields does not
-   * matter; the local development database serves such a filter from the clusterId index only when
-   * that equality comes first, and otherwise tests every claim in the collection against the list: a
-   * 4,096-node registration beside 32,768 other claims took over 10 s, and its count held the database
-   * long enough for the driver's heartbeat to fail (every request in flight answered 503).
+   * Claims the nodes for the cluster at `revision`, in chunks of `NODES_PER_OPERATION` names one
+   * after the other: each chunk's read of who holds its names (`_id` `$in`) and the update that moves
+   * this cluster's own claims to the revision cost the square of their list on the local development
+   * database. Per chunk: one read finds who holds each name; this cluster's own claims move to the
+   * revision in one update, free names are inserted in one batch (the unique `_id` refuses a name
+   * claimed meanwhile), and only the names a concurrent claim touched go through the per-node upsert.
+   * Every chunk is claimed even when an earlier one was refused: the registration decides on all the
+   * refusals together, and nothing is committed before every name is claimed.
    */
   async claimNodes (clusterId: string, nodeNames: readonly string[], revision: number, now: number): Promise<NodeClaimResult> {
-    if (nodeNames.length === 0) return { inserted: [], refused: [] };
+    const claimed = await inChunks(nodeNames, (chunk) => this.claimChunk(clusterId, chunk, revision, now));
+    return { inserted: claimed.flatMap((c) => c.inserted), refused: claimed.flatMap((c) => c.refused) };
+  }
+
+  /** claimNodes for one chunk of names. */
+  private async claimChunk (clusterId: string, nodeNames: readonly string[], revision: number, now: number): Promise<NodeClaimResult> {
     const held = await this.nodes.find({ _id: { $in: [...nodeNames] } }, { projection: { _id: 1, clusterId: 1 } }).toArray();
     const holders = new Map(held.map((doc) => [doc._id, doc.clusterId]));
     const ours = nodeNames.filter((name) => holders.get(name) === clusterId);
@@ -166,7 +233,7 @@ export class ClusterStore implements ClusterRepository {
     const foreign = nodeNames.filter((name) => holders.has(name) && holders.get(name) !== clusterId);
     if (ours.length > 0) {
       const moved = await this.nodes.updateMany({ clusterId, _id: { $in: ours } }, { $max: { revision } });
-      // A claim of ours changed hands since the read: decide every name node by node.
+      // A claim of ours changed hands since the read: decide every name of the chunk node by node.
       if (moved.matchedCount !== ours.length) return await this.claimEach(clusterId, nodeNames, revision, now);
     }
     const contended = await this.insertFree(clusterId, free, revision, now);
@@ -211,6 +278,7 @@ export class ClusterStore implements ClusterRepository {
     }
   }
 
+  /** One delete by `{ clusterId, _id: { $in } }` (it grows with the list alone: see NODES_PER_OPERATION). */
   async releaseNodes (clusterId: string, nodeNames: readonly string[]): Promise<void> {
     if (nodeNames.length === 0) return;
     await this.nodes.deleteMany({ clusterId, _id: { $in: [...nodeNames] } });
@@ -241,13 +309,30 @@ export class ClusterStore implements ClusterRepository {
     return doc ? { createdAt: doc.createdAt, updatedAt: doc.updatedAt } : null;
   }
 
+  /**
+   * Deletes the cluster's claims of revision `revision` or older that `keep` does not name: the claims are
+   * read (`claimsOf`) and the stale ones deleted by name in one operation that keeps the revision
+   * condition, so a claim a newer registration of the cluster moved on meanwhile stays. (One delete by
+   * `{ clusterId, _id: { $nin: keep } }` tests every claim of the cluster against the whole list on the
+   * local development database, which serves no `$nin` from an index: 800 ms for 4,096 nodes, holding the
+   * collection.)
+   */
   async removeStaleNodes (clusterId: string, keep: readonly string[], revision: number): Promise<void> {
-    await this.nodes.deleteMany({ clusterId, _id: { $nin: [...keep] }, revision: { $lte: revision } });
+    const kept = new Set(keep);
+    const stale = (await this.claimsOf(clusterId)).filter((claim) => !kept.has(claim._id) && claim.revision <= revision).map((claim) => claim._id);
+    if (stale.length === 0) return;
+    await this.nodes.deleteMany({ clusterId, _id: { $in: stale }, revision: { $lte: revision } });
   }
 
+  /**
+   * How many of `nodeNames` the cluster holds: one read of their claims by `{ clusterId, _id: { $in } }`.
+   * (`countDocuments` is an aggregation, which the local development database answers by scanning the
+   * collection: 820–910 ms for 4,096 names beside 32,768 other claims, against 45–85 ms for this read.)
+   */
   async countNodes (clusterId: string, nodeNames: readonly string[]): Promise<number> {
     if (nodeNames.length === 0) return 0;
-    return this.nodes.countDocuments({ clusterId, _id: { $in: [...nodeNames] } });
+    const held = await this.nodes.find({ clusterId, _id: { $in: [...nodeNames] } }, { projection: { _id: 1 } }).toArray();
+    return held.length;
   }
 
   /** clusterId → its node names (sorted) for the given clusters; one query. */
@@ -274,14 +359,40 @@ const committedNodes = (doc: Pick<ClusterDocument, 'nodeNames'>, claimed: string
   return claimed.filter((name) => committed.has(name));
 };
 
-const toRecord = (doc: ClusterDocument, nodeNames: string[]): ClusterRecord => ({
+/** A cluster document as a listing reads it (ClusterStore.list). */
+interface ListedCluster extends Omit<ClusterDocument, 'nodeNames'> {
+  /** The document has the committed list. */
+  listed: boolean;
+  nodeCount: number;
+  /** The first names of the committed list. */
+  nodeNames: string[];
+}
+
+const toRecord = (doc: Omit<ClusterDocument, 'nodeNames'>, nodeNames: string[], nodeCount = nodeNames.length): ClusterRecord => ({
   id: doc._id,
   name: doc.name,
   nodeNames,
+  nodeCount,
   createdAt: doc.createdAt,
   updatedAt: doc.updatedAt,
   revision: doc.revision,
 });
+
+/**
+ * `run` on `items` in consecutive chunks of `NODES_PER_OPERATION`, at most `CHUNKS_AT_ONCE` chunks in
+ * flight; the results in chunk order.
+ */
+async function inChunks<T, R> (items: readonly T[], run: (chunk: T[]) => Promise<R>): Promise<R[]> {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += NODES_PER_OPERATION) chunks.push(items.slice(i, i + NODES_PER_OPERATION));
+  const results: R[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < chunks.length; i = next++) results[i] = await run(chunks[i] as T[]);
+  };
+  await Promise.all(Array.from({ length: Math.min(CHUNKS_AT_ONCE, chunks.length) }, worker));
+  return results;
+}
 
 const upsertedNames = (nodeNames: readonly string[], upsertedIds: Record<number, unknown>): string[] =>
   Object.keys(upsertedIds).flatMap((index) => nodeNames[Number(index)] ?? []);

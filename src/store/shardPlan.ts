@@ -180,8 +180,8 @@ export const scatterGathers: readonly ScatterGather[] = [
     collection: collections.nodes,
     command: 'find',
     filter: ['clusterId'],
-    sentBy: 'ClusterStore.findById',
-    why: 'a cluster\'s node names: GET /v1/clusters/:id and registration, once per registration or read',
+    sentBy: 'ClusterStore.claimsOf (findById, removeStaleNodes)',
+    why: 'a cluster\'s node claims: GET /v1/clusters/:id and registration (its stale nodes, then deleted by `_id` `$in`), once per registration or read',
   },
   {
     collection: collections.nodes,
@@ -189,13 +189,6 @@ export const scatterGathers: readonly ScatterGather[] = [
     filter: ['clusterId'],
     sentBy: 'ClusterStore.nodeNamesOf (findClustersWithNodes, list)',
     why: `the target nodes of a promotion's clusters (\`clusterId\` \`$in\`): ${PER_PROMOTION}; cluster listings`,
-  },
-  {
-    collection: collections.nodes,
-    command: 'delete',
-    filter: ['_id', 'clusterId', 'revision'],
-    sentBy: 'ClusterStore.removeStaleNodes',
-    why: 'the nodes a registration no longer names (`_id` `$nin`): once per registration',
   },
   {
     collection: collections.reports,

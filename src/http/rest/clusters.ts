@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ClusterId, ClusterListLimit, clusterListLimits, ICluster, ListClustersResponse, TClusterWritableData } from '../../contracts/index.js';
+import {
+  ClusterId, ClusterListLimit, clusterListLimits, ICluster, LISTED_NODE_NAMES, ListClustersResponse, TClusterWritableData,
+} from '../../contracts/index.js';
 import { duplicateNodeNamesRefusal } from '../../domain/clusters.js';
 import { permissions } from '../../domain/principal.js';
 import type { ClusterOperations } from '../../operations/clusters.js';
@@ -26,7 +28,8 @@ const registerDescription = 'Idempotent: the body is the whole node set and repl
 const readSummary = 'Read a cluster and its node names';
 const readDescription = 'The registered node names, which promotions target (a service\'s `placement.clusterIds`).';
 const listSummary = 'List clusters sorted by id';
-const listDescription = 'At most `limit` (default 100, max 256); `after` = the last id of the previous page.';
+const listDescription = 'At most `limit` (default 100, max 256); `after` = the last id of the previous page. Each cluster carries' +
+  ` \`nodeCount\` and its first ${LISTED_NODE_NAMES} node names (sorted); \`GET /v1/clusters/{clusterId}\` answers all of them.`;
 const ListQuery = Type.Object({ limit: Type.Optional(ClusterListLimit), after: Type.Optional(ClusterId) }, { additionalProperties: false });
 
 /** REST: register (admin), read and list clusters and their node names. */
