@@ -96,7 +96,8 @@ class Generator {
     };
     switch (this.int(8)) {
       case 0: return { $eq: value() };
-      case 1: return { $in: [value(), value()] };
+      // now and then a long list (more than 16 values: the launcher's lookup, not the library's)
+      case 1: return { $in: Array.from({ length: this.chance(0.3) ? 24 : 2 }, value) };
       case 2: return this.pick([{ $ne: value() }, { $exists: this.chance(0.5) }, { $gt: 1 }, { $in: [] }]);
       default: return value();
     }
