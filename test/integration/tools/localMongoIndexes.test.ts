@@ -158,12 +158,14 @@ async function compareQueries (generator: Generator, indexed: Collection, refere
     const filter = generator.filter();
     // a sort by a single-field unique index's field walks that index in order (SortedKeys), from a keyset bound
     const sort = generator.pick<Document | undefined>([undefined, undefined, { $natural: -1 }, { v: 1 }, { a: -1, _id: 1 },
-      { u: 1 }, { u: -1 }, { _id: 1 }, { _id: -1 }]);
-    if (sort !== undefined && ('u' in sort || '_id' in sort) && generator.chance(0.5)) {
-      const field = 'u' in sort ? 'u' : '_id';
-      const bound = field === 'u' ? `u${generator.int(400)}` : generator.id();
+      { u: 1 }, { u: -1 }, { _id: 1 }, { _id: -1 }, { cu2: 1 }, { cu2: -1 }]);
+    if (sort !== undefined && ('u' in sort || '_id' in sort || 'cu2' in sort) && generator.chance(0.5)) {
+      const field = Object.keys(sort)[0] as 'u' | '_id' | 'cu2';
+      const bound = field === 'u' ? `u${generator.int(400)}` : field === 'cu2' ? generator.int(150) : generator.id();
       filter[field] = { [generator.pick(['$gt', '$gte', '$lt', '$lte'])]: bound };
     }
+    // a compound unique index's first field by equality and a sort on its second: walked along the index too
+    if (sort !== undefined && 'cu2' in sort && generator.chance(0.7)) filter.cu1 = generator.pick(['p', 'q', 'r']);
     const skip = generator.pick([0, 0, 1]);
     const limit = generator.pick([0, 0, 2, 30]);
     const [mine, theirs] = await both(indexed, reference, filter, async (collection, f) =>
@@ -176,6 +178,17 @@ async function compareQueries (generator: Generator, indexed: Collection, refere
     const pipeline = (f: Filter<Document>): Document[] => [{ $match: f }, { $sort: { v: -1, _id: 1 } }, { $skip: skip }, { $project: { a: 1, v: 1 } }];
     const aggregated = await both(indexed, reference, filter, async (collection, f) => await collection.aggregate(pipeline(f)).toArray());
     expect(aggregated[0], JSON.stringify(filter)).toEqual(aggregated[1]);
+  }
+  // pages along a compound unique index: equality on its first field, sorted by its second, keyset-bounded
+  for (const cu1 of ['p', 'q', 'r']) {
+    for (const [direction, operator] of [[1, '$gt'], [-1, '$lt']] as const) {
+      const bound = generator.int(150);
+      for (const filter of [{ cu1 }, { cu1, cu2: { [operator]: bound } }]) {
+        const [mine, theirs] = await both(indexed, reference, filter, async (collection, f) =>
+          await collection.find(f, { sort: { cu2: direction } }).limit(3).toArray());
+        expect(mine, JSON.stringify({ filter, direction })).toEqual(theirs);
+      }
+    }
   }
   return matched;
 }

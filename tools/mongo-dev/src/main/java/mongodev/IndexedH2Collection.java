@@ -39,11 +39,12 @@ final class IndexedH2Collection extends H2Collection {
             return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
         }
         IndexedQueries.Plan<Object> plan = queries.plan(query, getIndexes());
+        Iterable<Object> ordered = IndexedQueries.walkBeats(plan, numberToSkip, limit)
+            ? queries.sortedWalk(query, orderBy, limit, getIndexes()) : null;
+        if (ordered != null) { // already in the order asked for: matched without a sort, up to the limit
+            return matchDocuments(query, ordered, null, numberToSkip, limit, batchSize, fieldSelector);
+        }
         if (plan == null) {
-            Iterable<Object> ordered = queries.sortedWalk(query, orderBy, limit, getIndexes());
-            if (ordered != null) { // already in the order asked for: matched without a sort, up to the limit
-                return matchDocuments(query, ordered, null, numberToSkip, limit, batchSize, fieldSelector);
-            }
             return matchDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector); // a scan
         }
         List<Object> positions = new ArrayList<>(plan.positions());

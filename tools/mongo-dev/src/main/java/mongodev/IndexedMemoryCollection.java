@@ -33,11 +33,12 @@ final class IndexedMemoryCollection extends MemoryCollection {
             return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
         }
         IndexedQueries.Plan<Integer> plan = queries.plan(query, getIndexes());
+        Iterable<Integer> ordered = IndexedQueries.walkBeats(plan, numberToSkip, limit)
+            ? queries.sortedWalk(query, orderBy, limit, getIndexes()) : null;
+        if (ordered != null) { // already in the order asked for: matched without a sort, up to the limit
+            return matchDocuments(query, ordered, null, numberToSkip, limit, batchSize, fieldSelector);
+        }
         if (plan == null) {
-            Iterable<Integer> ordered = queries.sortedWalk(query, orderBy, limit, getIndexes());
-            if (ordered != null) { // already in the order asked for: matched without a sort, up to the limit
-                return matchDocuments(query, ordered, null, numberToSkip, limit, batchSize, fieldSelector);
-            }
             return matchDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector); // a scan
         }
         List<Integer> positions = new ArrayList<>(plan.positions());

@@ -160,10 +160,19 @@ final class IndexedQueries<P> {
     }
 
     /**
-     * For a query sorted by one field with a limit, which no equality serves ({@link #plan} is null):
-     * the positions in that order from a unique index's sorted twin ({@link SortedKeys}), starting at
-     * the query's own bound on the field ($gt/$gte ascending, $lt/$lte descending) — or null. The
-     * caller matches the whole query on them in this order without sorting, and stops at the limit.
+     * Whether a sorted walk ({@link #sortedWalk}) is worth trying: no equality plan, or one with more
+     * candidates than twice the documents the page needs (all of them would be read and sorted).
+     */
+    static boolean walkBeats(Plan<?> plan, int numberToSkip, int limit) {
+        return limit > 0 && (plan == null || plan.positions().size() > 2L * ((long) numberToSkip + limit));
+    }
+
+    /**
+     * For a query sorted by one field with a limit: the positions in that order from a unique index's
+     * sorted twin ({@link SortedKeys}) whose last field is the sort field and on whose other fields
+     * the query holds one equality each (a plain value or $eq), starting at the query's own bound on
+     * the sort field ($gt/$gte ascending, $lt/$lte descending) — or null. The caller matches the whole
+     * query on them in this order without sorting, and stops at the limit.
      */
     Iterable<P> sortedWalk(Document query, Document orderBy, int limit, List<? extends Index<P>> indexes) {
         if (limit <= 0 || orderBy == null || orderBy.size() != 1) {
@@ -174,27 +183,43 @@ final class IndexedQueries<P> {
             return null;
         }
         boolean ascending = direction.doubleValue() > 0;
+        Map<String, Set<Object>> equalities = equalities(query);
         for (Index<P> index : indexes) {
-            if (index instanceof TwinnedUniqueIndex<P> twinned && twinned.sorted() != null
-                && twinned.sorted().path().equals(sort.getKey()) && twinned.sorted().usable()) {
-                Object from = null;
-                boolean inclusive = true;
-                if (query.get(sort.getKey()) instanceof Document bound) {
-                    String exclusiveOperator = ascending ? "$gt" : "$lt";
-                    String inclusiveOperator = ascending ? "$gte" : "$lte";
-                    if (bound.containsKey(exclusiveOperator) && !bound.containsKey(inclusiveOperator)) {
-                        from = bound.get(exclusiveOperator);
-                        inclusive = false;
-                    } else if (bound.containsKey(inclusiveOperator) && !bound.containsKey(exclusiveOperator)) {
-                        from = bound.get(inclusiveOperator);
-                    }
-                    if (from != null && KeyValues.normalize(from) == KeyValues.NOT_COMPARABLE) {
-                        from = null; // an array, a document or a regular expression: walk from the first entry
-                        inclusive = true;
-                    }
-                }
-                return twinned.sorted().positions(ascending, from, inclusive);
+            if (!(index instanceof TwinnedUniqueIndex<P> twinned) || twinned.sorted() == null) {
+                continue;
             }
+            SortedKeys<P> sorted = twinned.sorted();
+            if (!sorted.path().equals(sort.getKey()) || !sorted.usable()) {
+                continue;
+            }
+            List<Object> prefix = new ArrayList<>();
+            for (String path : sorted.prefixPaths()) {
+                Set<Object> values = equalities.get(path);
+                if (values == null || values.size() != 1 || query.get(path) instanceof Document operators && operators.containsKey("$in")) {
+                    break;
+                }
+                prefix.add(values.iterator().next());
+            }
+            if (prefix.size() != sorted.prefixPaths().size()) {
+                continue;
+            }
+            Object from = null;
+            boolean inclusive = true;
+            if (query.get(sort.getKey()) instanceof Document bound) {
+                String exclusiveOperator = ascending ? "$gt" : "$lt";
+                String inclusiveOperator = ascending ? "$gte" : "$lte";
+                if (bound.containsKey(exclusiveOperator) && !bound.containsKey(inclusiveOperator)) {
+                    from = bound.get(exclusiveOperator);
+                    inclusive = false;
+                } else if (bound.containsKey(inclusiveOperator) && !bound.containsKey(exclusiveOperator)) {
+                    from = bound.get(inclusiveOperator);
+                }
+                if (from != null && KeyValues.normalize(from) == KeyValues.NOT_COMPARABLE) {
+                    from = null; // an array, a document or a regular expression: walk from the first entry
+                    inclusive = true;
+                }
+            }
+            return sorted.positions(prefix, ascending, from, inclusive);
         }
         return null;
     }

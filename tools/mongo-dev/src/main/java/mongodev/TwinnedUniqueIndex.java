@@ -13,8 +13,9 @@ import de.bwaldvogel.mongo.exception.KeyConstraintError;
 /**
  * A unique index that also serves what MongoDB's does beyond the library's exact lookups: a compound
  * one equalities on its first fields (a service's rollouts by {serviceId} through the unique
- * {serviceId, generation} index: {@link #prefixes}, an {@link EqualityIndex} over the same fields), a
- * single-field non-sparse one a sort on its field ({@link #sorted}: a page of services by name). The
+ * {serviceId, generation} index: {@link #prefixes}, an {@link EqualityIndex} over the same fields),
+ * and a compound one or a single-field non-sparse one a sort on its last field after equalities on
+ * the others ({@link #sorted}: a page of services by name, a service's rollouts by generation). The
  * library's unique index ({@code unique}: MemoryUniqueIndex, H2UniqueIndex) keeps uniqueness and
  * answers lookups of every field; every call is passed to it first, and then to the twin, which only
  * {@link IndexedQueries} reads. A wrapper rather than a subclass because H2UniqueIndex cannot be
@@ -28,14 +29,14 @@ final class TwinnedUniqueIndex<P> extends Index<P> {
     private final Index<P> unique;
     /** For a compound index, else null. */
     private final EqualityIndex<P> prefixes;
-    /** For a single-field non-sparse index, else null. */
+    /** For a compound index or a single-field non-sparse one. */
     private final SortedKeys<P> sorted;
 
     TwinnedUniqueIndex(Index<P> unique, List<IndexKey> keys, boolean sparse) {
         super(unique.getName(), keys, sparse);
         this.unique = unique;
         this.prefixes = keys.size() > 1 ? new EqualityIndex<>(unique.getName(), keys) : null;
-        this.sorted = keys.size() == 1 && !sparse ? new SortedKeys<>(keys.get(0).getKey()) : null;
+        this.sorted = twinned(keys, sparse) ? new SortedKeys<>(keys.stream().map(IndexKey::getKey).toList()) : null;
     }
 
     /** Whether the library's index of these keys gets a twin. */
@@ -48,14 +49,14 @@ final class TwinnedUniqueIndex<P> extends Index<P> {
         return prefixes;
     }
 
-    /** The sorted twin of a single-field index (else null): read by IndexedQueries for a sort on the field. */
+    /** The sorted twin: read by IndexedQueries for equalities on the first fields and a sort on the last one. */
     SortedKeys<P> sorted() {
         return sorted;
     }
 
     /** Builds the twin from the collection's documents when it is empty and the unique index is not (an h2 file opened again). */
     synchronized void fillTwins(Stream<DocumentWithPosition<P>> documents) {
-        boolean twinEmpty = prefixes != null ? prefixes.getCount() == 0 : sorted.isEmpty();
+        boolean twinEmpty = sorted.isEmpty() && (prefixes == null || prefixes.getCount() == 0);
         if (!twinEmpty || unique.isEmpty()) {
             return;
         }
@@ -66,17 +67,15 @@ final class TwinnedUniqueIndex<P> extends Index<P> {
     private void addToTwin(Document document, P position) {
         if (prefixes != null) {
             prefixes.add(document, position, null);
-        } else {
-            sorted.add(document, position);
         }
+        sorted.add(document, position);
     }
 
     private void dropTwin() {
         if (prefixes != null) {
             prefixes.drop();
-        } else {
-            sorted.clear();
         }
+        sorted.clear();
     }
 
     @Override
@@ -91,9 +90,8 @@ final class TwinnedUniqueIndex<P> extends Index<P> {
         unique.updateInPlace(oldDocument, newDocument, position, collection);
         if (prefixes != null) {
             prefixes.updateInPlace(oldDocument, newDocument, position, collection);
-        } else {
-            sorted.add(newDocument, position);
         }
+        sorted.add(newDocument, position);
     }
 
     @Override
@@ -101,9 +99,8 @@ final class TwinnedUniqueIndex<P> extends Index<P> {
         P position = unique.remove(document);
         if (prefixes != null) {
             prefixes.remove(document);
-        } else if (position != null) {
-            sorted.forget(position);
         }
+        sorted.remove(document);
         return position;
     }
 
