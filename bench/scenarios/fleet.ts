@@ -500,14 +500,14 @@ const QUERIES: QuerySpec[] = [
     run: async (f) => {
       const since = Date.now() - 30 * 24 * 3_600_000;
       const outcomes: Document[] = [];
-      const cursor = f.db.collection('rollouts').find({ serviceId: f.history.serviceId },
-        { projection: { generation: 1, mode: 1, releaseId: 1, createdAt: 1, succeededAt: 1, failure: 1, ended: 1 } })
-        .sort({ generation: -1 }).limit(10_000).batchSize(128);
-      for await (const doc of cursor) {
-        outcomes.push(doc);
-        if ((doc['createdAt'] as number) < since) break;
+      const projection = { generation: 1, mode: 1, releaseId: 1, createdAt: 1, succeededAt: 1, failure: 1, ended: 1 };
+      for (let before: number | undefined; ;) { // keyset pages of 128, as the store reads them
+        const filter = before === undefined ? { serviceId: f.history.serviceId } : { serviceId: f.history.serviceId, generation: { $lt: before } };
+        const page = await f.db.collection('rollouts').find(filter, { projection }).sort({ generation: -1 }).limit(128).toArray();
+        outcomes.push(...page);
+        if (page.length < 128 || page.some((doc) => (doc['createdAt'] as number) < since)) return outcomes;
+        before = page[page.length - 1]?.['generation'] as number;
       }
-      return outcomes;
     },
   },
   {
@@ -551,7 +551,7 @@ const QUERIES: QuerySpec[] = [
   },
   {
     query: 'the sweeper\'s open lifecycles (LifecycleStore.openLifecycles, every 5 s per process)',
-    index: 'none in the plan',
+    index: 'services_lifecycle_open',
     paths: 'all (background)',
     run: (f) => f.db.collection('services').find({ 'rolloutStatus.lifecycle.open': true }, { projection: { _id: 1 } }).sort({ _id: 1 }).limit(500).toArray(),
   },

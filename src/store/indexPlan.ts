@@ -126,6 +126,12 @@ export const indexPlan: readonly IndexPlanEntry[] = [
   },
   {
     collection: collections.services,
+    name: 'services_lifecycle_open',
+    key: { 'rolloutStatus.lifecycle.open': 1, _id: 1 },
+    serves: 'the sweeper: services whose current rollout has lifecycle work open (equality on the flag, then by _id)',
+  },
+  {
+    collection: collections.services,
     name: 'services_window_wait',
     key: { 'windowWait.retryAt': 1 },
     sparse: true,

@@ -27,6 +27,7 @@ export class LifecycleStore implements Lifecycles, AutomationQueue {
   }
 
   async openLifecycles (limit: number, after?: string): Promise<LifecycleView[]> {
+    // Equality on the flag (services_lifecycle_open), then by _id within it.
     const filter = after === undefined ? { 'rolloutStatus.lifecycle.open': true } : { 'rolloutStatus.lifecycle.open': true, _id: { $gt: after } };
     const docs = await this.collection.find(filter, { projection: lifecycleProjection }).sort({ _id: 1 }).limit(limit).toArray();
     return docs.map(lifecycleViewOf);

@@ -13,8 +13,8 @@ export interface RolloutDocument extends Omit<RolloutRecord, 'rolloutId'> {
 
 const toRecord = ({ _id, ...rest }: RolloutDocument): RolloutRecord => ({ rolloutId: _id, ...rest });
 
-/** Outcomes one batch of a windowed listOutcomes reads (the cursor stops at the window's start). */
-const OUTCOMES_BATCH = 128;
+/** Outcomes one page of a windowed listOutcomes reads (the pages stop at the window's start). */
+const OUTCOMES_PAGE = 128;
 
 /**
  * The rollout history, and the commit point of every promotion and rollback:
@@ -87,20 +87,26 @@ export class RolloutStore implements RolloutRepository {
   /**
    * The newest `limit` rollouts' outcomes, newest first; with `since`, only back to the newest rollout
    * created before it (that one may have succeeded after `since`; an older one cannot, since a rollout
-   * is decided only while it is the service's current one). The cursor stops there: a window's metrics
+   * is decided only while it is the service's current one). The pages stop there: a window's metrics
    * read the window's rollouts, not the service's whole history.
    */
   async listOutcomes (serviceId: string, limit: number, since?: number): Promise<MetricsRollout[]> {
     // Outcomes and times only: a rollout's plan and the service after it (~40 bytes per target node each) are most of it.
     const projection = { generation: 1, mode: 1, releaseId: 1, createdAt: 1, succeededAt: 1, failure: 1, ended: 1 } as const;
-    const cursor = this.collection.find({ serviceId }, { projection }).sort({ generation: -1 }).limit(limit)
-      .batchSize(since === undefined ? limit : OUTCOMES_BATCH);
     const outcomes: MetricsRollout[] = [];
-    for await (const { _id, ...rest } of cursor) { // leaving the loop closes the cursor
-      outcomes.push({ rolloutId: _id, ...rest } as MetricsRollout);
-      if (since !== undefined && rest.createdAt < since) break;
+    // Keyset pages on (serviceId, generation), each a bounded read of the index, until the window's start.
+    for (let before: number | undefined; ;) {
+      const size = Math.min(since === undefined ? limit : OUTCOMES_PAGE, limit - outcomes.length);
+      if (size <= 0) return outcomes; // (limit 0 would mean none on the server)
+      const filter = before === undefined ? { serviceId } : { serviceId, generation: { $lt: before } };
+      const page = await this.collection.find(filter, { projection }).sort({ generation: -1 }).limit(size).toArray();
+      for (const { _id, ...rest } of page) {
+        outcomes.push({ rolloutId: _id, ...rest } as MetricsRollout);
+        if (since !== undefined && rest.createdAt < since) return outcomes;
+      }
+      if (page.length < size || outcomes.length >= limit) return outcomes;
+      before = page[page.length - 1]?.generation;
     }
-    return outcomes;
   }
 
   async findByGeneration (serviceId: string, generation: number): Promise<RolloutRecord | null> {
