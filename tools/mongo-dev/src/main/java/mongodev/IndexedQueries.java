@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 import java.util.stream.Stream;
 
 import de.bwaldvogel.mongo.backend.Index;
@@ -102,7 +103,11 @@ final class IndexedQueries<P> {
      * without arrays under its fields), so those are dropped: a {_id: {$in: [thousands]}} is not
      * tested against every candidate again. Everything else is checked.
      */
-    record Plan<P>(Collection<P> positions, Document query) {
+    record Plan<P>(Supplier<Collection<P>> candidates, long count, Document query) {
+        /** The candidates, looked up now. */
+        Collection<P> positions() {
+            return candidates.get();
+        }
     }
 
     /** The plan for a query, or null when no index serves it. */
@@ -131,20 +136,25 @@ final class IndexedQueries<P> {
             return null;
         }
         if (best instanceof EqualityIndex<P> equality) {
-            return new Plan<>(equality.candidates(bestKeys), query);
+            List<List<Object>> keys = bestKeys;
+            return new Plan<>(() -> equality.candidates(keys), bestCount, query);
         }
         Document rest = new Document(query);
-        Set<P> positions = new LinkedHashSet<>();
-        for (List<Object> key : bestKeys) {
-            Document subQuery = new Document();
-            List<IndexKey> indexKeys = best.getKeys();
-            for (int i = 0; i < indexKeys.size(); i++) {
-                subQuery.put(indexKeys.get(i).getKey(), key.get(i));
-            }
-            best.getPositions(subQuery).forEach(positions::add);
-        }
+        Index<P> unique = best;
+        List<List<Object>> keys = bestKeys;
         best.getKeys().forEach(indexKey -> rest.remove(indexKey.getKey()));
-        return new Plan<>(positions, rest);
+        return new Plan<>(() -> {
+            Set<P> positions = new LinkedHashSet<>();
+            for (List<Object> key : keys) {
+                Document subQuery = new Document();
+                List<IndexKey> indexKeys = unique.getKeys();
+                for (int i = 0; i < indexKeys.size(); i++) {
+                    subQuery.put(indexKeys.get(i).getKey(), key.get(i));
+                }
+                unique.getPositions(subQuery).forEach(positions::add);
+            }
+            return positions;
+        }, bestCount, rest);
     }
 
     /** The indexes, each compound unique one followed by its non-unique twin that serves its first fields. */
@@ -164,7 +174,7 @@ final class IndexedQueries<P> {
      * candidates than twice the documents the page needs (all of them would be read and sorted).
      */
     static boolean walkBeats(Plan<?> plan, int numberToSkip, int limit) {
-        return limit > 0 && (plan == null || plan.positions().size() > 2L * ((long) numberToSkip + limit));
+        return limit > 0 && (plan == null || plan.count() > 2L * ((long) numberToSkip + limit));
     }
 
     /**
