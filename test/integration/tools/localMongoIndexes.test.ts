@@ -55,7 +55,10 @@ class Generator {
   d (): unknown { return this.pick<unknown>(['x', 'y', 'z', null, MISSING]); }
   tags (): unknown { return this.pick<unknown>([['t1'], ['t1', 't2'], 't1', 't2', [], MISSING, null]); }
   u (): unknown { return this.chance(0.97) ? `u${this.int(400)}` : MISSING; }
-  s (): unknown { return this.chance(0.5) ? `s${this.int(300)}` : this.pick<unknown>([MISSING, MISSING, null]); }
+  // Never an explicit null: the library's sparse unique index leaves such documents out on insert but not on
+  // lookup ("Expected one element but got at least two", then deletes that stop half-way, on the old launcher
+  // too). The service has no sparse unique index; queries still ask for s: null (missing) below.
+  s (): unknown { return this.chance(0.5) ? `s${this.int(300)}` : MISSING; }
   // Never missing: with documents that lack a field of a unique compound index the library's own index goes
   // wrong ("Expected one element but got at least two", then a lost _id entry), whatever our lookups do.
   // The service's documents always hold every field of its unique compound indexes.
@@ -178,6 +181,17 @@ async function compareQueries (generator: Generator, indexed: Collection, refere
     const pipeline = (f: Filter<Document>): Document[] => [{ $match: f }, { $sort: { v: -1, _id: 1 } }, { $skip: skip }, { $project: { a: 1, v: 1 } }];
     const aggregated = await both(indexed, reference, filter, async (collection, f) => await collection.aggregate(pipeline(f)).toArray());
     expect(aggregated[0], JSON.stringify(filter)).toEqual(aggregated[1]);
+  }
+  // pages along a single-field unique index (u, _id): sorted by it, keyset-bounded, nothing else in the filter
+  for (const field of ['u', '_id']) {
+    for (const [direction, operator] of [[1, '$gt'], [-1, '$lt'], [1, '$gte'], [-1, '$lte']] as const) {
+      const bound = field === 'u' ? `u${generator.int(400)}` : generator.id();
+      for (const filter of [{}, { [field]: { [operator]: bound } }]) {
+        const [mine, theirs] = await both(indexed, reference, filter, async (collection, f) =>
+          await collection.find(f, { sort: { [field]: direction } }).limit(3).toArray());
+        expect(mine, JSON.stringify({ filter, field, direction })).toEqual(theirs);
+      }
+    }
   }
   // pages along a compound unique index: equality on its first field, sorted by its second, keyset-bounded
   for (const cu1 of ['p', 'q', 'r']) {

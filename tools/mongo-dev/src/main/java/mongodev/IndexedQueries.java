@@ -180,7 +180,8 @@ final class IndexedQueries<P> {
     /**
      * For a query sorted by one field with a limit: the positions in that order from a unique index's
      * sorted twin ({@link SortedKeys}) whose last field is the sort field and on whose other fields
-     * the query holds one equality each (a plain value or $eq), starting at the query's own bound on
+     * the query holds one equality each (a plain value or $eq) and nothing else but a range on the sort
+     * field ({@link #onlyPrefixAndBound}), starting at the query's own bound on
      * the sort field ($gt/$gte ascending, $lt/$lte descending) — or null. The caller matches the whole
      * query on them in this order without sorting, and stops at the limit.
      */
@@ -210,7 +211,7 @@ final class IndexedQueries<P> {
                 }
                 prefix.add(values.iterator().next());
             }
-            if (prefix.size() != sorted.prefixPaths().size()) {
+            if (prefix.size() != sorted.prefixPaths().size() || !onlyPrefixAndBound(query, sorted)) {
                 continue;
             }
             Object from = null;
@@ -232,6 +233,25 @@ final class IndexedQueries<P> {
             return sorted.positions(prefix, ascending, from, inclusive);
         }
         return null;
+    }
+
+    /**
+     * Whether the query holds nothing but the walk's prefix equalities and a bound on its sort field:
+     * then nearly every entry walked is a result and the walk stops at the page. A further condition
+     * may match few of them (a sweeper's {outbox.0: {$exists: true}} sorted by _id walked every service
+     * document, slower than the scan it replaced), so such queries are left to the plan or the scan.
+     */
+    private static boolean onlyPrefixAndBound(Document query, SortedKeys<?> sorted) {
+        for (Map.Entry<String, Object> condition : query.entrySet()) {
+            if (sorted.prefixPaths().contains(condition.getKey())) {
+                continue;
+            }
+            if (!condition.getKey().equals(sorted.path()) || !(condition.getValue() instanceof Document bound)
+                || !Set.of("$gt", "$gte", "$lt", "$lte").containsAll(bound.keySet())) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Field → the normalized values it must equal (one, or several for $in). */
