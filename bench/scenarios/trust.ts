@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { IService } from '../../src/contracts/index.js';
-import { goTool, pushBlob, putManifest, startRegistry } from '../../test/support/ociRegistry.js';
+import { pushBlob, putManifest } from '../../test/support/ociRegistry.js';
+import { startLocalRegistry } from '../../tools/oci-registry/launcher.js';
 import type { BenchContext } from '../lib/context.js';
 import { bearer, seedClusters } from '../lib/fixtures.js';
 import { expectStatus, HttpClient } from '../lib/load.js';
@@ -12,8 +13,8 @@ import { emptySamples, merge, summarize, type Samples, type Summary } from '../l
 
 /**
  * Promotion with verification before promotion (issue 21, docs/trust.md) next to promotion without a
- * trust policy, in one run, on one server process: the real registry (`crane registry serve`, on
- * loopback) holding the real cosign fixtures (test/fixtures/cosign), two services on the same
+ * trust policy, in one run, on one server process: the real registry (tools/oci-registry, the
+ * integration tests' go-containerregistry registry, on loopback) holding the real cosign fixtures (test/fixtures/cosign), two services on the same
  * repository — one with a trust policy (two cosign keys, SLSA provenance required), one without —
  * each promoting its two signed releases in turn, one writer, blocks alternating between them.
  * Every trusted promotion asks the registry (referrers, `.sig`, `.att`) and signs a Verification
@@ -124,10 +125,10 @@ async function block (baseUrl: string, token: string, subject: Subject, count: n
 }
 
 export async function runTrustPromotion (ctx: BenchContext, perBlock: number, rounds: number): Promise<TrustResult> {
-  const crane = goTool('crane');
-  if (crane === undefined) throw new Error('crane not found (CRANE, PATH or ~/go/bin): go install github.com/google/go-containerregistry/cmd/crane');
   const index = JSON.parse(readFileSync(path.join(fixtures, 'registry.json'), 'utf8')) as FixtureIndex;
-  const registry = await startRegistry(crane);
+  // The registry the integration tests use (tools/oci-registry: go-containerregistry's, built once with go and cached).
+  const local = await startLocalRegistry({ log: (line) => ctx.opts.log(`trust: ${line}`) });
+  const registry = { host: new URL(local.url).host, stop: local.stop };
   const dir = mkdtempSync(path.join(tmpdir(), 'bench-trust-'));
   try {
     await pushFixtures(registry.host, index);
