@@ -1,5 +1,5 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseSigningKeyPem } from './domain/attestation/keys.js';
 
@@ -17,13 +17,28 @@ export async function loadOrCreateDevSecret (dataDir: string): Promise<{ secret:
   }
   await mkdir(dataDir, { recursive: true });
   const secret = randomBytes(32).toString('base64url');
-  // `wx` fails if another process created it in between; then read theirs.
+  // Another process may have created it in between; then read theirs.
+  if (await createWhole(path, `${secret}\n`)) return { secret, created: true };
+  return { secret: (await readFile(path, 'utf8')).trim(), created: false };
+}
+
+/**
+ * Creates `path` holding `content` (mode 0600) unless it exists — never visible half-written: the
+ * content goes to a file of this process's own first, then is linked to `path` (which fails if
+ * another process got there first). A plain `wx` write creates the file empty and writes it after:
+ * a server starting beside it read the empty key file and exited (CI, stop 28).
+ */
+async function createWhole (path: string, content: string): Promise<boolean> {
+  const staging = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  await writeFile(staging, content, { mode: 0o600, flag: 'wx' });
   try {
-    await writeFile(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });
-    return { secret, created: true };
+    await link(staging, path);
+    return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    return { secret: (await readFile(path, 'utf8')).trim(), created: false };
+    return false;
+  } finally {
+    await unlink(staging).catch(() => undefined);
   }
 }
 
@@ -60,11 +75,6 @@ export async function loadOrCreateDevSigningKey (dataDir: string): Promise<{ pem
   }
   await mkdir(dataDir, { recursive: true });
   const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString().trim();
-  try {
-    await writeFile(path, `${pem}\n`, { mode: 0o600, flag: 'wx' });
-    return { pem, created: true };
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    return { pem: await readExisting(), created: false };
-  }
+  if (await createWhole(path, `${pem}\n`)) return { pem, created: true };
+  return { pem: await readExisting(), created: false };
 }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../../src/config.js';
-import { devSigningKeyPath, loadOrCreateDevSigningKey } from '../../../../src/devSecret.js';
+import { devSigningKeyPath, loadOrCreateDevSecret, loadOrCreateDevSigningKey } from '../../../../src/devSecret.js';
 import {
   attestationLayer, cosignAttestationImage, cosignAttestationTag, keyIdOf, sha256Hex, verifyEnvelope, type DsseEnvelope,
 } from '../../../../src/domain/attestation/index.js';
@@ -106,6 +106,26 @@ describe('attestation keys', () => {
       expect(await readFile(devSigningKeyPath(join(dir, 'data')), 'utf8')).toBe('garbage');
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  // CI on a fresh clone (stop 28): two server processes starting at once, one read the key file the other had
+  // created but not written yet ("not a readable unencrypted PEM private key") and exited.
+  it('many first uses at once: one key and one secret are created, every caller gets them whole', async () => {
+    for (let round = 0; round < 5; round++) {
+      const dir = await mkdtemp(join(tmpdir(), 'attest-dev-race-'));
+      try {
+        const data = join(dir, 'data');
+        const keys = await Promise.all(Array.from({ length: 24 }, async () => await loadOrCreateDevSigningKey(data)));
+        expect(new Set(keys.map((k) => k.pem)).size).toBe(1);
+        expect(keys.filter((k) => k.created)).toHaveLength(1);
+        expect((await readFile(devSigningKeyPath(data), 'utf8')).trim()).toBe(keys[0]!.pem);
+        const secrets = await Promise.all(Array.from({ length: 24 }, async () => await loadOrCreateDevSecret(data)));
+        expect(new Set(secrets.map((s) => s.secret)).size).toBe(1);
+        expect(secrets.filter((s) => s.created)).toHaveLength(1);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
     }
   });
 });
