@@ -11,18 +11,16 @@ import { collections } from './indexPlan.js';
 const COMMITTED_KEPT = 16_384;
 
 /**
- * Node names one operation on `nodes` lists at most when its cost grows with the square of the list on
- * the local development database, which holds a collection's lock for the whole of an operation (every
- * report waits behind it, as it reads its nodes' claims). Two shapes still cost that after it learned to
- * serve equality filters from indexes (measured on an idle 2-core machine beside 32,768 other claims):
- * a read by `{ _id: { $in } }` alone — the library's own `_id` path finds the candidates by index, then
- * tests each one against the whole list again: 4,096 names 630–900 ms, 1,024 50–390 ms, 256 7–37 ms —
- * and `updateMany`, which tests its whole filter again per matched claim: 4,096 names 1.0–1.3 s, 256
- * 14–15 ms. In lists of 256 those operations take 10–40 ms each (sixteen of them 130–300 ms in all), and
- * the operations of other requests run in between. Filters that lead with `clusterId` and list names —
- * `{ clusterId, _id: { $in } }` reads and deletes — are served from the `_id` index without that second
- * test, grow with the list alone (4,096 names: a read 45–85 ms, a delete 44–78 ms) and go in one
- * operation, as does a cluster's read by `{ clusterId }` (4,096 claims 39–78 ms).
+ * Node names one operation on `nodes` lists at most. The local development database holds a collection's
+ * lock for the whole of an operation (every report waits behind it, as it reads its nodes' claims), and
+ * `updateMany` there tests its whole filter again per matched claim, so its cost grows with the square of
+ * the list: `{ clusterId, _id: { $in } }` with 4,096 names 0.76–1.37 s, with 256 names 7–21 ms (launcher of
+ * 2026-12-06, memory backend, beside 32,768 other claims, idle machine). Reads are cheaper since that
+ * launcher answers a long `_id` `$in` by its own lookup (4,096 names 60–230 ms, 256 names 5–19 ms; the
+ * library alone took 630–900 ms for 4,096) and `countDocuments` from an index (4,096 names 23–69 ms; a scan
+ * of 820–910 ms before): the owner reads are chunked too, which keeps each operation short for the
+ * requests waiting behind it. Filters that lead with `clusterId` and list names for a read or a delete —
+ * and a cluster's read by `{ clusterId }` — grow with the list alone and go in one operation.
  */
 export const NODES_PER_OPERATION = 256;
 
@@ -326,8 +324,8 @@ export class ClusterStore implements ClusterRepository {
 
   /**
    * How many of `nodeNames` the cluster holds: one read of their claims by `{ clusterId, _id: { $in } }`.
-   * (`countDocuments` is an aggregation, which the local development database answers by scanning the
-   * collection: 820–910 ms for 4,096 names beside 32,768 other claims, against 45–85 ms for this read.)
+   * (Written when `countDocuments`, an aggregation, was a scan of the collection on the local development
+   * database: 820–910 ms for 4,096 names beside 32,768 other claims, against 45–85 ms for this read.)
    */
   async countNodes (clusterId: string, nodeNames: readonly string[]): Promise<number> {
     if (nodeNames.length === 0) return 0;

@@ -2,6 +2,7 @@ package mongodev;
 
 import java.util.List;
 import java.util.Set;
+import java.util.function.Supplier;
 
 import de.bwaldvogel.mongo.MongoCollection;
 import de.bwaldvogel.mongo.MongoDatabase;
@@ -28,8 +29,15 @@ final class IndexedAggregates {
     private IndexedAggregates() {
     }
 
+    /** A database's handleCommand: an aggregation this class takes, else whatever the library answers ({@code library}). */
+    static Document handle(MongoDatabase database, String command, Document query, DatabaseResolver resolver, Oplog oplog,
+                           Supplier<Document> library) {
+        Document answer = "aggregate".equals(command) ? run(database, database.getDatabaseName(), query, resolver, oplog) : null;
+        return answer != null ? answer : library.get();
+    }
+
     /** The command's answer, or null when the library should run it. */
-    static Document run(MongoDatabase database, String namespace, Document command, DatabaseResolver resolver, Oplog oplog) {
+    private static Document run(MongoDatabase database, String namespace, Document command, DatabaseResolver resolver, Oplog oplog) {
         if (!(command.get("aggregate") instanceof String collectionName) || !COMMAND_FIELDS.containsAll(command.keySet())) {
             return null;
         }

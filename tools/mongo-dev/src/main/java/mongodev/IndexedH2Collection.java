@@ -1,15 +1,12 @@
 package mongodev;
 
-import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.List;
 
 import org.h2.mvstore.MVMap;
 
 import de.bwaldvogel.mongo.MongoDatabase;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
-import de.bwaldvogel.mongo.backend.DocumentWithPosition;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.backend.ValueComparator;
@@ -35,21 +32,11 @@ final class IndexedH2Collection extends H2Collection {
     @Override
     protected QueryResult queryDocuments(Document query, Document orderBy, int numberToSkip, int limit, int batchSize,
                                          Document fieldSelector) {
-        if (queries.libraryServes(query, getIndexes())) {
-            return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
-        }
-        IndexedQueries.Plan<Object> plan = queries.plan(query, getIndexes());
-        Iterable<Object> ordered = IndexedQueries.walkBeats(plan, numberToSkip, limit)
-            ? queries.sortedWalk(query, orderBy, limit, getIndexes()) : null;
-        if (ordered != null) { // already in the order asked for: matched without a sort, up to the limit
-            return matchDocuments(query, ordered, null, numberToSkip, limit, batchSize, fieldSelector);
-        }
-        if (plan == null) {
-            return matchDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector); // a scan
-        }
-        List<Object> positions = new ArrayList<>(plan.positions());
-        positions.sort(isNaturalDescending(orderBy) ? ValueComparator.desc() : scanOrder);
-        return matchDocuments(plan.query(), positions, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+        Comparator<Object> candidateOrder = isNaturalDescending(orderBy) ? ValueComparator.desc() : scanOrder;
+        return queries.answer(query, orderBy, numberToSkip, limit, getIndexes(), candidateOrder,
+            () -> super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector),
+            () -> matchDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector), // a scan
+            (matched, positions, order) -> matchDocuments(matched, positions, order, numberToSkip, limit, batchSize, fieldSelector));
     }
 
     @Override
@@ -68,10 +55,7 @@ final class IndexedH2Collection extends H2Collection {
     public void addIndex(Index<Object> index) {
         super.addIndex(index);
         if (getIndexes().contains(index)) {
-            queries.noteIndexAdded(index, streamAllDocumentsWithPosition().map(DocumentWithPosition::getDocument));
-            if (index instanceof TwinnedUniqueIndex<Object> prefixed) {
-                prefixed.fillTwins(streamAllDocumentsWithPosition());
-            }
+            queries.noteIndexAdded(index, this::streamAllDocumentsWithPosition);
         }
     }
 }

@@ -51,21 +51,14 @@ final class IndexedH2Database extends H2Database {
     /** An aggregation led by {$match} is run on that match's index lookup ({@link IndexedAggregates}). */
     @Override
     public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver resolver, Oplog oplog) {
-        if ("aggregate".equals(command)) {
-            Document answer = IndexedAggregates.run(this, getDatabaseName(), query, resolver, oplog);
-            if (answer != null) {
-                return answer;
-            }
-        }
-        return super.handleCommand(channel, command, query, resolver, oplog);
+        return IndexedAggregates.handle(this, command, query, resolver, oplog, () -> super.handleCommand(channel, command, query, resolver, oplog));
     }
 
     /** A unique index serves its first fields (compound) or a sort on its field (single, not sparse) too ({@link TwinnedUniqueIndex}). */
     @Override
     protected Index<Object> openOrCreateUniqueIndex(String collectionName, String indexName, List<IndexKey> keys,
                                                  boolean sparse) {
-        Index<Object> unique = super.openOrCreateUniqueIndex(collectionName, indexName, keys, sparse);
-        return TwinnedUniqueIndex.twinned(keys, sparse) ? new TwinnedUniqueIndex<>(unique, keys, sparse) : unique;
+        return TwinnedUniqueIndex.around(super.openOrCreateUniqueIndex(collectionName, indexName, keys, sparse), keys, sparse);
     }
 
     @Override

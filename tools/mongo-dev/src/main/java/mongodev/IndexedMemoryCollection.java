@@ -1,13 +1,10 @@
 package mongodev;
 
-import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.List;
 
 import de.bwaldvogel.mongo.MongoDatabase;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
-import de.bwaldvogel.mongo.backend.DocumentWithPosition;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
@@ -29,21 +26,11 @@ final class IndexedMemoryCollection extends MemoryCollection {
     @Override
     protected QueryResult queryDocuments(Document query, Document orderBy, int numberToSkip, int limit, int batchSize,
                                          Document fieldSelector) {
-        if (queries.libraryServes(query, getIndexes())) {
-            return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
-        }
-        IndexedQueries.Plan<Integer> plan = queries.plan(query, getIndexes());
-        Iterable<Integer> ordered = IndexedQueries.walkBeats(plan, numberToSkip, limit)
-            ? queries.sortedWalk(query, orderBy, limit, getIndexes()) : null;
-        if (ordered != null) { // already in the order asked for: matched without a sort, up to the limit
-            return matchDocuments(query, ordered, null, numberToSkip, limit, batchSize, fieldSelector);
-        }
-        if (plan == null) {
-            return matchDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector); // a scan
-        }
-        List<Integer> positions = new ArrayList<>(plan.positions());
-        positions.sort(isNaturalDescending(orderBy) ? Comparator.reverseOrder() : Comparator.naturalOrder());
-        return matchDocuments(plan.query(), positions, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+        Comparator<Integer> scanOrder = isNaturalDescending(orderBy) ? Comparator.reverseOrder() : Comparator.naturalOrder();
+        return queries.answer(query, orderBy, numberToSkip, limit, getIndexes(), scanOrder,
+            () -> super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector),
+            () -> matchDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector), // a scan
+            (matched, positions, order) -> matchDocuments(matched, positions, order, numberToSkip, limit, batchSize, fieldSelector));
     }
 
     @Override
@@ -62,10 +49,7 @@ final class IndexedMemoryCollection extends MemoryCollection {
     public void addIndex(Index<Integer> index) {
         super.addIndex(index);
         if (getIndexes().contains(index)) {
-            queries.noteIndexAdded(index, streamAllDocumentsWithPosition().map(DocumentWithPosition::getDocument));
-            if (index instanceof TwinnedUniqueIndex<Integer> prefixed) {
-                prefixed.fillTwins(streamAllDocumentsWithPosition());
-            }
+            queries.noteIndexAdded(index, this::streamAllDocumentsWithPosition);
         }
     }
 }

@@ -3,6 +3,7 @@ package mongodev;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -12,9 +13,11 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 
+import de.bwaldvogel.mongo.backend.DocumentWithPosition;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.Missing;
+import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.bson.Document;
 
 /**
@@ -52,11 +55,47 @@ final class IndexedQueries<P> {
         }
     }
 
-    /** Call when an index is added to a collection that may hold documents. */
-    void noteIndexAdded(Index<P> index, Stream<Document> documents) {
+    /**
+     * Call when the library has added an index to a collection that may hold documents: its fields'
+     * arrays are noted, and a unique index's twins are built from the documents if they are empty (an
+     * h2 file opened again).
+     */
+    void noteIndexAdded(Index<P> index, Supplier<Stream<DocumentWithPosition<P>>> documents) {
         if (index.isUnique()) {
-            documents.forEach(document -> noteArrays(document, index));
+            documents.get().forEach(document -> noteArrays(document.getDocument(), index));
         }
+        if (index instanceof TwinnedUniqueIndex<P> twinned) {
+            twinned.fillTwins(documents.get());
+        }
+    }
+
+    /** How a collection matches a query on given positions (its protected matchDocuments, bound to the request's skip, limit, batch and projection). */
+    interface PositionMatcher<P> {
+        QueryResult match(Document query, Iterable<P> positions, Document orderBy);
+    }
+
+    /**
+     * A collection's queryDocuments: the library's own path ({@code library}) for what it serves itself,
+     * a sorted walk or an equality plan where one serves ({@code matcher}; a plan's candidates sorted by
+     * {@code scanOrder}, the order a scan visits them), else a scan ({@code scan}).
+     */
+    QueryResult answer(Document query, Document orderBy, int numberToSkip, int limit, List<? extends Index<P>> indexes,
+                       Comparator<? super P> scanOrder, Supplier<QueryResult> library, Supplier<QueryResult> scan,
+                       PositionMatcher<P> matcher) {
+        if (libraryServes(query, indexes)) {
+            return library.get();
+        }
+        Plan<P> plan = plan(query, indexes);
+        Iterable<P> ordered = walkBeats(plan, numberToSkip, limit) ? sortedWalk(query, orderBy, limit, indexes) : null;
+        if (ordered != null) { // already in the order asked for: matched without a sort, up to the limit
+            return matcher.match(query, ordered, null);
+        }
+        if (plan == null) {
+            return scan.get();
+        }
+        List<P> positions = new ArrayList<>(plan.positions());
+        positions.sort(scanOrder);
+        return matcher.match(plan.query(), positions, orderBy);
     }
 
     private void noteArrays(Document document, Index<P> index) {
@@ -173,7 +212,7 @@ final class IndexedQueries<P> {
      * Whether a sorted walk ({@link #sortedWalk}) is worth trying: no equality plan, or one with more
      * candidates than twice the documents the page needs (all of them would be read and sorted).
      */
-    static boolean walkBeats(Plan<?> plan, int numberToSkip, int limit) {
+    private static boolean walkBeats(Plan<?> plan, int numberToSkip, int limit) {
         return limit > 0 && (plan == null || plan.count() > 2L * ((long) numberToSkip + limit));
     }
 

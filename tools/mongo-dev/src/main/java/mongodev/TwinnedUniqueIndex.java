@@ -44,6 +44,11 @@ final class TwinnedUniqueIndex<P> extends Index<P> {
         return keys.size() > 1 || !sparse;
     }
 
+    /** The library's unique index of these keys, wrapped when it gets a twin (the databases' openOrCreateUniqueIndex). */
+    static <P> Index<P> around(Index<P> unique, List<IndexKey> keys, boolean sparse) {
+        return twinned(keys, sparse) ? new TwinnedUniqueIndex<>(unique, keys, sparse) : unique;
+    }
+
     /** The non-unique twin of a compound index (else null): read by IndexedQueries for equalities on the first fields only. */
     EqualityIndex<P> prefixes() {
         return prefixes;
