@@ -166,6 +166,12 @@ async function main (): Promise<void> {
     logger: false,
     onTimeout: (delay) => { app.log.error({ timeoutMs: delay }, 'in-flight requests did not finish in time; exiting'); },
   }, async ({ signal, err }) => {
+    // Stop accepting connections before anything else, and before saying so: a client that
+    // connects after the line below is refused. Left to app.close(), the listening socket stays
+    // open while the preClose hooks run; a connection accepted then, whose request had not
+    // arrived yet, is idle and gets reset when the socket closes (a reset the client cannot tell
+    // from a crash). app.close() still waits for the connections in flight (Node's 'close').
+    if (app.server.listening) app.server.close();
     if (err) app.log.error({ err }, 'uncaught error: shutting down');
     else app.log.info({ signal }, 'shutting down: draining in-flight requests');
     await app.close();

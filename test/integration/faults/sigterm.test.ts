@@ -2,13 +2,16 @@ import { Agent } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { EventLogStore } from '../../../src/store/eventLogStore.js';
+import { Database } from '../../../src/store/mongo.js';
 import { serviceData } from '../../support/app.js';
 import { startFleet, type Fleet, type ServerProcess } from '../../support/fleet.js';
 import {
   bearer, createFixtureService, httpCaller, pushRelease, registerCluster, rolloutHistory, type FixtureService,
 } from '../../support/fixtures.js';
 import { eventually, sleep } from '../../support/wait.js';
+import { startReceiver, webhookFleetEnv, type Receiver } from '../../support/webhookReceiver.js';
 import { childPids, commandLine, openRequest, processExists, rawRequest, Tally, type HttpResult, type OpenRequest } from './helpers.js';
 
 /**
@@ -29,10 +32,10 @@ import { childPids, commandLine, openRequest, processExists, rawRequest, Tally, 
  *   back until the server has logged the signal, so ALL their work happens during the drain)
  *   finish with their normal 200 answers, and each is in the history afterwards;
  * - 10 clients keep opening fresh connections throughout: every request ends (no hang); a
- *   request started after the server acknowledged the signal is refused (ECONNREFUSED) or
- *   answered 503; one started before gets its normal answer, a 503, or — only when its
- *   connection had been accepted but no request byte had arrived yet (an idle connection,
- *   closed by design) — a reset;
+ *   request started after the server acknowledged the signal is refused (ECONNREFUSED: the
+ *   listening socket closes before the server logs "shutting down"); one started before gets its
+ *   normal answer, a 503, or — only when its connection had been accepted but no request byte
+ *   had arrived yet (an idle connection, closed by design) — a reset;
  * - the process exits 0; every promotion answered 200 is in the history, applied;
  * - without MONGODB_URI the local database child (java) is stopped too, after the drain (a
  *   write in flight at the signal still succeeds and is on disk after a restart); with
@@ -192,9 +195,11 @@ describe('SIGTERM under load: one server process with MONGODB_URI', () => {
     expect(pooledAnswer.kind === 'answer' ? pooledAnswer.answer.status : pooledAnswer.error, summary).toBe(200);
     expect(pooledAnswer.kind === 'answer' ? pooledAnswer.answer.headers.connection : undefined).toBe('close');
 
-    // After the acknowledgement: refused or 503 only (the 503 is Fastify's return503OnClosing).
+    // After the acknowledgement: refused. The listening socket is closed before the server says
+    // "shutting down", so a fresh connection is never accepted then (neither answered 503 nor
+    // accepted and reset as an idle connection when the socket closes).
     for (const o of outcomes.filter((x) => x.when === 'after-ack' || x.when === 'after-exit')) {
-      expect(['ECONNREFUSED', '503'], summary).toContain(o.label);
+      expect(['ECONNREFUSED'], summary).toContain(o.label);
     }
     expect(outcomes.filter((o) => o.when === 'after-exit').every((o) => o.label === 'ECONNREFUSED'), summary).toBe(true);
     // Before it: a normal answer, a 503, or a reset of a connection that had no request yet; never a hang (no TimeoutError).
@@ -272,5 +277,52 @@ describe('SIGTERM without MONGODB_URI: the local database child is stopped too, 
     expect(java2).toHaveLength(1);
     expect(await server.kill('SIGTERM')).toBe(0);
     expect(java2.every((pid) => !processExists(pid))).toBe(true);
+  }, 120_000);
+});
+
+describe('SIGTERM: no connection is accepted once the server says "shutting down"', () => {
+  let fleet: Fleet;
+  let receiver: Receiver;
+  let database: Database;
+  beforeAll(async () => {
+    fleet = await startFleet({ processes: 1, env: { ...webhookFleetEnv, SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) } });
+    // The receiver never answers: the delivery in flight holds the drain's first step (the webhook
+    // sender's stop, a preClose hook) for its bounded wait, a window of about 2 s.
+    receiver = await startReceiver(() => 'hang');
+    database = new Database({ uri: inject('mongoUri'), dbName: fleet.dbName, timeoutMs: 5_000 });
+  }, 120_000);
+  afterAll(async () => {
+    await receiver?.close();
+    await database?.close();
+    await fleet?.close();
+  });
+
+  it('a fresh connection while the drain waits on a slow webhook receiver is refused, not accepted and then reset or answered 503', async () => {
+    const server = fleet.servers[0]!;
+    const url = server.url;
+    const caller = httpCaller(url);
+    const admin = await fleet.token('admin');
+    const service = await createFixtureService(caller, admin, { withPlacement: false });
+    const created = await caller.inject({
+      method: 'POST', url: '/v1/webhooks/subscriptions', headers: bearer(admin), payload: { url: receiver.url, services: { ids: [service.id] } },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const log = new EventLogStore(database);
+    const data = { rolloutId: 'r1', generation: 1, by: { subject: 'test' }, reason: 'held' };
+    await log.record(service.id, { key: 'k1', type: 'automation.held', time: Date.now(), data });
+    await log.relay(service.id);
+    await eventually('the receiver holds a delivery', async () => { expect(receiver.received.length).toBeGreaterThan(0); }, 200, 25);
+
+    const exited = server.kill('SIGTERM');
+    await signalAcknowledged(server);
+    const attempts: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const result = await rawRequest(url, { path: '/healthz', timeoutMs: 10_000 });
+      attempts.push(result.kind === 'error' ? result.error : String(result.answer.status));
+    }
+    const code = await exited;
+    const summary = `attempts: ${attempts.join(',')}\n${server.logs.slice(-20).join('\n')}`;
+    expect(attempts, summary).toEqual(Array.from({ length: 5 }, () => 'ECONNREFUSED'));
+    expect(code, summary).toBe(0);
   }, 120_000);
 });
