@@ -5,7 +5,7 @@
  */
 export type FaultPoint =
   | 'after-idempotency-record' | 'after-rollout-record' | 'after-plan-write' | 'after-release-update'
-  | 'after-report-claims' | 'after-report-record' | 'after-report-status'
+  | 'after-report-claims' | 'after-report-record' | 'after-report-bucket' | 'after-report-status'
   | 'after-deadline-decision' | 'after-success-decision' | 'after-attestation-insert';
 
 export type FaultHook = (point: FaultPoint) => void;

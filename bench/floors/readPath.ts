@@ -1,7 +1,7 @@
 // Floor of the read path: GET /v1/services/:serviceId/rollout answered by plain Fastify with the
 // bare driver — the reads the server makes (src/operations/readRollout.ts and the stores: the
-// service document with the same projection, then the report records of the reporters its summary counts, by `_id`
-// `$in`, with the same projection)
+// service document with the same projection, then the buckets of its summary and the report records of the reporters
+// they count, each by `_id` `$in`, with the same projection)
 // and the same answer, built by the server's own pure functions from dist/src (composeStatus,
 // rolloutView). No authentication, no schemas (JSON.stringify), no logging.
 import Fastify from 'fastify';
@@ -17,6 +17,7 @@ const client = await new MongoClient(uri, { maxPoolSize: 50, ignoreUndefined: tr
 const db = client.db(process.env['MONGODB_DB']);
 const services = db.collection<Document>('services');
 const reports = db.collection<Document>('reports');
+const statusBuckets = db.collection<Document>('statusBuckets');
 
 /** What the server reads of each record (src/store/serviceStore.ts `recordsOf`): the entry and the evidence, never the deployments. */
 const EVIDENCE = { entry: 1, reporterId: 1, rolloutId: 1, 'position.receivedAt': 1, replicas: 1 };
@@ -32,7 +33,11 @@ app.get('/v1/services/:serviceId/rollout', async (request, reply) => {
   const plan = data.imageDeployment as IImmutableImageDeploymentPlan | undefined;
   const summary = doc['rolloutStatus'] as StatusSummary | undefined;
   const current = plan !== undefined && summary?.rolloutId === plan.rolloutId;
-  const ids = current ? Object.keys(summary.entries).map((key) => rolloutRecordId(plan.rolloutId, reporterIdOfKey(key))) : [];
+  // The reporters the summary counts: the contributions in its buckets (src/store/statusBuckets.ts), by `_id` `$in`.
+  const bucketIds = current ? Object.keys(summary.buckets ?? {}).map((key) => `${plan.rolloutId}:${key.slice(1)}`) : [];
+  const buckets = bucketIds.length === 0 ? [] : await statusBuckets.find({ _id: { $in: bucketIds as never[] } }, { projection: { entries: 1 } }).toArray();
+  const keys = buckets.flatMap((b) => Object.keys((b['entries'] ?? {}) as object));
+  const ids = current ? keys.map((key) => rolloutRecordId(plan.rolloutId, reporterIdOfKey(key))) : [];
   const records = ids.length === 0
     ? []
     : (await reports.find({ _id: { $in: ids as never[] } }, { projection: EVIDENCE }).toArray()) as unknown as ReportRecord[];

@@ -1,7 +1,7 @@
 import { BSON, type Collection, type Document } from 'mongodb';
 import { rolloutRecordId } from '../../src/domain/reports.js';
 import type { IImageRolloutReporterStatus } from '../../src/contracts/index.js';
-import { contributionOf, reporterKeyOf, type SummaryEntry } from '../../src/domain/rolloutStatus.js';
+import { bucketId, bucketOf, contributionOf, reporterKeyOf, type BucketSums, type SummaryEntry } from '../../src/domain/rolloutStatus.js';
 import { httpLoop, measureTriple, probesFor, serverCounter, setCanned, type BenchContext, type Triple } from '../lib/context.js';
 import { bearer } from '../lib/fixtures.js';
 import { nextReport, reportOnce, reporterIdOf, seedStatusHistory, setupFleet, takeReporter, type FleetShape, type Reporter } from '../lib/fleet.js';
@@ -32,20 +32,22 @@ export const STATUS_HEAD = {
  */
 export const REPORT_TARGET = { 'data.immutableImageRequired': 1, 'data.imageDeployment.rolloutId': 1, 'data.rolloutPolicy': 1 } as const;
 
-/** `REPORT_TARGET` with the summary head and one reporter's contribution, as the report path reads it. */
+/** `REPORT_TARGET` with the summary head and the sums of the reporter's bucket, as the report path reads it. */
 export const reportTargetOf = (reporterId: string): Document =>
-  ({ ...REPORT_TARGET, ...STATUS_HEAD, [`rolloutStatus.entries.${reporterKeyOf(reporterId)}`]: 1 });
+  ({ ...REPORT_TARGET, ...STATUS_HEAD, [`rolloutStatus.buckets.b${bucketOf(reporterKeyOf(reporterId))}`]: 1 });
 
 /**
  * Floor (b) for one report: exactly the database round trips the handler makes for a report of
  * a reporter that reported before (src/operations/reportSnapshot.ts and the stores it calls), in
  * the same order, with documents of the same size — but no HTTP, no token, no schema, no
  * evidence checks:
- *   findOne(service: report target — the current rollout id, not the plan —, summary head, the reporter's contribution) ‖ find(node owners)
+ *   findOne(service: report target — the current rollout id, not the plan —, summary head, the sums of the reporter's bucket)
+ *   ‖ find(node owners) → findOne(the reporter's bucket: its contribution)
  *   → [findOne(the reporter's record, without its deployments) — only when this process did not
  *   write it last] → replaceOne(record, CAS on its fence `<_id>@<version>`)
- *   → [findOneAndUpdate(status summary: this reporter's contribution, guarded by its
- *   version, $inc seq) — only when the report changes the contribution]
+ *   → [findOneAndUpdate(the bucket: this reporter's contribution, guarded by its version, the sums
+ *   by $inc) → findOneAndUpdate(the service: the bucket's sums, guarded by the bucket version it
+ *   holds, $inc seq) — only when the report changes the contribution]
  * — and no publication: the aggregate stays the same, and an equal aggregate writes nothing
  * (src/operations/statusEvents.ts). (The lifecycle pass after a status change,
  * src/operations/lifecycle.ts `afterStatusChange`, reads nothing once the rollout has succeeded and
@@ -60,6 +62,7 @@ export function driverReport (ctx: BenchContext) {
   const services = ctx.db.collection('services') as Collection<Document>;
   const nodes = ctx.db.collection('nodes') as Collection<Document>;
   const reports = ctx.db.collection('reports') as Collection<Document>;
+  const buckets = ctx.db.collection('statusBuckets') as Collection<Document>;
   const deploymentsSeen = new Map<string, unknown>();
   /** The record heads this process wrote last (src/store/reportStore.ts `knownHead`): the CAS proves them current. */
   const heads = new Map<string, Document>();
@@ -82,7 +85,11 @@ export function driverReport (ctx: BenchContext) {
       nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray(),
     ]);
     if (!target) throw new Error('service missing');
-    const held = (target['rolloutStatus'] as { entries?: Record<string, SummaryEntry> } | undefined)?.entries?.[key];
+    const b = bucketOf(key);
+    const applied = (target['rolloutStatus'] as { buckets?: Record<string, BucketSums> } | undefined)?.buckets?.[`b${b}`];
+    const bucket = await buckets.findOne({ _id: bucketId(r.plan.rolloutId, b) as never }, { projection: { v: 1, [`entries.${key}`]: 1 } });
+    const inSync = ((bucket?.['v'] as number | undefined) ?? 0) === (applied?.v ?? 0);
+    const held = inSync ? (bucket?.['entries'] as Record<string, SummaryEntry> | undefined)?.[key] : undefined;
     // The head this process wrote last when it has one; after a CAS miss (the server wrote since), the stored one.
     let guess = heads.get(recordId);
     heads.delete(recordId);
@@ -105,10 +112,16 @@ export function driverReport (ctx: BenchContext) {
       if (written.matchedCount !== 1) continue;
       heads.set(recordId, { _id: recordId, ...next, deploymentsJson: undefined });
       if (covered) return target['statusPublished'] === undefined ? 'unpublished' : '200';
-      const path = `rolloutStatus.entries.${key}`;
+      const path = `entries.${key}`;
+      const sums = await buckets.findOneAndUpdate(
+        { _id: bucketId(r.plan.rolloutId, b) as never, [`${path}.v`]: held?.v },
+        { $set: { [path]: contribution }, $inc: { v: 1 } },
+        { returnDocument: 'after', projection: { v: 1, t: 1, m: 1 } },
+      );
+      if (!sums) return 'entry-cas-miss';
       const state = await services.findOneAndUpdate(
-        { _id: r.serviceId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId, $or: [{ [`${path}.v`]: held?.v }, { [`${path}.version`]: held?.v }] },
-        { $set: { [path]: contribution, 'rolloutStatus.updatedAt': now }, $inc: { 'rolloutStatus.seq': 1 } },
+        { _id: r.serviceId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId, [`rolloutStatus.buckets.b${b}.v`]: applied?.v },
+        { $set: { [`rolloutStatus.buckets.b${b}.v`]: sums['v'] as number }, $max: { 'rolloutStatus.updatedAt': now }, $inc: { 'rolloutStatus.seq': 1 } },
         { returnDocument: 'after', projection: STATUS_HEAD },
       );
       if (!state) return 'entry-cas-miss';

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Collection, Document } from 'mongodb';
 import { rolloutRecordId } from '../../src/domain/reports.js';
 import type { IImageRolloutReporterStatus } from '../../src/contracts/index.js';
-import { contributionOf, reporterKeyOf } from '../../src/domain/rolloutStatus.js';
+import { bucketId, bucketOf, contributionOf, reporterKeyOf } from '../../src/domain/rolloutStatus.js';
 import type { BenchContext } from '../lib/context.js';
 import { reporterIdOf, type ReadyFleet, type Reporter } from '../lib/fleet.js';
 import { reportTargetOf, STATUS_HEAD } from './reports.js';
@@ -40,17 +40,28 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
   const recordId = `${String(stored['_id'])}~trips`;
   const { _id, ...record } = stored;
   await reports.insertOne({ ...record, _id: recordId as never, fence: `${recordId}@${record['version'] as number}` });
-  const path = `rolloutStatus.entries.${reporterKeyOf(reporterIdOf(r))}`;
+  const key = reporterKeyOf(reporterIdOf(r));
+  const b = bucketOf(key);
+  const buckets = ctx.db.collection('statusBuckets') as Collection<Document>;
+  const bucket = await buckets.findOne({ _id: bucketId(r.plan.rolloutId, b) as never });
+  if (!bucket) throw new Error('round trips: the reporter has no status bucket');
+  const twinBucketId = `${String(bucket['_id'])}~trips`;
+  await buckets.insertOne({ ...bucket, _id: twinBucketId as never });
+  const path = `entries.${key}`;
   const current = { _id: twinId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId };
   let version = record['version'] as number;
-  // The summary's version of the reporter's contribution (behind the record's when its last reports changed nothing).
-  const held = (service['rolloutStatus'] as { entries?: Record<string, { v?: number }> } | undefined)?.entries?.[reporterKeyOf(reporterIdOf(r))];
+  // The bucket's version of the reporter's contribution (behind the record's when its last reports changed nothing).
+  const held = (bucket['entries'] as Record<string, { v?: number }> | undefined)?.[key];
   let entryVersion = held?.v ?? version;
+  let bucketVersion = bucket['v'] as number;
+  let appliedVersion = (service['rolloutStatus'] as { buckets?: Record<string, { v: number }> } | undefined)?.buckets?.[`b${b}`]?.v;
   const ops: Array<[string, () => Promise<unknown>]> = [
-    ['findOne service (report target: immutable flag, rollout id, policy, summary head, the reporter\'s contribution)', () =>
+    ['findOne service (report target: immutable flag, rollout id, policy, summary head, the sums of the reporter\'s bucket)', () =>
       services.findOne({ _id: twinId as never }, { projection: reportTargetOf(reporterIdOf(r)) })],
     ['find node owners (`_id` $in the reporter\'s nodes)', () =>
       nodes.find({ _id: { $in: r.nodes as never[] } }, { projection: { _id: 1, clusterId: 1, createdAt: 1 } }).toArray()],
+    ['findOne the reporter\'s bucket (its contribution)', () =>
+      buckets.findOne({ _id: twinBucketId as never }, { projection: { v: 1, [path]: 1 } })],
     ['findOne the reporter\'s record (without its deployments; only when another process wrote it last)',
       () => reports.findOne({ _id: recordId as never }, { projection: { deployments: 0, deploymentsJson: 0 } })],
     ['replaceOne the record (CAS on its fence)', async () => {
@@ -58,16 +69,29 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
       await reports.replaceOne({ _id: recordId as never, fence: `${recordId}@${version}` }, next);
       version++;
     }],
-    ['findOneAndUpdate the summary entry (guarded by its version, $inc seq, returns the status head; only when the counts change)', async () => {
+    ['findOneAndUpdate the bucket (the contribution guarded by its version, $inc the sums; only when the counts change)', async () => {
       const entry = { ...(record['entry'] as Document), reportedAt: Date.now() } as IImageRolloutReporterStatus;
-      const updated = await services.findOneAndUpdate(
-        { ...current, $or: [{ [`${path}.v`]: entryVersion }, { [`${path}.version`]: entryVersion }] },
-        { $set: { [path]: contributionOf(entry, entryVersion + 1), 'rolloutStatus.updatedAt': Date.now() }, $inc: { 'rolloutStatus.seq': 1 } },
-        { returnDocument: 'after', projection: STATUS_HEAD },
+      const updated = await buckets.findOneAndUpdate(
+        { _id: twinBucketId as never, [`${path}.v`]: entryVersion },
+        { $set: { [path]: contributionOf(entry, entryVersion + 1) }, $inc: { v: 1, 't.observed': 0 } },
+        { returnDocument: 'after', projection: { v: 1, t: 1, m: 1 } },
       );
       entryVersion++;
-      if (!updated) throw new Error('round trips: the summary entry update matched nothing');
+      bucketVersion++;
+      if (!updated) throw new Error('round trips: the bucket update matched nothing');
     }],
+    ['findOneAndUpdate the service (the bucket\'s sums guarded by the version it holds, $inc seq, returns the status head; only when the counts change)',
+      async () => {
+        const field = `rolloutStatus.buckets.b${b}`;
+        const updated = await services.findOneAndUpdate(
+          { ...current, [`${field}.v`]: appliedVersion },
+          { $set: { [field]: { v: bucketVersion + 1, c: [0, 0, 0, 0] } }, $max: { 'rolloutStatus.updatedAt': Date.now() }, $inc: { 'rolloutStatus.seq': 1 } },
+          { returnDocument: 'after', projection: STATUS_HEAD },
+        );
+        appliedVersion = bucketVersion + 1;
+        bucketVersion++;
+        if (!updated) throw new Error('round trips: the service update matched nothing');
+      }],
   ];
   const out: RoundTripCost[] = [];
   try {
@@ -88,6 +112,7 @@ export async function measureRoundTrips (ctx: BenchContext, fleet: ReadyFleet, t
   } finally {
     await services.deleteOne({ _id: twinId as never });
     await reports.deleteOne({ _id: recordId as never });
+    await buckets.deleteOne({ _id: twinBucketId as never });
   }
   return out;
 }

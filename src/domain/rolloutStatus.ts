@@ -104,14 +104,70 @@ export interface SummaryEntry {
   m?: Static<typeof TImmutableImageMismatchReason>;
 }
 
-/** The stored rollout status: sums, mismatch counts and entries of one rollout. */
+/**
+ * How many buckets a rollout's contributions are spread over (by `bucketOf` their reporter key).
+ * The service document holds one bucket's sums per bucket in use (≤ ~40 bytes each: at most
+ * ~5 KiB, whatever the number of reporters), a bucket document the contributions of its
+ * reporters (~32 at 4,096 reporters, ~1.5 KiB): the bytes a report rewrites stay bounded.
+ */
+export const STATUS_BUCKETS = 128;
+
+/** The bucket of a reporter key: FNV-1a of the key, modulo STATUS_BUCKETS (the same in every process). */
+export function bucketOf (key: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    hash ^= key.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % STATUS_BUCKETS;
+}
+
+/** The `_id` of a rollout's bucket document. */
+export const bucketId = (rolloutId: string, bucket: number | string): string => `${rolloutId}:${bucket}`;
+
+/**
+ * One bucket's sums over the contributions it holds, at the bucket's version (`v`: +1 on every
+ * contribution written to it). The bucket document holds them with the contributions; the service
+ * document holds the copy its totals include — a copy at a lower version is behind (a report's
+ * second write still in flight, or a crash between the two).
+ */
+export interface BucketSums {
+  v: number;
+  /** The observed, healthy, verified and failed counts, in that order (short: the service holds one per bucket). */
+  c: [observed: number, healthy: number, verified: number, failed: number];
+  /** Reporters per mismatch reason, the reasons some reporter names only. */
+  m?: MismatchCounts;
+}
+
+/** What replacing a bucket's sums (`before`: none yet) by later ones changes in the totals. */
+export function bucketDelta (before: BucketSums | undefined, after: BucketSums): EntryDelta {
+  const was = before?.c ?? [0, 0, 0, 0];
+  const now = after.c;
+  const totals: StatusTotals = { observed: now[0] - was[0], healthy: now[1] - was[1], verified: now[2] - was[2], failed: now[3] - was[3] };
+  const mismatched: MismatchCounts = {};
+  for (const reason of immutableImageMismatchReasons) {
+    const change = (after.m?.[reason] ?? 0) - (before?.m?.[reason] ?? 0);
+    if (change !== 0) mismatched[reason] = change;
+  }
+  return { totals, mismatched };
+}
+
+/** The stored rollout status: sums, mismatch counts and the sums of each bucket of contributions. */
 export interface StatusSummary {
   rolloutId: string;
   rolloutGeneration: number;
   totals: StatusTotals;
   mismatched: MismatchCounts;
-  /** reporter key → its contribution (keys are field-name safe: see `reporterKeyOf`). */
-  entries: Record<string, SummaryEntry>;
+  /**
+   * Bucket → its sums as the totals include them (`bucketOf`); the contributions themselves are in
+   * the rollout's bucket documents (`statusBuckets`, `_id` `bucketId`).
+   */
+  buckets: Record<string, BucketSums>;
+  /**
+   * reporter key → its contribution, as summaries held them before buckets (keys are field-name
+   * safe: see `reporterKeyOf`). Start-up migration 7 moves them into buckets; never written now.
+   */
+  entries?: Record<string, SummaryEntry>;
   /** +1 on every entry change: orders the states for the status events. */
   seq: number;
   updatedAt: number;
@@ -132,7 +188,7 @@ export const emptySummary = (plan: IImmutableImageDeploymentPlan, now: number): 
   rolloutGeneration: plan.rolloutGeneration,
   totals: zeroTotals(),
   mismatched: {},
-  entries: {},
+  buckets: {},
   seq: 0,
   updatedAt: now,
   lifecycle: initialLifecycle(now),

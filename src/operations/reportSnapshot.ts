@@ -110,7 +110,8 @@ async function applyToStatus (
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const write = { serviceId: record.serviceId, rolloutId: plan.rolloutId, key, entry };
     const delta = entryDelta(previous, entry);
-    const result = await ctx.repos.statusSummaries.applyStatusEntry({ ...write, expectedVersion: previous?.v, delta, now: ctx.now() });
+    const afterBucket = () => ctx.fault('after-report-bucket');
+    const result = await ctx.repos.statusSummaries.applyStatusEntry({ ...write, expectedVersion: previous?.v, delta, now: ctx.now(), afterBucket });
     if (result.kind === 'applied') return result.state;
     if (result.kind === 'not-current') {
       const target = await ctx.repos.statusSummaries.findReportTarget(record.serviceId);
@@ -143,7 +144,7 @@ async function settle (
 
 /** A replay: the record is usually in the status already; a crash may have left it behind, or its event unpublished. */
 async function settleReplay (ctx: ReportContext, plan: IImmutableImageDeploymentPlan, record: ReportHead): Promise<Result<RolloutAggregate>> {
-  const held = await ctx.repos.statusSummaries.readStatusEntry(record.serviceId, plan.rolloutId, reporterKeyOf(record.reporterId));
+  const held = await ctx.repos.statusSummaries.readStatusEntry(record.serviceId, plan.rolloutId, reporterKeyOf(record.reporterId), ctx.now());
   if (held.current && held.stored && held.stored.v >= accountedVersion(record)) {
     const state = await ctx.repos.statusSummaries.readStatusState(record.serviceId, plan.rolloutId);
     if (state) {

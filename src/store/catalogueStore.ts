@@ -5,7 +5,7 @@ import { writableServiceDataFields } from '../domain/services.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
 import {
-  ServiceViews, countedReporters, nameTaken, serviceWithStatus, summaryProjection, toSummary, type ServiceDocument,
+  ServiceViews, nameTaken, serviceWithStatus, summaryProjection, toSummary, type ServiceDocument,
 } from './serviceDocument.js';
 import { collections } from './indexPlan.js';
 
@@ -67,7 +67,7 @@ export class ServiceCatalogueStore implements ServiceCatalogue {
         'data.immutableImageRequired': 1,
         'data.imageDeployment.rolloutId': 1,
         'rolloutStatus.rolloutId': 1,
-        'rolloutStatus.entries': 1,
+        'rolloutStatus.buckets': 1,
       },
     });
     if (!doc) return null;
@@ -75,7 +75,7 @@ export class ServiceCatalogueStore implements ServiceCatalogue {
     const rolloutId = doc.data?.imageDeployment?.rolloutId;
     if (rolloutId === undefined) return { immutableImageRequired, reporterIds: [] };
     const summary = doc.rolloutStatus;
-    const reporterIds = summary?.rolloutId === rolloutId ? countedReporters(summary) : [];
+    const reporterIds = summary?.rolloutId === rolloutId ? await this.views.reportersOf(rolloutId, summary) : [];
     return { immutableImageRequired, rolloutId, reporterIds };
   }
 

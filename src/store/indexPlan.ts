@@ -37,6 +37,7 @@ export const collections = {
   idempotency: 'idempotency',
   reports: 'reports',
   reportClaims: 'reportClaims',
+  statusBuckets: 'statusBuckets',
   events: 'events',
   attestations: 'attestations',
   webhookSubscriptions: 'webhookSubscriptions',
@@ -177,6 +178,12 @@ export const indexPlan: readonly IndexPlanEntry[] = [
     name: 'reportClaims_rollout',
     key: { rolloutId: 1 },
     serves: 'removing the claims of a rollout long superseded; claims themselves are by _id',
+  },
+  {
+    collection: collections.statusBuckets,
+    name: 'statusBuckets_rollout',
+    key: { rolloutId: 1 },
+    serves: 'removing the status buckets of a rollout long superseded; buckets themselves are by _id (`<rolloutId>:<bucket>`)',
   },
   {
     collection: collections.events,

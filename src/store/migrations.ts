@@ -4,12 +4,16 @@ import { contractLimits } from '../contracts/index.js';
 import type { ReportedDeployment } from '../contracts/reports.js';
 import { initialLifecycle } from '../domain/lifecycle.js';
 import { rolloutRecordId, serviceRecordId } from '../domain/reports.js';
-import { contributionOf, emptySummary, entryDelta, reporterKeyOf, type StatusSummary, type SummaryEntry, zeroTotals } from '../domain/rolloutStatus.js';
+import {
+  bucketId, bucketOf, contributionOf, emptySummary, entryDelta, reporterKeyOf,
+  type MismatchCounts, type StatusSummary, type StatusTotals, type SummaryEntry, zeroTotals,
+} from '../domain/rolloutStatus.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import { collections } from './indexPlan.js';
 import type { ReleaseDocument } from './releaseStore.js';
 import type { ReportDocument } from './reportStore.js';
 import type { ServiceDocument } from './serviceDocument.js';
+import { bucketKey, sumsOf, type BucketDocument } from './statusBuckets.js';
 
 /**
  * Start-up migrations: each rewrites the documents that earlier versions of this service wrote in
@@ -116,7 +120,8 @@ async function summaryFromRecords (db: Db, plan: IImmutableImageDeploymentPlan, 
   const reports: Collection<ReportDocument> = db.collection(collections.reports);
   const reporters = stored?.rolloutId === plan.rolloutId ? stored.reporters ?? [] : [];
   const updatedAt = stored?.rolloutId === plan.rolloutId ? stored.updatedAt ?? now : now;
-  const summary: StatusSummary = { ...emptySummary(plan, updatedAt), totals: zeroTotals() };
+  const entries: Record<string, SummaryEntry> = {};
+  const summary: StatusSummary = { ...emptySummary(plan, updatedAt), totals: zeroTotals(), entries };
   for (const reporter of reporters) {
     const id = rolloutRecordId(plan.rolloutId, reporter.reporterId);
     const record = await reports.findOne({ _id: id }, { projection: { version: 1, entry: 1 } });
@@ -124,7 +129,7 @@ async function summaryFromRecords (db: Db, plan: IImmutableImageDeploymentPlan, 
     if (!record.entry) await reports.updateOne({ _id: id, version: record.version, entry: { $exists: false } }, { $set: { entry: reporter } });
     const contribution = contributionOf(record.entry ?? reporter, record.version);
     const delta = entryDelta(undefined, contribution);
-    summary.entries[reporterKeyOf(reporter.reporterId)] = contribution;
+    entries[reporterKeyOf(reporter.reporterId)] = contribution;
     for (const [name, value] of Object.entries(delta.totals)) summary.totals[name as keyof typeof summary.totals] += value;
     for (const [reason, value] of Object.entries(delta.mismatched)) {
       const key = reason as keyof typeof summary.mismatched;
@@ -201,6 +206,47 @@ async function boundTags (db: Db): Promise<number> {
 }
 
 /**
+ * Summaries that hold a contribution per reporter (`rolloutStatus.entries`, in the service document
+ * every report rewrote): the contributions moved into the rollout's bucket documents, the service
+ * keeping each bucket's sums (./statusBuckets.ts). A bucket is inserted only where none is (one left
+ * by a run that stopped half-way holds the same contributions: entries are never written now); the
+ * service is rewritten only at the summary state read (its seq), its totals unchanged.
+ */
+async function bucketSummaries (db: Db): Promise<number> {
+  const services: Collection<ServiceDocument> = db.collection(collections.services);
+  const buckets: Collection<BucketDocument> = db.collection(collections.statusBuckets);
+  const projection = { 'rolloutStatus.rolloutId': 1, 'rolloutStatus.seq': 1, 'rolloutStatus.entries': 1 };
+  const withEntries = services.find({ 'rolloutStatus.entries': { $exists: true } }, { projection });
+  let migrated = 0;
+  for await (const doc of withEntries) {
+    const summary = doc.rolloutStatus;
+    if (!summary) continue;
+    const grouped = new Map<number, BucketDocument>();
+    for (const [key, entry] of Object.entries(summary.entries ?? {})) {
+      const bucket = bucketOf(key);
+      const made: BucketDocument = { _id: bucketId(summary.rolloutId, bucket), serviceId: doc._id, rolloutId: summary.rolloutId, v: 1 };
+      const held = grouped.get(bucket) ?? made;
+      const delta = entryDelta(undefined, entry);
+      const t = { ...zeroTotals(), ...held.t };
+      held.t = Object.fromEntries(Object.entries(t).map(([name, n]) => [name, n + delta.totals[name as keyof StatusTotals]]));
+      const m: MismatchCounts = { ...held.m };
+      for (const [reason, n] of Object.entries(delta.mismatched) as Array<[keyof MismatchCounts, number]>) m[reason] = (m[reason] ?? 0) + n;
+      held.m = m;
+      held.entries = { ...held.entries, [key]: entry };
+      grouped.set(bucket, held);
+    }
+    for (const { _id, ...bucket } of grouped.values()) await buckets.updateOne({ _id }, { $setOnInsert: bucket }, { upsert: true });
+    const set = Object.fromEntries([...grouped].map(([bucket, held]) => [`rolloutStatus.buckets.${bucketKey(bucket)}`, sumsOf(held)]));
+    const result = await services.updateOne(
+      { _id: doc._id, 'rolloutStatus.rolloutId': summary.rolloutId, 'rolloutStatus.seq': summary.seq, 'rolloutStatus.entries': { $exists: true } },
+      { $set: grouped.size === 0 ? { 'rolloutStatus.buckets': {} } : set, $unset: { 'rolloutStatus.entries': '' } }
+    );
+    migrated += result.modifiedCount;
+  }
+  return migrated;
+}
+
+/**
  * The migrations, in the order they run (ascending versions). To add one: a new version at the
  * end, whose `apply` selects only documents still in the earlier shape and rewrites each with a
  * compare-and-swap on what it read (it may run again after a crash, or concurrently after a lease
@@ -213,6 +259,7 @@ export const migrations: readonly Migration[] = [
   { version: 4, name: 'lifecycles of summaries written before lifecycles', apply: startLifecycles },
   { version: 5, name: 'service records per cluster', apply: clusterServiceRecords },
   { version: 6, name: 'release tags within the contract limit', apply: boundTags },
+  { version: 7, name: 'status summaries in buckets, not an entry per reporter', apply: bucketSummaries },
 ];
 
 /** A migration this process applied: what `runMigrations` answers (the start-up log line counts them). */

@@ -77,12 +77,14 @@ const headOf = ({ deployments: _none, ...head }: ReportRecord): ReportHead => he
  */
 export class ReportStore implements ReportRepository {
   readonly claims: Collection<ClaimDocument>;
+  private readonly buckets: Collection<{ _id: string, rolloutId: string }>;
   /** The head of each rollout record as this process last wrote or read it (oldest first), and their replicas in all. */
   readonly #heads = new Map<string, ReportHead>();
   #headReplicas = 0;
 
   constructor (database: Database, readonly collection: Collection<ReportDocument> = database.db.collection(collections.reports)) {
     this.claims = database.db.collection(collections.reportClaims);
+    this.buckets = database.db.collection(collections.statusBuckets);
   }
 
   async findRecord (id: string): Promise<ReportRecord | null> {
@@ -303,6 +305,6 @@ export class ReportStore implements ReportRepository {
 
   async removeRollout (rolloutId: string): Promise<void> {
     for (const [id, head] of this.#heads) if (head.rolloutId === rolloutId) this.#forget(id);
-    await Promise.all([this.collection.deleteMany({ rolloutId }), this.claims.deleteMany({ rolloutId })]);
+    await Promise.all([this.collection.deleteMany({ rolloutId }), this.claims.deleteMany({ rolloutId }), this.buckets.deleteMany({ rolloutId })]);
   }
 }

@@ -10,12 +10,13 @@ import type { ReporterEvidence } from '../domain/rolloutView.js';
 import { pick } from '../domain/objects.js';
 import { rolloutRecordId } from '../domain/reports.js';
 import {
-  aggregateOf, composeStatus, replicaCountKeys, reporterIdOfKey, STATUS_EVENTS_KEPT,
+  aggregateOf, composeStatus, replicaCountKeys, STATUS_EVENTS_KEPT,
   type RolloutAggregate, type StatusEvent, type StatusSummary,
 } from '../domain/rolloutStatus.js';
 import type { Database } from './mongo.js';
 import { collections } from './indexPlan.js';
 import type { ReportDocument } from './reportStore.js';
+import { countedReporterIds, type BucketDocument } from './statusBuckets.js';
 
 export interface ServiceDocument {
   _id: string;
@@ -23,9 +24,10 @@ export interface ServiceDocument {
   /** Set by a manual rollback; automatic promotion stays off until an explicit promotion clears it. */
   automationHold?: AutomationHold;
   /**
-   * The current rollout's status summary: sums, mismatch counts and every reporter's entry, each
-   * report changing only its own entry and the sums by its delta (`data.imageRolloutStatus` is
-   * composed from it on read).
+   * The current rollout's status summary: sums, mismatch counts and the sums of each bucket of
+   * reporters' contributions (the contributions are in `statusBuckets`: ./statusBuckets.ts), a
+   * report moving only its bucket's sums and the totals by the difference (`data.imageRolloutStatus`
+   * is composed from it on read).
    */
   rolloutStatus?: StatusSummary;
   /** +1 on every status event: the compare-and-swap token of the event log (the `id` of SSE events). */
@@ -192,9 +194,6 @@ export function lifecycleViewOf (doc: ServiceDocument): LifecycleView {
   };
 }
 
-/** The reporters a status summary counts (one entry each). */
-export const countedReporters = (summary: StatusSummary): string[] => Object.keys(summary.entries ?? {}).map(reporterIdOfKey);
-
 /**
  * One entry per digest, the newest: redeploys of one release must not push the others out of the
  * kept list (an abort returns to the newest verified release other than the digest deployed now).
@@ -209,9 +208,16 @@ export async function keepOneVerifiedPerDigest (collection: Collection<ServiceDo
 /** The service as the API shows it, composed from its document and the report records of the reporters its status counts. */
 export class ServiceViews {
   private readonly reports: Collection<ReportDocument>;
+  private readonly buckets: Collection<BucketDocument>;
 
   constructor (database: Database) {
     this.reports = database.db.collection(collections.reports);
+    this.buckets = database.db.collection(collections.statusBuckets);
+  }
+
+  /** The reporters a summary of the rollout counts (one contribution each, in its buckets). */
+  async reportersOf (rolloutId: string, summary: Pick<StatusSummary, 'buckets'>): Promise<string[]> {
+    return countedReporterIds(this.buckets, rolloutId, summary);
   }
 
   /**
@@ -243,7 +249,7 @@ export class ServiceViews {
 
   /** The report records of the reporters a summary counts (by `_id` `$in`): their entries, and their evidence if asked for; never their deployments. */
   private async recordsOf (rolloutId: string, summary: StatusSummary, withEvidence: boolean): Promise<ReportDocument[]> {
-    const ids = countedReporters(summary).map((reporterId) => rolloutRecordId(rolloutId, reporterId));
+    const ids = (await this.reportersOf(rolloutId, summary)).map((reporterId) => rolloutRecordId(rolloutId, reporterId));
     if (ids.length === 0) return [];
     const projection = withEvidence ? { entry: 1, reporterId: 1, rolloutId: 1, 'position.receivedAt': 1, replicas: 1 } : { entry: 1 };
     return this.reports.find({ _id: { $in: ids } }, { projection }).toArray();

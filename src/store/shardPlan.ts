@@ -68,6 +68,13 @@ export const shardPlan: Readonly<Record<string, ShardPlanEntry>> = {
       ' (`<rolloutId>/node/<name>`): only `_id` as the shard key keeps that unique across shards.',
     size: 'one per (rollout, target node or session): up to 100,000 per fleet-wide rollout, ~100 bytes each',
   },
+  [collections.statusBuckets]: {
+    shardKey: { _id: 'hashed' },
+    why: 'Read and written by `_id` (`<rolloutId>:<bucket>`, `_id` `$in` for a rollout\'s reporters) on the report path: a' +
+      ' report that changes counts writes its bucket (compare-and-swap on its reporter\'s contribution, an upsert by `_id`),' +
+      ' so `_id` is the key; hashed spreads the 128 buckets of one large rollout over every shard.',
+    size: 'up to 128 per rollout (kept while its reports are), ≤ ~2 KiB each',
+  },
   [collections.nodes]: {
     shardKey: { _id: 'hashed' },
     why: 'Every report reads its nodes\' owners by `_id` `$in`; a node belongs to one cluster because its name is the unique' +
@@ -94,7 +101,8 @@ export const shardPlan: Readonly<Record<string, ShardPlanEntry>> = {
     why: '`services_name_unique` makes names unique across all services and cannot lead with `_id`, which every read names;' +
       ' one document per service is small enough for one shard. Its traffic (the report target read, coalesced, and the' +
       ' status-summary update of a report that changes counts) stays on the primary shard: docs/operations.md "Sharding".',
-    size: 'one per service (hundreds to a few thousand), up to ~1 MiB each with a large rollout\'s summary entries',
+    size: 'one per service (hundreds to a few thousand): a few KiB, the plan (~80 bytes per target node), the last 100 status' +
+      ' events, and at most 128 bucket sums of the status (~5 KiB) whatever the number of reporters',
   },
   [collections.clusters]: {
     shardKey: U,
@@ -210,6 +218,13 @@ export const scatterGathers: readonly ScatterGather[] = [
     filter: ['rolloutId'],
     sentBy: 'ReportStore.removeRollout',
     why: `the claims of a rollout two generations superseded: ${PER_PROMOTION}`,
+  },
+  {
+    collection: collections.statusBuckets,
+    command: 'delete',
+    filter: ['rolloutId'],
+    sentBy: 'ReportStore.removeRollout',
+    why: `the status buckets of a rollout two generations superseded: ${PER_PROMOTION}`,
   },
   {
     collection: collections.events,

@@ -3,25 +3,46 @@ import type { IImmutableImageDeploymentPlan } from '../contracts/index.js';
 import type {
   EntryWrite, EntryWriteResult, ReportTarget, StatusEvents, StatusSummaries, ServiceRolloutState, StatusPublication, StatusSnapshot, StatusState,
 } from '../domain/ports/index.js';
-import type { SummaryEntry } from '../domain/rolloutStatus.js';
+import { bucketDelta, bucketId, bucketOf, type BucketSums, type SummaryEntry } from '../domain/rolloutStatus.js';
 import { coalesced } from './coalesce.js';
+import { isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
 import {
   ServiceViews, asError, atStatusRevision, outboxOf, publishedBefore, pushEvent, rolloutState, stateOf, statusHead, type ServiceDocument,
 } from './serviceDocument.js';
+import { bucketKey, sumsOf, type BucketDocument } from './statusBuckets.js';
 import { collections } from './indexPlan.js';
 
 /** Plans kept per process for the report path (the rollouts reported on most recently). */
 const PLANS_KEPT = 256;
 
+/** Buckets whose sums in the service document a process remembers (a guess its guarded write checks). */
+const APPLIED_KEPT = 8192;
+
+/** Rounds a bucket's sums may take into the service document against the same bucket's other writers. */
+const SYNC_ROUNDS = 32;
+
+/** What writing a reporter's contribution into its bucket did. */
+type BucketWrite = { kind: 'written', sums: BucketSums } | { kind: 'moved', stored?: SummaryEntry };
+
 /** The current rollout's status summary (what reports change and reads compose) and the status stream. */
 export class StatusStore implements StatusSummaries, StatusEvents {
   readonly collection: Collection<ServiceDocument>;
+  private readonly buckets: Collection<BucketDocument>;
   private readonly views: ServiceViews;
+  /** `bucketId` → the bucket's sums as this process last saw them in the service document (null: none there). */
+  readonly #applied = new Map<string, BucketSums | null>();
 
   constructor (database: Database) {
     this.collection = database.db.collection(collections.services);
+    this.buckets = database.db.collection(collections.statusBuckets);
     this.views = new ServiceViews(database);
+  }
+
+  #remember (id: string, sums: BucketSums | null): void {
+    this.#applied.delete(id);
+    if (this.#applied.size >= APPLIED_KEPT) this.#applied.delete(this.#applied.keys().next().value ?? '');
+    this.#applied.set(id, sums);
   }
 
   /**
@@ -91,8 +112,16 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     const target = { serviceId: doc._id, immutableImageRequired: data?.immutableImageRequired === true, plan, policy: data?.rolloutPolicy };
     // (The plan read on a miss may be a newer rollout's already: the summary read with the id is then not its.)
     const state = reporterKey !== undefined && plan && doc.rolloutStatus?.rolloutId === plan.rolloutId ? stateOf(doc) : null;
-    if (!state || reporterKey === undefined) return target;
-    return { ...target, held: { state, entry: doc.rolloutStatus?.entries?.[reporterKey] } };
+    if (!state || reporterKey === undefined || !plan) return target;
+    const bucket = bucketOf(reporterKey);
+    const held = bucketId(plan.rolloutId, bucket);
+    const applied = doc.rolloutStatus?.buckets?.[bucketKey(bucket)] ?? null;
+    this.#remember(held, applied);
+    const stored = await this.#bucketEntries({ id: held, key: reporterKey });
+    // The contribution is held only while the service includes its bucket as it is: a bucket
+    // ahead (its writer's second write pending, or lost in a crash) is caught up by the next write.
+    const inSync = (stored?.v ?? 0) === (applied?.v ?? 0);
+    return { ...target, held: { state, entry: inSync ? stored?.entries?.[reporterKey] : undefined } };
   }
 
   readonly #reportTargetDocs = coalesced<{ id: string, reporterKey?: string | undefined }, ServiceDocument | null>(async (calls) => {
@@ -102,7 +131,7 @@ export class StatusStore implements StatusSummaries, StatusEvents {
       'data.imageDeployment.rolloutId': 1,
       'data.rolloutPolicy': 1,
       ...(keys.length === 0 ? {} : statusHead),
-      ...Object.fromEntries(keys.map((key) => [`rolloutStatus.entries.${key}`, 1])),
+      ...Object.fromEntries(keys.map((key) => [`rolloutStatus.buckets.${bucketKey(bucketOf(key))}`, 1])),
     };
     const ids = [...new Set(calls.map((c) => c.id))];
     const docs = await this.collection.find({ _id: { $in: ids } }, { projection }).toArray();
@@ -110,27 +139,113 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     return calls.map((c) => byId.get(c.id) ?? null);
   });
 
+  /** Reporters' contributions in their buckets: the reads of one turn share one `_id` `$in`, each reporter's contribution projected. */
+  readonly #bucketEntries = coalesced<{ id: string, key: string }, BucketDocument | null>(async (calls) => {
+    const projection = { v: 1, ...Object.fromEntries(calls.map((c) => [`entries.${c.key}`, 1])) };
+    const ids = [...new Set(calls.map((c) => c.id))];
+    const docs = await this.buckets.find({ _id: { $in: ids } }, { projection }).toArray();
+    const byId = new Map(docs.map((doc) => [doc._id, doc]));
+    return calls.map((c) => byId.get(c.id) ?? null);
+  });
+
   /**
-   * One reporter's entry and the sums, in one update guarded by the rollout and by the entry's
-   * version: reporters of one rollout never conflict with each other, only with their own
-   * concurrent reports.
+   * One reporter's contribution, in two writes: into its bucket (guarded by the contribution's
+   * version, the bucket's sums moved by its delta in the same update), then the bucket's sums into
+   * the service document (guarded by the bucket version the service holds, the totals moved by
+   * the difference). Reporters of one rollout conflict only in the second write, and only with the
+   * reporters of their bucket; a write that finds a later version of its bucket there is included
+   * already. A crash between the two leaves the bucket ahead: the next write of the bucket, or the
+   * retry of the report (`readStatusEntry`), brings the service up to it.
    */
   async applyStatusEntry (write: EntryWrite): Promise<EntryWriteResult> {
-    const path = `rolloutStatus.entries.${write.key}`;
-    const inc: Record<string, number> = { 'rolloutStatus.seq': 1 };
-    for (const [name, value] of Object.entries(write.delta.totals)) if (value !== 0) inc[`rolloutStatus.totals.${name}`] = value;
-    for (const [reason, value] of Object.entries(write.delta.mismatched)) if (value) inc[`rolloutStatus.mismatched.${reason}`] = value;
-    const expected = write.expectedVersion === undefined ? { [path]: { $exists: false } } : { [`${path}.v`]: write.expectedVersion };
-    const doc = await this.collection.findOneAndUpdate(
-      { _id: write.serviceId, 'rolloutStatus.rolloutId': write.rolloutId, ...expected },
-      // `$max`: reports of different reporters never conflict, and the one whose clock read came first may land last.
-      { $set: { [path]: write.entry }, $max: { 'rolloutStatus.updatedAt': write.now }, $inc: inc },
-      { returnDocument: 'after', projection: statusHead }
-    );
-    const state = doc ? stateOf(doc) : null;
-    if (state) return { kind: 'applied', state };
-    const now = await this.readStatusEntry(write.serviceId, write.rolloutId, write.key);
-    return now.current ? { kind: 'version-moved', stored: now.stored } : { kind: 'not-current' };
+    const bucket = bucketOf(write.key);
+    const written = await this.#writeContribution(write, bucketId(write.rolloutId, bucket));
+    if (written.kind === 'moved') {
+      // This record (or a later one of the reporter) may be in the bucket already, its writer stopped before the service.
+      if (written.stored && written.stored.v >= write.entry.v) {
+        const caught = await this.#syncBucket(write.serviceId, write.rolloutId, bucket, undefined, write.now);
+        if (caught === 'not-current') return { kind: 'not-current' };
+      }
+      return { kind: 'version-moved', stored: written.stored };
+    }
+    write.afterBucket?.();
+    const state = await this.#syncBucket(write.serviceId, write.rolloutId, bucket, written.sums, write.now);
+    return state === 'not-current' ? { kind: 'not-current' } : { kind: 'applied', state };
+  }
+
+  /** The contribution into its bucket if the bucket holds `expectedVersion` of it (none: none yet, the bucket made if need be). */
+  async #writeContribution (write: EntryWrite, id: string): Promise<BucketWrite> {
+    const path = `entries.${write.key}`;
+    const inc: Record<string, number> = { v: 1 };
+    for (const [name, value] of Object.entries(write.delta.totals)) if (value !== 0) inc[`t.${name}`] = value;
+    for (const [reason, value] of Object.entries(write.delta.mismatched)) if (value) inc[`m.${reason}`] = value;
+    const first = write.expectedVersion === undefined;
+    const filter = first ? { _id: id, [path]: { $exists: false } } : { _id: id, [`${path}.v`]: write.expectedVersion };
+    for (let round = 0; round < 3; round++) {
+      let doc: BucketDocument | null = null;
+      try {
+        doc = await this.buckets.findOneAndUpdate(
+          filter,
+          { $set: { [path]: write.entry }, $setOnInsert: { serviceId: write.serviceId, rolloutId: write.rolloutId }, $inc: inc },
+          { upsert: first, returnDocument: 'after', projection: { v: 1, t: 1, m: 1 } }
+        );
+      } catch (err) {
+        // Two first contributions to a new bucket: the other's insert won; this one updates it next round.
+        if (!isDuplicateKeyError(err)) throw err;
+      }
+      if (doc) return { kind: 'written', sums: sumsOf(doc) };
+      const now = await this.buckets.findOne({ _id: id }, { projection: { [path]: 1 } });
+      const stored = now?.entries?.[write.key];
+      if (stored !== undefined || !first) return { kind: 'moved', stored };
+    }
+    throw new Error(`the status bucket ${id} kept being created concurrently`);
+  }
+
+  /**
+   * The bucket's sums (`sums`, or as stored now) into the service document, unless it holds them or
+   * later ones already: the state after, or 'not-current' when the service's summary is not the rollout's.
+   */
+  async #syncBucket (
+    serviceId: string, rolloutId: string, bucket: number, sums: BucketSums | undefined, now: number
+  ): Promise<StatusState | 'not-current'> {
+    const id = bucketId(rolloutId, bucket);
+    const path = `rolloutStatus.buckets.${bucketKey(bucket)}`;
+    let target = sums;
+    if (!target) {
+      const stored = await this.buckets.findOne({ _id: id }, { projection: { v: 1, t: 1, m: 1 } });
+      if (stored) target = sumsOf(stored);
+    }
+    for (let round = 0; round < SYNC_ROUNDS; round++) {
+      let applied = this.#applied.get(id);
+      if (applied === undefined) {
+        const doc = await this.collection.findOne({ _id: serviceId }, { projection: { 'rolloutStatus.rolloutId': 1, [path]: 1 } });
+        if (doc?.rolloutStatus?.rolloutId !== rolloutId) return 'not-current';
+        applied = doc.rolloutStatus.buckets?.[bucketKey(bucket)] ?? null;
+        this.#remember(id, applied);
+      }
+      if (!target || (applied && applied.v >= target.v)) {
+        // Included already (a later write of the bucket carried it).
+        return (await this.readStatusState(serviceId, rolloutId)) ?? 'not-current';
+      }
+      const delta = bucketDelta(applied ?? undefined, target);
+      const inc: Record<string, number> = { 'rolloutStatus.seq': 1 };
+      for (const [name, value] of Object.entries(delta.totals)) if (value !== 0) inc[`rolloutStatus.totals.${name}`] = value;
+      for (const [reason, value] of Object.entries(delta.mismatched)) if (value) inc[`rolloutStatus.mismatched.${reason}`] = value;
+      const doc = await this.collection.findOneAndUpdate(
+        { _id: serviceId, 'rolloutStatus.rolloutId': rolloutId, [`${path}.v`]: applied ? applied.v : { $exists: false } },
+        // `$max`: reports of different reporters never conflict, and the one whose clock read came first may land last.
+        { $set: { [path]: target }, $max: { 'rolloutStatus.updatedAt': now }, $inc: inc },
+        { returnDocument: 'after', projection: statusHead }
+      );
+      const state = doc ? stateOf(doc) : null;
+      if (state) {
+        this.#remember(id, target);
+        return state;
+      }
+      // Another writer of the bucket moved it meanwhile (or the rollout was replaced): look again.
+      this.#applied.delete(id);
+    }
+    throw new Error(`the status bucket ${id} kept moving`);
   }
 
   async readStatusState (id: string, rolloutId: string): Promise<StatusState | null> {
@@ -138,10 +253,16 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     return doc ? stateOf(doc) : null;
   }
 
-  async readStatusEntry (id: string, rolloutId: string, key: string): Promise<{ current: boolean, stored?: SummaryEntry }> {
-    const doc = await this.collection.findOne({ _id: id }, { projection: { 'rolloutStatus.rolloutId': 1, [`rolloutStatus.entries.${key}`]: 1 } });
-    const summary = doc?.rolloutStatus;
-    return summary?.rolloutId === rolloutId ? { current: true, stored: summary.entries?.[key] } : { current: false };
+  /** The reporter's contribution in its bucket, the service brought up to that bucket first (a crash may have left it behind). */
+  async readStatusEntry (id: string, rolloutId: string, key: string, now: number): Promise<{ current: boolean, stored?: SummaryEntry }> {
+    const doc = await this.collection.findOne({ _id: id }, { projection: { 'rolloutStatus.rolloutId': 1 } });
+    if (doc?.rolloutStatus?.rolloutId !== rolloutId) return { current: false };
+    const bucket = bucketOf(key);
+    const stored = await this.buckets.findOne({ _id: bucketId(rolloutId, bucket) }, { projection: { v: 1, t: 1, m: 1, [`entries.${key}`]: 1 } });
+    if (!stored) return { current: true };
+    this.#applied.delete(stored._id);
+    const caught = await this.#syncBucket(id, rolloutId, bucket, sumsOf(stored), now);
+    return caught === 'not-current' ? { current: false } : { current: true, stored: stored.entries?.[key] };
   }
 
   /** A new event at the next revision, if the status is still at that revision and the summary still at the state's seq. */

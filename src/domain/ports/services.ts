@@ -82,6 +82,8 @@ export interface EntryWrite {
   expectedVersion?: number;
   delta: { totals: StatusTotals, mismatched: MismatchCounts };
   now: number;
+  /** Called between the write of the contribution's bucket and that of the service's sums (crash injection). */
+  afterBucket?: () => void;
 }
 
 export type EntryWriteResult =
@@ -175,8 +177,8 @@ export interface StatusSummaries {
   applyStatusEntry(write: EntryWrite): Promise<EntryWriteResult>;
   /** The summary state of the current rollout (null: the service's summary is not this rollout's). */
   readStatusState(id: string, rolloutId: string): Promise<StatusState | null>;
-  /** One reporter's entry in the current rollout's summary. */
-  readStatusEntry(id: string, rolloutId: string, key: string): Promise<{ current: boolean, stored?: SummaryEntry }>;
+  /** One reporter's entry in the current rollout's summary, the summary first brought up to it (a crash may have left it behind; `now`: its time). */
+  readStatusEntry(id: string, rolloutId: string, key: string, now: number): Promise<{ current: boolean, stored?: SummaryEntry }>;
   findRolloutState(id: string): Promise<ServiceRolloutState | null>;
 }
 

@@ -38,7 +38,7 @@ describe('snapshot reports survive a crash at every step boundary (real processe
     return (doc?.['statusEvents'] ?? []) as Array<{ status: string, verifiedReplicaCount: number }>;
   };
 
-  for (const point of ['after-report-claims', 'after-report-record', 'after-report-status']) {
+  for (const point of ['after-report-claims', 'after-report-record', 'after-report-bucket', 'after-report-status']) {
     it(`killed ${point}: the retry of the same report completes it, exactly once`, async () => {
       const { svc, plan } = await promotedService(healthy, { admin, api }, { clusterIds: ['k1'], replicasPerNode: 1 });
       const nodes = ['k1-n1', 'k1-n2'];

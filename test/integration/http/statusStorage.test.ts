@@ -1,10 +1,10 @@
 /**
  * How the rollout status is stored (docs/api.md "How reports are stored"): the service document
- * holds the sums and, per reporter, only its contribution to them (a few dozen bytes); each
- * reporter's entry lives in its own report record, and every full read composes the upstream
- * status from both. What this pins: the cost of the one service-document update a report makes
- * does not grow with the reporters' entries (issue: "the cost of a report does not depend on the
- * rest of the fleet"), and a summary written in the earlier format is still applied exactly.
+ * holds the sums and each bucket's sums (at most STATUS_BUCKETS of them); the reporters'
+ * contributions (a few dozen bytes each) are in the rollout's bucket documents, each reporter's
+ * entry in its own report record, and every full read composes the upstream status from them.
+ * What this pins: the bytes a report rewrites do not grow with the number of reporters (issue 24
+ * item 3), and a summary written by an earlier version is moved into buckets and applied exactly.
  */
 import { BSON } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ import { Value } from '@sinclair/typebox/value';
 import {
   IImageRolloutStatus as ImageRolloutStatusSchema, validateImageRolloutStatus, type IImageRolloutStatus, type IImmutableImageDeploymentPlan,
 } from '../../../src/contracts/index.js';
-import { reporterKeyOf } from '../../../src/domain/rolloutStatus.js';
+import { reporterKeyOf, STATUS_BUCKETS } from '../../../src/domain/rolloutStatus.js';
 import { migrations } from '../../../src/store/migrations.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { bearer, createFixtureService, promote, pushRelease, registerCluster } from '../../support/fixtures.js';
@@ -68,20 +68,26 @@ describe('rollout status storage', () => {
     return res.json().service.data.imageRolloutStatus as IImageRolloutStatus;
   };
 
-  it('each reporter adds a few dozen bytes to the service document, its entry lives in its record, and reads compose the whole status', async () => {
+  /** The rollout's bucket documents (./src/store/statusBuckets.ts). */
+  const bucketsOf = async (rolloutId: string) => t.db.collection('statusBuckets').find({ rolloutId }).toArray();
+
+  it('the service document holds no contribution per reporter, only bucket sums; the contributions are in the buckets, ' +
+    'each entry in its record; reads compose the whole status', async () => {
     const { serviceId, plan } = await promoted();
-    const empty = BSON.calculateObjectSize(await serviceDoc(serviceId));
     for (const c of clusterIds) await report(plan, serviceId, c, 1);
     const full = await serviceDoc(serviceId);
-    const grown = BSON.calculateObjectSize(full) - empty;
-    // Each report also appends a status event (bounded: STATUS_EVENTS_KEPT); what the summary itself
-    // holds per reporter is its contribution, not its entry (an entry of a 3-node reporter is ~600 bytes).
-    const summary = full['rolloutStatus'] as { entries: Record<string, unknown> };
-    const perReporter = BSON.calculateObjectSize(summary.entries) / CLUSTERS;
-    expect(perReporter).toBeLessThan(120);
-    expect(Object.keys(summary.entries)).toHaveLength(CLUSTERS);
-    expect(JSON.stringify(summary.entries)).not.toContain('reporterNodeNames');
-    expect(grown).toBeLessThan(CLUSTERS * 600);
+    const summary = full['rolloutStatus'] as { entries?: unknown, buckets: Record<string, { v: number, c: number[] }>, totals: Record<string, number> };
+    expect(summary.entries).toBeUndefined();
+    const buckets = await bucketsOf(plan.rolloutId);
+    const contributions = buckets.flatMap((b) => Object.keys((b['entries'] ?? {}) as object));
+    expect(contributions.sort()).toEqual(clusterIds.map((c) => reporterKeyOf(`${c}/coreflow-${c}`)).sort());
+    expect(JSON.stringify(buckets)).not.toContain('reporterNodeNames');
+    // The service holds each bucket's sums at the bucket's version, and its totals are their sum.
+    expect(Object.keys(summary.buckets).sort()).toEqual(buckets.map((b) => `b${String(b._id).split(':').at(-1)}`).sort());
+    for (const b of buckets) expect(summary.buckets[`b${String(b._id).split(':').at(-1)}`]?.v).toBe(b['v']);
+    const summed = Object.values(summary.buckets).reduce((n, b) => n + b.c[2]!, 0);
+    expect(summed).toBe(summary.totals['verified']);
+    expect(summed).toBe(CLUSTERS * NODES * 2);
 
     const status = await statusOf(serviceId);
     expect(status.status).toBe('succeeded');
@@ -189,33 +195,47 @@ describe('rollout status storage', () => {
     expect({ reporters: status.reporters.length, status: status.status }).toEqual({ reporters: nodes.length, status: 'succeeded' });
     expect(validateImageRolloutStatus(status)).toEqual([]);
     expect([...Value.Errors(ImageRolloutStatusSchema, status)].map((e) => `${e.path}: ${e.message}`).slice(0, 3)).toEqual([]);
+    // What a report rewrites does not grow with the reporters (issue 24 item 3): the summary in the
+    // service document is at most STATUS_BUCKETS bucket sums, a bucket ~1/STATUS_BUCKETS of the contributions.
+    const summaryBytes = BSON.calculateObjectSize((await serviceDoc(svc.id))['rolloutStatus'] as object);
+    expect(summaryBytes).toBeLessThan(STATUS_BUCKETS * 64 + 1024);
+    const buckets = await bucketsOf(plan.rolloutId);
+    expect(buckets.reduce((n, b) => n + Object.keys((b['entries'] ?? {}) as object).length, 0)).toBe(nodes.length);
+    expect(Math.max(...buckets.map((b) => BSON.calculateObjectSize(b)))).toBeLessThan(2048);
   }, 120_000);
 
-  it('a summary entry stored in the earlier format ({ entry, version }) is replaced by the next report with the exact delta', async () => {
+  it('a summary stored by an earlier version (a contribution per reporter in the service document, one in the { entry, version } ' +
+    'format) is moved into buckets by the start-up migrations, and the next report applies the exact delta', async () => {
     const { serviceId, plan } = await promoted();
     const [first, second] = clusterIds as [string, string];
     await report(plan, serviceId, first, 1);
     await report(plan, serviceId, second, 1);
-    // Rewrite the first reporter's contribution as the earlier format held it: its whole entry and the record's version.
+    // The service document as the earlier versions wrote it: every contribution in `rolloutStatus.entries`, no buckets.
+    const buckets = await bucketsOf(plan.rolloutId);
+    const entries = Object.assign({}, ...buckets.map((b) => b['entries'] as object)) as Record<string, unknown>;
     const record = await t.db.collection('reports').findOne({ serviceId, clusterId: first });
     if (!record) throw new Error('no record');
     const key = reporterKeyOf(String(record['reporterId']));
+    entries[key] = { entry: record['entry'], version: record['version'] };
+    await t.db.collection('statusBuckets').deleteMany({ rolloutId: plan.rolloutId });
     await t.db.collection('services').updateOne(
       { _id: serviceId as never },
-      { $set: { [`rolloutStatus.entries.${key}`]: { entry: record['entry'], version: record['version'] } } }
+      { $set: { 'rolloutStatus.entries': entries }, $unset: { 'rolloutStatus.buckets': '' } }
     );
     await migrate();
-    // The same counts: nothing to write, the entry in the earlier format still counts.
+    const migrated = await serviceDoc(serviceId);
+    expect((migrated['rolloutStatus'] as { entries?: unknown }).entries).toBeUndefined();
+    expect((await bucketsOf(plan.rolloutId)).flatMap((b) => Object.keys(b['entries'] as object)).sort()).toEqual(Object.keys(entries).sort());
+    // The same counts: nothing to write, the migrated contribution still counts.
     await report(plan, serviceId, first, 2);
     const all = 2 * NODES * 2;
     expect((await statusOf(serviceId)).verifiedReplicaCount).toBe(all);
-    // Then one replica fails: the delta from the earlier-format entry, exactly once.
+    // Then one replica fails: the delta from the migrated contribution, exactly once.
     await report(plan, serviceId, first, 3, 1);
-    const doc = await serviceDoc(serviceId);
-    const summary = doc['rolloutStatus'] as { totals: Record<string, number>, entries: Record<string, { v?: number, entry?: unknown }> };
+    const summary = (await serviceDoc(serviceId))['rolloutStatus'] as { totals: Record<string, number> };
     expect(summary.totals).toEqual({ observed: all, healthy: all - 1, verified: all - 1, failed: 1 });
-    expect(summary.entries[key]?.v).toBe(3);
-    expect(summary.entries[key]?.entry).toBeUndefined();
+    const bucket = (await bucketsOf(plan.rolloutId)).find((b) => (b['entries'] as Record<string, unknown>)[key] !== undefined);
+    expect((bucket?.['entries'] as Record<string, { v: number, entry?: unknown }>)[key]).toMatchObject({ v: 3 });
     const status = await statusOf(serviceId);
     expect(status.failedReplicaCount).toBe(1);
     expect(status.reporters.find((r) => r.clusterId === first)?.reportSequence).toBe(3);
