@@ -24,11 +24,13 @@ import { pick } from './objects.js';
  * Replicas on target nodes that no reporter covers count as missing: they are in
  * requiredReplicaCount and never in observedReplicaCount.
  *
- * The status is kept as a summary — the sum of the reporters' counts, how many reporters name
- * each mismatch reason, and each reporter's contribution to them (its counts and reason, with the
- * version of its record: a few dozen bytes) — that one report changes by its own delta
+ * The status is kept as a summary — the sum of the reporters' counts and how many reporters name
+ * each mismatch reason — over each reporter's contribution to them (its counts and reason, with the
+ * version of its record: a few dozen bytes), that one report changes by its own delta
  * (`entryDelta`): a report's cost does not depend on the rest of the fleet, and the aggregate is
- * always the exact sum of the contributions it holds. The reporters' entries themselves (the
+ * always the exact sum of the contributions. The contributions are spread over STATUS_BUCKETS
+ * buckets (`bucketOf`), each with its sums (`BucketSums`); the summary holds the buckets' sums, not
+ * the contributions, so the bytes a report rewrites do not grow with the number of reporters. The reporters' entries themselves (the
  * upstream `IImageRolloutReporterStatus`) live in their report records; a full read composes the
  * status from the summary and those records (`composeStatus`).
  */
