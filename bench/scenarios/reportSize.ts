@@ -1,7 +1,9 @@
+import { BSON } from 'mongodb';
+import { bucketId, bucketOf, reporterKeyOf } from '../../src/domain/rolloutStatus.js';
 import { httpLoop, measureTriples, probesFor, setCanned, type BenchContext, type Subject, type Triple } from '../lib/context.js';
 import type { Samples } from '../lib/stats.js';
 import { bearer } from '../lib/fixtures.js';
-import { nextReport, type ReadyFleet, type Reporter, type RolloutFleets } from '../lib/fleet.js';
+import { nextReport, reporterIdOf, type ReadyFleet, type Reporter, type RolloutFleets } from '../lib/fleet.js';
 import { HttpClient, closedLoop } from '../lib/load.js';
 import { singleHostOf, startWireMeter } from '../lib/meter.js';
 import { REPORTER_NODES, errorsOf, upsertFloor } from './reporters.js';
@@ -42,6 +44,11 @@ export interface BodyLimitCheck {
 export interface BytesPerReport {
   /** The reporters of the rollouts compared: reporters in the rollout → bytes per report. */
   byRollout: Array<{ reporters: number, toDatabase: number, fromDatabase: number, reports: number }>;
+  /**
+   * What a report that changes its counts rewrites, as stored (BSON bytes): the service document, its
+   * status summary (`rolloutStatus`), and the reporter's bucket (src/store/statusBuckets.ts).
+   */
+  stored?: Array<{ reporters: number, serviceBytes: number, summaryBytes: number, bucketBytes: number }>;
   note?: string;
 }
 
@@ -90,6 +97,17 @@ async function checkBodyLimit (ctx: BenchContext, fleet: ReadyFleet): Promise<Bo
   }
 }
 
+/** The stored documents a report of `r` that changes its counts rewrites: its service document (and the summary in it), its bucket. */
+async function storedBytesOf (ctx: BenchContext, r: Reporter): Promise<{ serviceBytes: number, summaryBytes: number, bucketBytes: number }> {
+  const service = await ctx.db.collection('services').findOne({ _id: r.serviceId as never });
+  const bucket = await ctx.db.collection('statusBuckets').findOne({ _id: bucketId(r.plan.rolloutId, bucketOf(reporterKeyOf(reporterIdOf(r)))) as never });
+  return {
+    serviceBytes: service ? BSON.calculateObjectSize(service) : 0,
+    summaryBytes: service?.['rolloutStatus'] ? BSON.calculateObjectSize(service['rolloutStatus'] as object) : 0,
+    bucketBytes: bucket ? BSON.calculateObjectSize(bucket) : 0,
+  };
+}
+
 /** Reports of one reporter of each rollout through a metered server, alternately, after a few unmeasured ones. */
 async function measureBytes (ctx: BenchContext, fleets: RolloutFleets, rollouts: number[], perWindow: number): Promise<BytesPerReport> {
   const target = singleHostOf(ctx.mongoUri);
@@ -98,15 +116,15 @@ async function measureBytes (ctx: BenchContext, fleets: RolloutFleets, rollouts:
   const server = await ctx.startServer('metered server', meter.uri);
   const client = new HttpClient(server.url, 1);
   const totals = new Map<number, { toDatabase: number, fromDatabase: number, reports: number }>();
+  // The reporter in the middle of the fleet (its entry is neither the first nor the last key of the summary).
+  const reporterOf = async (reporters: number): Promise<Reporter> => {
+    const fleet = await fleets.get(reporters, REPORTER_NODES);
+    return fleet.reporters[Math.floor(fleet.reporters.length / 2)] as Reporter;
+  };
   try {
     const send = async (r: Reporter): Promise<void> => {
       const res = await client.request('POST', '/v1/deployment-snapshots', bearer(r.token), JSON.stringify(nextReport(r)));
       if (res.status !== 200) throw new Error(`metered report: ${res.status} ${res.body.slice(0, 200)}`);
-    };
-    // The reporter in the middle of the fleet (its entry is neither the first nor the last key of the summary).
-    const reporterOf = async (reporters: number): Promise<Reporter> => {
-      const fleet = await fleets.get(reporters, REPORTER_NODES);
-      return fleet.reporters[Math.floor(fleet.reporters.length / 2)] as Reporter;
     };
     for (const reporters of rollouts) {
       const r = await reporterOf(reporters);
@@ -130,7 +148,9 @@ async function measureBytes (ctx: BenchContext, fleets: RolloutFleets, rollouts:
     await server.stop();
     await meter.close();
   }
+  const stored = await Promise.all(rollouts.map(async (reporters) => ({ reporters, ...await storedBytesOf(ctx, await reporterOf(reporters)) })));
   return {
+    stored,
     byRollout: rollouts.map((reporters) => {
       const t = totals.get(reporters) ?? { toDatabase: 0, fromDatabase: 0, reports: 0 };
       return { reporters, toDatabase: t.toDatabase / t.reports, fromDatabase: t.fromDatabase / t.reports, reports: t.reports };
