@@ -42,7 +42,8 @@ export const reportTargetOf = (reporterId: string): Document =>
  * the same order, with documents of the same size — but no HTTP, no token, no schema, no
  * evidence checks:
  *   findOne(service: report target — the current rollout id, not the plan —, summary head, the sums of the reporter's bucket)
- *   ‖ find(node owners) → findOne(the reporter's bucket: its contribution)
+ *   ‖ find(node owners) → [findOne(the reporter's bucket: its contribution) — only when this process has not
+ *   written or read it before]
  *   → [findOne(the reporter's record, without its deployments) — only when this process did not
  *   write it last] → replaceOne(record, CAS on its fence `<_id>@<version>`)
  *   → [findOneAndUpdate(the bucket: this reporter's contribution, guarded by its version, the sums
@@ -64,6 +65,7 @@ export function driverReport (ctx: BenchContext) {
   const reports = ctx.db.collection('reports') as Collection<Document>;
   const buckets = ctx.db.collection('statusBuckets') as Collection<Document>;
   const deploymentsSeen = new Map<string, unknown>();
+  const contributions = new Map<string, { entry: SummaryEntry, w: number }>();
   /** The record heads this process wrote last (src/store/reportStore.ts `knownHead`): the CAS proves them current. */
   const heads = new Map<string, Document>();
   /** A reporter's deployments, read once (the server has them from the report's body). */
@@ -87,9 +89,16 @@ export function driverReport (ctx: BenchContext) {
     if (!target) throw new Error('service missing');
     const b = bucketOf(key);
     const applied = (target['rolloutStatus'] as { buckets?: Record<string, BucketSums> } | undefined)?.buckets?.[`b${b}`];
-    const bucket = await buckets.findOne({ _id: bucketId(r.plan.rolloutId, b) as never }, { projection: { v: 1, [`entries.${key}`]: 1 } });
-    const inSync = ((bucket?.['v'] as number | undefined) ?? 0) === (applied?.v ?? 0);
-    const held = inSync ? (bucket?.['entries'] as Record<string, SummaryEntry> | undefined)?.[key] : undefined;
+    // The contribution as this process last wrote or read it (src/store/statusStore.ts `#contributions`), else from its bucket.
+    const knownId = `${r.plan.rolloutId}:${key}`;
+    let known = contributions.get(knownId);
+    if (!known) {
+      const bucket = await buckets.findOne({ _id: bucketId(r.plan.rolloutId, b) as never }, { projection: { v: 1, [`entries.${key}`]: 1 } });
+      const entry = (bucket?.['entries'] as Record<string, SummaryEntry> | undefined)?.[key];
+      known = entry ? { entry, w: bucket?.['v'] as number } : undefined;
+      if (known) contributions.set(knownId, known);
+    }
+    const held = known && (applied?.v ?? 0) >= known.w ? known.entry : undefined;
     // The head this process wrote last when it has one; after a CAS miss (the server wrote since), the stored one.
     let guess = heads.get(recordId);
     heads.delete(recordId);
@@ -119,6 +128,7 @@ export function driverReport (ctx: BenchContext) {
         { returnDocument: 'after', projection: { v: 1, t: 1, m: 1 } },
       );
       if (!sums) return 'entry-cas-miss';
+      contributions.set(knownId, { entry: contribution, w: sums['v'] as number });
       const state = await services.findOneAndUpdate(
         { _id: r.serviceId as never, 'rolloutStatus.rolloutId': r.plan.rolloutId, [`rolloutStatus.buckets.b${b}.v`]: applied?.v },
         { $set: { [`rolloutStatus.buckets.b${b}.v`]: sums['v'] as number }, $max: { 'rolloutStatus.updatedAt': now }, $inc: { 'rolloutStatus.seq': 1 } },

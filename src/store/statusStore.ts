@@ -19,6 +19,15 @@ const PLANS_KEPT = 256;
 /** Buckets whose sums in the service document a process remembers (a guess its guarded write checks). */
 const APPLIED_KEPT = 8192;
 
+/** Reporters' contributions a process remembers (as it last wrote or read them). */
+const CONTRIBUTIONS_KEPT = 16_384;
+
+/**
+ * A reporter's contribution as this process last wrote or read it, and a bucket version from which on the
+ * service includes it (`w`: the bucket's version its write made; read from the bucket: the bucket's version then).
+ */
+interface KnownContribution { entry: SummaryEntry, w: number }
+
 /** Rounds a bucket's sums may take into the service document against the same bucket's other writers. */
 const SYNC_ROUNDS = 32;
 
@@ -39,10 +48,27 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     this.views = new ServiceViews(database);
   }
 
+  /**
+   * `<rolloutId>:<reporter key>` → its contribution as this process last wrote or read it. Safe to use
+   * without reading the bucket: a contribution is only ever written as the one of a record version
+   * (`contributionOf`), so whatever another process wrote since, a report compares the remembered
+   * version with the record its own compare-and-swap proves current — a newer record, or one whose
+   * contribution the bucket does not hold yet, does not match, and the report writes its delta.
+   */
+  readonly #contributions = new Map<string, KnownContribution>();
+
   #remember (id: string, sums: BucketSums | null): void {
     this.#applied.delete(id);
     if (this.#applied.size >= APPLIED_KEPT) this.#applied.delete(this.#applied.keys().next().value ?? '');
     this.#applied.set(id, sums);
+  }
+
+  #know (rolloutId: string, key: string, known: KnownContribution | undefined): void {
+    const id = `${rolloutId}:${key}`;
+    this.#contributions.delete(id);
+    if (!known) return;
+    if (this.#contributions.size >= CONTRIBUTIONS_KEPT) this.#contributions.delete(this.#contributions.keys().next().value ?? '');
+    this.#contributions.set(id, known);
   }
 
   /**
@@ -117,11 +143,16 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     const held = bucketId(plan.rolloutId, bucket);
     const applied = doc.rolloutStatus?.buckets?.[bucketKey(bucket)] ?? null;
     this.#remember(held, applied);
-    const stored = await this.#bucketEntries({ id: held, key: reporterKey });
-    // The contribution is held only while the service includes its bucket as it is: a bucket
-    // ahead (its writer's second write pending, or lost in a crash) is caught up by the next write.
-    const inSync = (stored?.v ?? 0) === (applied?.v ?? 0);
-    return { ...target, held: { state, entry: inSync ? stored?.entries?.[reporterKey] : undefined } };
+    let known = this.#contributions.get(`${plan.rolloutId}:${reporterKey}`);
+    if (!known) {
+      const stored = await this.#bucketEntries({ id: held, key: reporterKey });
+      const entry = stored?.entries?.[reporterKey];
+      known = entry ? { entry, w: stored?.v ?? 0 } : undefined;
+      this.#know(plan.rolloutId, reporterKey, known);
+    }
+    // The contribution is held only once the service includes it: a bucket write whose second write
+    // is pending (or was lost in a crash) is not, and the report writes its delta (which carries it).
+    return { ...target, held: { state, entry: known && (applied?.v ?? 0) >= known.w ? known.entry : undefined } };
   }
 
   readonly #reportTargetDocs = coalesced<{ id: string, reporterKey?: string | undefined }, ServiceDocument | null>(async (calls) => {
@@ -193,7 +224,12 @@ export class StatusStore implements StatusSummaries, StatusEvents {
         // Two first contributions to a new bucket: the other's insert won; this one updates it next round.
         if (!isDuplicateKeyError(err)) throw err;
       }
-      if (doc) return { kind: 'written', sums: sumsOf(doc) };
+      if (doc) {
+        const sums = sumsOf(doc);
+        this.#know(write.rolloutId, write.key, { entry: write.entry, w: sums.v });
+        return { kind: 'written', sums };
+      }
+      this.#know(write.rolloutId, write.key, undefined);
       const now = await this.buckets.findOne({ _id: id }, { projection: { [path]: 1 } });
       const stored = now?.entries?.[write.key];
       if (stored !== undefined || !first) return { kind: 'moved', stored };
@@ -259,6 +295,7 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     if (doc?.rolloutStatus?.rolloutId !== rolloutId) return { current: false };
     const bucket = bucketOf(key);
     const stored = await this.buckets.findOne({ _id: bucketId(rolloutId, bucket) }, { projection: { v: 1, t: 1, m: 1, [`entries.${key}`]: 1 } });
+    this.#know(rolloutId, key, undefined);
     if (!stored) return { current: true };
     this.#applied.delete(stored._id);
     const caught = await this.#syncBucket(id, rolloutId, bucket, sumsOf(stored), now);

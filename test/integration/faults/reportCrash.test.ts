@@ -75,4 +75,51 @@ describe('snapshot reports survive a crash at every step boundary (real processe
       expect(await statusOf(svc.id)).toEqual({ ...status, updatedAt: status.updatedAt });
     }, 60_000);
   }
+
+  /** One report of reporter k1 on both nodes, the first `failed` replicas failed, through `caller`. */
+  type Plan = Parameters<typeof fullReplicas>[0];
+  const sendNext = (caller: Caller, svcId: string, plan: Plan, session: string, sequence: number, failed: number) => {
+    const nodes = ['k1-n1', 'k1-n2'];
+    const deployments = fullReplicas(plan, svcId, nodes).map((d, i) => (i < failed ? { ...d, status: 'failed' } : d));
+    const payload = reportBody(plan, svcId, { session, sequence, nodeNames: nodes, deployments });
+    return caller.inject({ method: 'POST', url: '/v1/deployment-snapshots', headers: bearer(coreflow), payload });
+  };
+  const totalsOf = async (serviceId: string) => {
+    const services = (await fleet.db()).collection('services');
+    return (await services.findOne({ _id: serviceId as never }, { projection: { 'rolloutStatus.totals': 1 } }))?.['rolloutStatus']?.totals;
+  };
+
+  it('a process that remembers a reporter\'s contribution does not take a later report as covered when another process ' +
+    'changed the contribution since (verified → one failed → verified again, the middle one elsewhere)', async () => {
+    const { svc, plan } = await promotedService(healthy, { admin, api }, { clusterIds: ['k1'], replicasPerNode: 1 });
+    const other = httpCaller(fleet.servers[1]!.url);
+    expect((await sendNext(healthy, svc.id, plan, 's-aba', 1, 0)).json().status).toMatchObject({ status: 'succeeded' });
+    expect((await sendNext(other, svc.id, plan, 's-aba', 2, 1)).json().status).toMatchObject({ status: 'failed', failedReplicaCount: 1 });
+    const back = await sendNext(healthy, svc.id, plan, 's-aba', 3, 0);
+    expect(back.statusCode, back.body).toBe(200);
+    expect(back.json().status).toMatchObject({ status: 'succeeded', failedReplicaCount: 0, verifiedReplicaCount: 2 });
+    expect(await totalsOf(svc.id)).toMatchObject({ observed: 2, failed: 0, verified: 2 });
+  }, 60_000);
+
+  it('killed after-report-bucket, then the reporter\'s NEXT report through the other process (which remembers the reporter\'s ' +
+    'contribution from before the crash): the summary counts both reports\' deltas', async () => {
+    const { svc, plan } = await promotedService(healthy, { admin, api }, { clusterIds: ['k1'], replicasPerNode: 1 });
+    // Process 0 writes (and so remembers) the reporter's contribution: both replicas verified.
+    const first = await sendNext(healthy, svc.id, plan, 's-next', 1, 0);
+    expect(first.statusCode, first.body).toBe(200);
+    expect(first.json().status).toMatchObject({ status: 'succeeded', verifiedReplicaCount: 2 });
+    // Process 1 takes the next report (one replica failed) and dies between the bucket's write and the service's.
+    const victim = fleet.servers[1]!;
+    await victim.restart({ FAULT_INJECTION: 'after-report-bucket' });
+    const crashed = await sendNext(httpCaller(victim.url), svc.id, plan, 's-next', 2, 1).then((r) => r.statusCode, () => 'connection lost');
+    expect(crashed).toBe('connection lost');
+    expect(await victim.exited).toBeNull();
+    await victim.restart();
+    // The agent's next report (the same failure) goes to process 0: not covered by what it remembers.
+    const next = await sendNext(healthy, svc.id, plan, 's-next', 3, 1);
+    expect(next.statusCode, next.body).toBe(200);
+    expect(next.json().status).toMatchObject({ status: 'failed', failedReplicaCount: 1, verifiedReplicaCount: 1 });
+    expect(await totalsOf(svc.id)).toMatchObject({ observed: 2, failed: 1, verified: 1 });
+    expect(await statusOf(svc.id)).toMatchObject({ status: 'failed', failedReplicaCount: 1 });
+  }, 60_000);
 });
