@@ -125,9 +125,10 @@ export class StatusStore implements StatusSummaries, StatusEvents {
 
   /**
    * What a report needs of its service: the immutable flag, the current rollout's plan (read once
-   * per process and rollout), its policy, and the summary head with the reporter's contribution.
-   * The reports that ask in the same turn of the event loop share one read by `_id` `$in`
-   * (src/store/coalesce.ts), each reporter's contribution projected.
+   * per process and rollout), its policy, the summary head with the sums of the reporter's bucket,
+   * and the reporter's contribution (as this process remembers it, else from its bucket). The
+   * reports that ask in the same turn of the event loop share one read by `_id` `$in`
+   * (src/store/coalesce.ts), each reporter's bucket sums projected; the bucket reads likewise.
    */
   async findReportTarget (id: string, reporterKey?: string): Promise<ReportTarget | null> {
     const doc = await this.#reportTargetDocs({ id, reporterKey });
