@@ -9,7 +9,7 @@ import { MongoClient, type Document } from 'mongodb';
 import type { IImmutableImageDeploymentPlan, IServiceData } from '../../src/contracts/index.js';
 import { effectiveRolloutPolicy } from '../../src/domain/lifecycle.js';
 import { rolloutRecordId, type ReportRecord } from '../../src/domain/reports.js';
-import { composeStatus, reporterIdOfKey, type StatusSummary } from '../../src/domain/rolloutStatus.js';
+import { bucketId, composeStatus, reporterIdOfKey, type StatusSummary } from '../../src/domain/rolloutStatus.js';
 import { rolloutView } from '../../src/domain/rolloutView.js';
 
 const uri = process.env['MONGODB_URI'] ?? '';
@@ -34,7 +34,7 @@ app.get('/v1/services/:serviceId/rollout', async (request, reply) => {
   const summary = doc['rolloutStatus'] as StatusSummary | undefined;
   const current = plan !== undefined && summary?.rolloutId === plan.rolloutId;
   // The reporters the summary counts: the contributions in its buckets (src/store/statusBuckets.ts), by `_id` `$in`.
-  const bucketIds = current ? Object.keys(summary.buckets ?? {}).map((key) => `${plan.rolloutId}:${key.slice(1)}`) : [];
+  const bucketIds = current ? Object.keys(summary.buckets ?? {}).map((key) => bucketId(plan.rolloutId, key.slice(1))) : [];
   const buckets = bucketIds.length === 0 ? [] : await statusBuckets.find({ _id: { $in: bucketIds as never[] } }, { projection: { entries: 1 } }).toArray();
   const keys = buckets.flatMap((b) => Object.keys((b['entries'] ?? {}) as object));
   const ids = current ? keys.map((key) => rolloutRecordId(plan.rolloutId, reporterIdOfKey(key))) : [];

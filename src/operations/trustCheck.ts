@@ -2,6 +2,7 @@ import type { IImageRelease, ITrustPolicy } from '../contracts/index.js';
 import type { AdmissionFacts, TrustFact } from '../domain/admission.js';
 import { signStatement } from '../domain/attestation/sign.js';
 import { VERIFIER_ID } from '../domain/attestation/schemas.js';
+import { remember } from '../domain/objects.js';
 import type { Clock, Repositories } from '../domain/ports/index.js';
 import type { ImageLocator, ImageRegistry, SignatureArtifacts } from '../domain/ports/registry.js';
 import type { AttestationSigner } from '../domain/ports/signer.js';
@@ -41,13 +42,6 @@ export interface TrustCheckDeps {
 const VERDICTS_KEPT = 2_000;
 /** Compiled policies per policy digest (PEMs parsed once). */
 const POLICIES_KEPT = 500;
-
-function remember<T> (map: Map<string, T>, key: string, value: T, capacity: number): T {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size > capacity) map.delete(map.keys().next().value as string);
-  return value;
-}
 
 export const imageOf = (release: IImageRelease): ImageLocator =>
   ({ registryHost: release.data.registryHost, repository: release.data.repository, digest: release.data.registryRootDigest });

@@ -1,6 +1,6 @@
 import type { Collection } from 'mongodb';
 import {
-  bucketId, reporterIdOfKey, type BucketSums, type MismatchCounts, type StatusSummary, type StatusTotals, type SummaryEntry,
+  bucketId, reporterIdOfKey, type BucketSums, type EntryDelta, type MismatchCounts, type StatusSummary, type StatusTotals, type SummaryEntry,
 } from '../domain/rolloutStatus.js';
 
 /**
@@ -34,6 +34,14 @@ export function sumsOf (doc: Pick<BucketDocument, 'v' | 't' | 'm'>): BucketSums 
   for (const [reason, count] of Object.entries(doc.m ?? {})) if (count) m[reason as keyof MismatchCounts] = count;
   const c: BucketSums['c'] = [t.observed ?? 0, t.healthy ?? 0, t.verified ?? 0, t.failed ?? 0];
   return Object.keys(m).length === 0 ? { v: doc.v, c } : { v: doc.v, c, m };
+}
+
+/** The `$inc` of a delta: each total that moves under `totals.<name>`, each mismatch reason under `mismatched.<reason>`. */
+export function deltaInc (delta: EntryDelta, totals: string, mismatched: string): Record<string, number> {
+  const inc: Record<string, number> = {};
+  for (const [name, value] of Object.entries(delta.totals)) if (value !== 0) inc[`${totals}.${name}`] = value;
+  for (const [reason, value] of Object.entries(delta.mismatched)) if (value) inc[`${mismatched}.${reason}`] = value;
+  return inc;
 }
 
 /** The reporters a summary counts: the keys of the contributions in its buckets (read by `_id` `$in`). */

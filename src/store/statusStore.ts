@@ -3,6 +3,7 @@ import type { IImmutableImageDeploymentPlan } from '../contracts/index.js';
 import type {
   EntryWrite, EntryWriteResult, ReportTarget, StatusEvents, StatusSummaries, ServiceRolloutState, StatusPublication, StatusSnapshot, StatusState,
 } from '../domain/ports/index.js';
+import { remember } from '../domain/objects.js';
 import { bucketDelta, bucketId, bucketOf, type BucketSums, type SummaryEntry } from '../domain/rolloutStatus.js';
 import { coalesced } from './coalesce.js';
 import { isDuplicateKeyError } from './driverErrors.js';
@@ -10,7 +11,7 @@ import type { Database } from './mongo.js';
 import {
   ServiceViews, asError, atStatusRevision, outboxOf, publishedBefore, pushEvent, rolloutState, stateOf, statusHead, type ServiceDocument,
 } from './serviceDocument.js';
-import { bucketKey, sumsOf, type BucketDocument } from './statusBuckets.js';
+import { bucketKey, deltaInc, sumsOf, type BucketDocument } from './statusBuckets.js';
 import { collections } from './indexPlan.js';
 
 /** Plans kept per process for the report path (the rollouts reported on most recently). */
@@ -32,7 +33,7 @@ interface KnownContribution { entry: SummaryEntry, w: number }
 const SYNC_ROUNDS = 32;
 
 /** What writing a reporter's contribution into its bucket did. */
-type BucketWrite = { kind: 'written', sums: BucketSums } | { kind: 'moved', stored?: SummaryEntry };
+type BucketWrite = { kind: 'written', sums: BucketSums } | { kind: 'moved', stored?: SummaryEntry, sums?: BucketSums };
 
 /** The current rollout's status summary (what reports change and reads compose) and the status stream. */
 export class StatusStore implements StatusSummaries, StatusEvents {
@@ -58,17 +59,13 @@ export class StatusStore implements StatusSummaries, StatusEvents {
   readonly #contributions = new Map<string, KnownContribution>();
 
   #remember (id: string, sums: BucketSums | null): void {
-    this.#applied.delete(id);
-    if (this.#applied.size >= APPLIED_KEPT) this.#applied.delete(this.#applied.keys().next().value ?? '');
-    this.#applied.set(id, sums);
+    remember(this.#applied, id, sums, APPLIED_KEPT);
   }
 
   #know (rolloutId: string, key: string, known: KnownContribution | undefined): void {
     const id = `${rolloutId}:${key}`;
-    this.#contributions.delete(id);
-    if (!known) return;
-    if (this.#contributions.size >= CONTRIBUTIONS_KEPT) this.#contributions.delete(this.#contributions.keys().next().value ?? '');
-    this.#contributions.set(id, known);
+    if (known) remember(this.#contributions, id, known, CONTRIBUTIONS_KEPT);
+    else this.#contributions.delete(id);
   }
 
   /**
@@ -118,9 +115,7 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     const doc = await this.collection.findOne({ _id: serviceId }, { projection: { 'data.imageDeployment': 1 } });
     const plan = doc?.data?.imageDeployment;
     if (plan?.rolloutId !== rolloutId) return plan;
-    if (this.plans.size >= PLANS_KEPT) this.plans.delete(this.plans.keys().next().value ?? '');
-    this.plans.set(rolloutId, plan);
-    return plan;
+    return remember(this.plans, rolloutId, plan, PLANS_KEPT);
   }
 
   /**
@@ -141,12 +136,12 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     const state = reporterKey !== undefined && plan && doc.rolloutStatus?.rolloutId === plan.rolloutId ? stateOf(doc) : null;
     if (!state || reporterKey === undefined || !plan) return target;
     const bucket = bucketOf(reporterKey);
-    const held = bucketId(plan.rolloutId, bucket);
+    const bucketDocId = bucketId(plan.rolloutId, bucket);
     const applied = doc.rolloutStatus?.buckets?.[bucketKey(bucket)] ?? null;
-    this.#remember(held, applied);
+    this.#remember(bucketDocId, applied);
     let known = this.#contributions.get(`${plan.rolloutId}:${reporterKey}`);
     if (!known) {
-      const stored = await this.#bucketEntries({ id: held, key: reporterKey });
+      const stored = await this.#bucketEntries({ id: bucketDocId, key: reporterKey });
       const entry = stored?.entries?.[reporterKey];
       known = entry ? { entry, w: stored?.v ?? 0 } : undefined;
       this.#know(plan.rolloutId, reporterKey, known);
@@ -194,8 +189,8 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     const written = await this.#writeContribution(write, bucketId(write.rolloutId, bucket));
     if (written.kind === 'moved') {
       // This record (or a later one of the reporter) may be in the bucket already, its writer stopped before the service.
-      if (written.stored && written.stored.v >= write.entry.v) {
-        const caught = await this.#syncBucket(write.serviceId, write.rolloutId, bucket, undefined, write.now);
+      if (written.stored && written.sums && written.stored.v >= write.entry.v) {
+        const caught = await this.#syncBucket(write.serviceId, write.rolloutId, bucket, written.sums, write.now);
         if (caught === 'not-current') return { kind: 'not-current' };
       }
       return { kind: 'version-moved', stored: written.stored };
@@ -208,9 +203,7 @@ export class StatusStore implements StatusSummaries, StatusEvents {
   /** The contribution into its bucket if the bucket holds `expectedVersion` of it (none: none yet, the bucket made if need be). */
   async #writeContribution (write: EntryWrite, id: string): Promise<BucketWrite> {
     const path = `entries.${write.key}`;
-    const inc: Record<string, number> = { v: 1 };
-    for (const [name, value] of Object.entries(write.delta.totals)) if (value !== 0) inc[`t.${name}`] = value;
-    for (const [reason, value] of Object.entries(write.delta.mismatched)) if (value) inc[`m.${reason}`] = value;
+    const inc = { v: 1, ...deltaInc(write.delta, 't', 'm') };
     const first = write.expectedVersion === undefined;
     const filter = first ? { _id: id, [path]: { $exists: false } } : { _id: id, [`${path}.v`]: write.expectedVersion };
     for (let round = 0; round < 3; round++) {
@@ -231,27 +224,22 @@ export class StatusStore implements StatusSummaries, StatusEvents {
         return { kind: 'written', sums };
       }
       this.#know(write.rolloutId, write.key, undefined);
-      const now = await this.buckets.findOne({ _id: id }, { projection: { [path]: 1 } });
+      const now = await this.buckets.findOne({ _id: id }, { projection: { v: 1, t: 1, m: 1, [path]: 1 } });
       const stored = now?.entries?.[write.key];
-      if (stored !== undefined || !first) return { kind: 'moved', stored };
+      if (stored !== undefined || !first) return { kind: 'moved', stored, sums: now ? sumsOf(now) : undefined };
     }
     throw new Error(`the status bucket ${id} kept being created concurrently`);
   }
 
   /**
-   * The bucket's sums (`sums`, or as stored now) into the service document, unless it holds them or
+   * The bucket's sums (`target`, as read or written) into the service document, unless it holds them or
    * later ones already: the state after, or 'not-current' when the service's summary is not the rollout's.
    */
   async #syncBucket (
-    serviceId: string, rolloutId: string, bucket: number, sums: BucketSums | undefined, now: number
+    serviceId: string, rolloutId: string, bucket: number, target: BucketSums, now: number
   ): Promise<StatusState | 'not-current'> {
     const id = bucketId(rolloutId, bucket);
     const path = `rolloutStatus.buckets.${bucketKey(bucket)}`;
-    let target = sums;
-    if (!target) {
-      const stored = await this.buckets.findOne({ _id: id }, { projection: { v: 1, t: 1, m: 1 } });
-      if (stored) target = sumsOf(stored);
-    }
     for (let round = 0; round < SYNC_ROUNDS; round++) {
       let applied = this.#applied.get(id);
       if (applied === undefined) {
@@ -260,14 +248,11 @@ export class StatusStore implements StatusSummaries, StatusEvents {
         applied = doc.rolloutStatus.buckets?.[bucketKey(bucket)] ?? null;
         this.#remember(id, applied);
       }
-      if (!target || (applied && applied.v >= target.v)) {
+      if (applied && applied.v >= target.v) {
         // Included already (a later write of the bucket carried it).
         return (await this.readStatusState(serviceId, rolloutId)) ?? 'not-current';
       }
-      const delta = bucketDelta(applied ?? undefined, target);
-      const inc: Record<string, number> = { 'rolloutStatus.seq': 1 };
-      for (const [name, value] of Object.entries(delta.totals)) if (value !== 0) inc[`rolloutStatus.totals.${name}`] = value;
-      for (const [reason, value] of Object.entries(delta.mismatched)) if (value) inc[`rolloutStatus.mismatched.${reason}`] = value;
+      const inc = { 'rolloutStatus.seq': 1, ...deltaInc(bucketDelta(applied ?? undefined, target), 'rolloutStatus.totals', 'rolloutStatus.mismatched') };
       const doc = await this.collection.findOneAndUpdate(
         { _id: serviceId, 'rolloutStatus.rolloutId': rolloutId, [`${path}.v`]: applied ? applied.v : { $exists: false } },
         // `$max`: reports of different reporters never conflict, and the one whose clock read came first may land last.
