@@ -79,7 +79,7 @@ const plan = quick
       headlinePerBlock: 250,
       promotionPerBlock: { uncontended: 200, contended: 150 },
       listing: [{ releases: 1_000, perBlock: 50 }, { releases: 10_000, perBlock: 25 }, { releases: 100_000, perBlock: 8 }],
-      reporters: { rounds: 3, perBlock: (r: number) => (r === 1 ? 60 : Math.max(150, 2 * r)), warmMs: 1_500, roundTrips: 150 },
+      reporters: { rounds: 3, perBlock: (r: number) => (r === 1 ? 60 : 20 * r), warmMs: 1_500, roundTrips: 150 },
       // R = 10 runs longest: its p99 is the open-loop criterion's denominator (≥ 160 samples).
       openLoop: { rounds: 2, durationMs: (r: number) => (r === 1 ? 2_000 : r === 10 ? 8_000 : 4_000), warmMs: 1_500 },
       reportSize: { rounds: 3, perBlock: (n: number) => (n <= 10 ? 60 : n <= 100 ? 30 : n <= 500 ? 6 : 4), warmMs: 1_500, bytesReports: 20 },

@@ -69,6 +69,10 @@ const HEAD_REPLICAS_KEPT = 65_536;
 
 const headOf = ({ deployments: _none, ...head }: ReportRecord): ReportHead => head;
 
+/** A stored record's exact BSON size: the document with an empty deployments text, plus that text's UTF-8 bytes. */
+export const storedBytes = (document: { deploymentsJson: string }): number =>
+  BSON.calculateObjectSize({ ...document, deploymentsJson: '' }) + Buffer.byteLength(document.deploymentsJson, 'utf8');
+
 /**
  * Snapshot reports, one document per (rollout or service, reporter), each written whole with
  * compare-and-swap on its version: the fence of the report path (a refused or superseded report
@@ -152,8 +156,14 @@ export class ReportStore implements ReportRepository {
   /** The JSON text of each deployments array this process writes (the size check and the write share it). */
   readonly #deploymentsJson = new WeakMap<readonly ReportedDeployment[], string>();
 
+  /**
+   * Whether the stored record would pass the limit: its exact BSON size, counted as the document
+   * with an empty deployments text plus that text's UTF-8 bytes (a BSON string is its bytes plus a
+   * fixed 5), so the deployments — most of a record — are measured by one native byte count
+   * instead of BSON's character walk.
+   */
   oversized (record: ReportRecord): number | undefined {
-    return BSON.calculateObjectSize(this.#documentOf(record)) > RECORD_BYTES_LIMIT ? RECORD_BYTES_LIMIT : undefined;
+    return storedBytes(this.#documentOf(record)) > RECORD_BYTES_LIMIT ? RECORD_BYTES_LIMIT : undefined;
   }
 
   /**
