@@ -17,7 +17,9 @@ const UNIQUE_INDEXES: Array<[Document, { unique: true, sparse?: true }]> = [
   [{ s: 1 }, { unique: true, sparse: true }],
   [{ cu1: 1, cu2: 1 }, { unique: true }],
 ];
-const SECONDARY_INDEXES: Document[] = [{ a: 1 }, { 'b.c': 1, d: 1 }, { tags: 1 }, { d: 1, v: 1 }];
+// The last one ends in _id: a non-unique compound index no two documents share a key of, which also holds its
+// documents sorted by { v, _id } per value of d (a service's releases newest first: { serviceId, lastObservedAt, _id }).
+const SECONDARY_INDEXES: Document[] = [{ a: 1 }, { 'b.c': 1, d: 1 }, { tags: 1 }, { d: 1, v: 1 }, { d: 1, v: -1, _id: -1 }];
 
 /** mulberry32: reproducible runs; the seed is in the test's name. */
 function random (seed: number): () => number {
@@ -134,6 +136,23 @@ class Generator {
   }
 }
 
+/** The filter of the page after (v, id) sorted by { v, _id } in `direction`: the service's keyset (src/store/keyset.ts). */
+function keysetAfter (direction: 1 | -1, v: unknown, id: unknown): Document {
+  const [range, strict] = direction === 1 ? ['$gte', '$gt'] : ['$lte', '$lt'];
+  return { v: { [range]: v }, $or: [{ v: { [strict]: v } }, { v, _id: { [strict]: id } }] };
+}
+
+/** Equality on d and, mostly, a keyset cursor (or a plain bound on v) for a page along { d, v, _id }. */
+function keysetPage (generator: Generator, direction: 1 | -1): Document {
+  const d = generator.pick<unknown>(['x', 'y', 'z', null]);
+  const v = generator.int(6);
+  switch (generator.int(4)) {
+    case 0: return { d };
+    case 1: return { d, v: { [generator.pick(['$gt', '$gte', '$lt', '$lte'])]: v } };
+    default: return { d, ...keysetAfter(direction, v, generator.id()) };
+  }
+}
+
 type Outcome = { error: number | string | undefined } | { value: unknown };
 
 async function outcome (run: () => Promise<unknown>): Promise<Outcome> {
@@ -169,6 +188,18 @@ async function compareQueries (generator: Generator, indexed: Collection, refere
     }
     // a compound unique index's first field by equality and a sort on its second: walked along the index too
     if (sort !== undefined && 'cu2' in sort && generator.chance(0.7)) filter.cu1 = generator.pick(['p', 'q', 'r']);
+    // a page along { d, v, _id } (equality on d, sorted by v then _id, after a keyset cursor): walked along that index
+    if (generator.chance(0.25)) {
+      const direction = generator.pick([1, -1] as const);
+      Object.assign(filter, keysetPage(generator, direction));
+      const skip = generator.pick([0, 0, 1]);
+      const limit = generator.pick([1, 2, 30]);
+      const keyset = { v: direction, _id: direction };
+      const [mine, theirs] = await both(indexed, reference, filter, async (collection, f) =>
+        await collection.find(f, { sort: keyset }).skip(skip).limit(limit).toArray());
+      expect(mine, JSON.stringify({ filter, keyset, skip, limit })).toEqual(theirs);
+      continue;
+    }
     const skip = generator.pick([0, 0, 1]);
     const limit = generator.pick([0, 0, 2, 30]);
     const [mine, theirs] = await both(indexed, reference, filter, async (collection, f) =>
@@ -190,6 +221,21 @@ async function compareQueries (generator: Generator, indexed: Collection, refere
         const [mine, theirs] = await both(indexed, reference, filter, async (collection, f) =>
           await collection.find(f, { sort: { [field]: direction } }).limit(3).toArray());
         expect(mine, JSON.stringify({ filter, field, direction })).toEqual(theirs);
+      }
+    }
+  }
+  // pages along { d, v, _id }: every page of each d after the previous page's last document, both directions
+  for (const d of ['x', 'y', null]) {
+    for (const direction of [1, -1] as const) {
+      let cursor: Document | undefined;
+      for (let page = 0; page < 20; page++) {
+        const filter: Document = { d, ...(cursor ? keysetAfter(direction, cursor.v, cursor._id) : {}) };
+        const [mine, theirs] = await both(indexed, reference, filter, async (collection, f) =>
+          await collection.find(f, { sort: { v: direction, _id: direction } }).limit(7).toArray());
+        expect(mine, JSON.stringify({ filter, direction })).toEqual(theirs);
+        const found = 'value' in mine ? mine.value as Document[] : [];
+        if (found.length === 0) break;
+        cursor = found.at(-1);
       }
     }
   }
@@ -296,12 +342,12 @@ describe.each<LocalMongoBackend>(['memory', 'h2'])('index lookups of the local d
     // The non-unique indexes hold one entry per document after all these writes (the library's were empty).
     const count = await indexed.countDocuments();
     const validation = await db.command({ validate: 'indexed' }) as { keysPerIndex: Record<string, number> };
-    for (const name of ['a_1', 'b.c_1_d_1', 'tags_1', 'd_1_v_1']) {
+    for (const name of ['a_1', 'b.c_1_d_1', 'tags_1', 'd_1_v_1', 'd_1_v_-1__id_-1']) {
       expect(validation.keysPerIndex[name], name).toBe(count);
     }
     // listIndexes reports them as before (h2 lists system.indexes in the order of random keys)
     expect((await indexed.listIndexes().toArray()).map((index) => index.name).sort())
-      .toEqual(['_id_', 'a_1', 'b.c_1_d_1', 'cu1_1_cu2_1', 'd_1_v_1', 's_1', 'tags_1', 'u_1']);
+      .toEqual(['_id_', 'a_1', 'b.c_1_d_1', 'cu1_1_cu2_1', 'd_1_v_-1__id_-1', 'd_1_v_1', 's_1', 'tags_1', 'u_1']);
 
     // A dropped index is no longer used, and a recreated one is built from the documents.
     await indexed.dropIndex('a_1');

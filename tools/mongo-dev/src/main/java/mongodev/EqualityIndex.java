@@ -24,6 +24,9 @@ import de.bwaldvogel.mongo.bson.Document;
  * paths, see {@link KeyValues#indexValues}) is a candidate for every lookup. Positions
  * are the collection's (list index for memory, _id for h2); calls come under the collection's lock,
  * and the methods are synchronized as well because the library's count() reads without that lock.
+ *
+ * <p>A compound one whose last field is _id holds its documents in order too ({@link #ordered}):
+ * equality on its first field, sorted by the others (a service's releases newest first).
  */
 final class EqualityIndex<P> extends Index<P> {
 
@@ -36,6 +39,8 @@ final class EqualityIndex<P> extends Index<P> {
     private final Map<P, List<Object>> valuesByPosition = new HashMap<>();
     /** remove(document) is not told the position; the _id of a document never changes. */
     private final Map<Object, P> positionById = new HashMap<>();
+    /** For a compound index ending in _id (no two documents share its key), else null. */
+    private final SortedKeys<P> ordered;
 
     /** Documents by key, and those whose key cannot be told: candidates for every lookup. */
     private record Level<P>(Map<List<Object>, Set<P>> byKey, Set<P> unkeyed) {
@@ -49,6 +54,13 @@ final class EqualityIndex<P> extends Index<P> {
         for (int i = 0; i < paths.size(); i++) {
             levels.add(new Level<>(new HashMap<>(), new HashSet<>()));
         }
+        this.ordered = paths.size() > 1 && ID_FIELD.equals(paths.get(paths.size() - 1))
+            ? new SortedKeys<>(paths.subList(0, 1), paths.subList(1, paths.size())) : null;
+    }
+
+    /** The documents sorted by all fields but the first, per value of the first (else null): read by IndexedQueries' sorted walks. */
+    SortedKeys<P> ordered() {
+        return ordered;
     }
 
     List<String> paths() {
@@ -90,6 +102,9 @@ final class EqualityIndex<P> extends Index<P> {
         }
         valuesByPosition.put(position, values);
         positionById.put(document.get(ID_FIELD), position);
+        if (ordered != null) {
+            ordered.add(document, position);
+        }
     }
 
     @Override
@@ -105,6 +120,9 @@ final class EqualityIndex<P> extends Index<P> {
         P position = positionById.remove(document.get(ID_FIELD));
         if (position != null) {
             forget(position);
+        }
+        if (ordered != null) {
+            ordered.remove(document);
         }
         return null;
     }
@@ -137,6 +155,9 @@ final class EqualityIndex<P> extends Index<P> {
         }
         valuesByPosition.clear();
         positionById.clear();
+        if (ordered != null) {
+            ordered.clear();
+        }
     }
 
     @Override

@@ -217,29 +217,33 @@ final class IndexedQueries<P> {
     }
 
     /**
-     * For a query sorted by one field with a limit: the positions in that order from a unique index's
-     * sorted twin ({@link SortedKeys}) whose last field is the sort field and on whose other fields
-     * the query holds one equality each (a plain value or $eq) and nothing else but a range on the sort
-     * field ({@link #onlyPrefixAndBound}), starting at the query's own bound on
-     * the sort field ($gt/$gte ascending, $lt/$lte descending) — or null. The caller matches the whole
-     * query on them in this order without sorting, and stops at the limit.
+     * For a query sorted with a limit, by fields all ascending or all descending: the positions in
+     * that order from a sorted twin ({@link SortedKeys}: a unique index's, sorted by its last field;
+     * a non-unique compound index's that ends in _id, sorted by all fields but the first) whose sort
+     * fields are the query's and on whose prefix fields the query holds one equality each (a plain
+     * value or $eq) and nothing else but a range on the first sort field and a keyset $or over the
+     * sort fields ({@link #onlyPrefixAndBound}), starting at the query's own bound on the first sort
+     * field ($gt/$gte ascending, $lt/$lte descending) — or null. The caller matches the whole query on
+     * them in this order without sorting, and stops at the limit.
      */
     Iterable<P> sortedWalk(Document query, Document orderBy, int limit, List<? extends Index<P>> indexes) {
-        if (limit <= 0 || orderBy == null || orderBy.size() != 1) {
+        if (limit <= 0 || orderBy == null || orderBy.isEmpty()) {
             return null;
         }
-        Map.Entry<String, Object> sort = orderBy.entrySet().iterator().next();
-        if (!(sort.getValue() instanceof Number direction) || Math.abs(direction.doubleValue()) != 1) {
-            return null;
+        Boolean ascending = null;
+        for (Object direction : orderBy.values()) {
+            if (!(direction instanceof Number number) || Math.abs(number.doubleValue()) != 1
+                || (ascending != null && ascending != number.doubleValue() > 0)) {
+                return null; // another kind of sort, or mixed directions
+            }
+            ascending = number.doubleValue() > 0;
         }
-        boolean ascending = direction.doubleValue() > 0;
+        List<String> sortPaths = List.copyOf(orderBy.keySet());
+        String first = sortPaths.get(0);
         Map<String, Set<Object>> equalities = equalities(query);
         for (Index<P> index : indexes) {
-            if (!(index instanceof TwinnedUniqueIndex<P> twinned) || twinned.sorted() == null) {
-                continue;
-            }
-            SortedKeys<P> sorted = twinned.sorted();
-            if (!sorted.path().equals(sort.getKey()) || !sorted.usable()) {
+            SortedKeys<P> sorted = sortedTwin(index);
+            if (sorted == null || !sorted.sortPaths().equals(sortPaths) || !sorted.usable()) {
                 continue;
             }
             List<Object> prefix = new ArrayList<>();
@@ -255,7 +259,7 @@ final class IndexedQueries<P> {
             }
             Object from = null;
             boolean inclusive = true;
-            if (query.get(sort.getKey()) instanceof Document bound) {
+            if (query.get(first) instanceof Document bound) {
                 String exclusiveOperator = ascending ? "$gt" : "$lt";
                 String inclusiveOperator = ascending ? "$gte" : "$lte";
                 if (bound.containsKey(exclusiveOperator) && !bound.containsKey(inclusiveOperator)) {
@@ -274,19 +278,39 @@ final class IndexedQueries<P> {
         return null;
     }
 
+    /** An index's sorted twin, if it has one. */
+    private static <P> SortedKeys<P> sortedTwin(Index<P> index) {
+        if (index instanceof TwinnedUniqueIndex<P> twinned) {
+            return twinned.sorted();
+        }
+        if (index instanceof EqualityIndex<P> equality) {
+            return equality.ordered();
+        }
+        return null;
+    }
+
+    private static final Set<String> RANGE_OPERATORS = Set.of("$gt", "$gte", "$lt", "$lte");
+
     /**
-     * Whether the query holds nothing but the walk's prefix equalities and a bound on its sort field:
-     * then nearly every entry walked is a result and the walk stops at the page. A further condition
-     * may match few of them (a sweeper's {outbox.0: {$exists: true}} sorted by _id walked every service
-     * document, slower than the scan it replaced), so such queries are left to the plan or the scan.
+     * Whether the query holds nothing but the walk's prefix equalities, a range on its first sort
+     * field, and a keyset {@code $or} whose branches name only sort fields (a page after a cursor:
+     * {t: {$lte: T}, $or: [{t: {$lt: T}}, {t: T, _id: {$lt: I}}]}): then nearly every entry walked is a
+     * result and the walk stops at the page. A further condition may match few of them (a sweeper's
+     * {outbox.0: {$exists: true}} sorted by _id walked every service document, slower than the scan it
+     * replaced), so such queries are left to the plan or the scan.
      */
     private static boolean onlyPrefixAndBound(Document query, SortedKeys<?> sorted) {
+        String first = sorted.sortPaths().get(0);
         for (Map.Entry<String, Object> condition : query.entrySet()) {
-            if (sorted.prefixPaths().contains(condition.getKey())) {
+            String key = condition.getKey();
+            if (sorted.prefixPaths().contains(key)) {
                 continue;
             }
-            if (!condition.getKey().equals(sorted.path()) || !(condition.getValue() instanceof Document bound)
-                || !Set.of("$gt", "$gte", "$lt", "$lte").containsAll(bound.keySet())) {
+            if (key.equals("$or") && condition.getValue() instanceof List<?> branches && !branches.isEmpty()
+                && branches.stream().allMatch(branch -> branch instanceof Document terms && sorted.sortPaths().containsAll(terms.keySet()))) {
+                continue;
+            }
+            if (!key.equals(first) || !(condition.getValue() instanceof Document bound) || !RANGE_OPERATORS.containsAll(bound.keySet())) {
                 return false;
             }
         }

@@ -1,6 +1,7 @@
 package mongodev;
 
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
@@ -14,16 +15,19 @@ import de.bwaldvogel.mongo.backend.ValueComparator;
 import de.bwaldvogel.mongo.bson.Document;
 
 /**
- * The documents of a unique index in the sort order of its last field (the library's
- * ValueComparator), per value of its other fields (the prefix, normalized as {@link KeyValues} does
- * for equality lookups; none for a single-field index). A query with equalities on the prefix,
- * sorted by the last field, with a limit, then walks the first entries of its prefix instead of
- * matching and sorting every candidate, as MongoDB does (a page of services by name; a service's
- * rollouts by generation). Kept beside the library's unique index by {@link TwinnedUniqueIndex}.
+ * The documents of an index in the order of its sort fields (the library's ValueComparator, field by
+ * field), per value of its other, leading fields (the prefix, normalized as {@link KeyValues} does for
+ * equality lookups; none for a single-field index). A query with equalities on the prefix, sorted by
+ * the sort fields (all ascending or all descending), with a limit, then walks the first entries of its
+ * prefix instead of matching and sorting every candidate, as MongoDB does (a page of services by name;
+ * a service's rollouts by generation; a service's releases newest first, by {lastObservedAt, _id}).
+ * Kept beside the library's unique index by {@link TwinnedUniqueIndex} (sorted by its last field), and
+ * beside a non-unique compound index that ends in _id (so that no two documents share a key) by
+ * {@link EqualityIndex} (sorted by all fields but the first).
  *
  * <p>It stops serving ({@link #usable}) for good once two documents of one prefix share a sort key
  * (values the comparator holds equal but the library's index does not), a document has an array on
- * the sort field (where a sort takes an element), or a prefix value a lookup cannot tell (an array or
+ * a sort field (where a sort takes an element), or a prefix value a lookup cannot tell (an array or
  * an embedded document): such queries are served as before.
  */
 final class SortedKeys<P> {
@@ -31,21 +35,43 @@ final class SortedKeys<P> {
     /** Positions one step of a walk copies out under the lock (writes may come between steps). */
     private static final int STEP = 256;
 
+    /**
+     * A place in the order: a document's sort values ({@code tail} 0), or a bound on the first sort
+     * field alone, just before ({@code tail} -1) or just after (+1) every key that starts with its value.
+     */
+    private record SortKey(List<Object> values, int tail) {
+    }
+
+    /** Field by field with the library's comparator; a bound sits before or after the keys it prefixes. */
+    private static final Comparator<SortKey> ORDER = (a, b) -> {
+        int shared = Math.min(a.values().size(), b.values().size());
+        for (int i = 0; i < shared; i++) {
+            int c = ValueComparator.asc().compare(a.values().get(i), b.values().get(i));
+            if (c != 0) {
+                return c;
+            }
+        }
+        if (a.values().size() == b.values().size()) {
+            return Integer.compare(a.tail(), b.tail());
+        }
+        return a.values().size() < b.values().size() ? (a.tail() > 0 ? 1 : -1) : (b.tail() > 0 ? -1 : 1);
+    };
+
     private final List<String> prefixPaths;
-    private final String path;
-    private final Map<List<Object>, TreeMap<Object, P>> byPrefix = new HashMap<>();
+    private final List<String> sortPaths;
+    private final Map<List<Object>, TreeMap<SortKey, P>> byPrefix = new HashMap<>();
     private final Map<P, Key> keyByPosition = new HashMap<>();
     /** remove(document) is not always told the position (a sparse index's library part lacks some documents); _id never changes. */
     private final Map<Object, P> positionById = new HashMap<>();
     private boolean usable = true;
 
-    private record Key(List<Object> prefix, Object value) {
+    private record Key(List<Object> prefix, SortKey value) {
     }
 
-    /** {@code paths}: the index's fields; the last one is the sort field. */
-    SortedKeys(List<String> paths) {
-        this.prefixPaths = List.copyOf(paths.subList(0, paths.size() - 1));
-        this.path = paths.get(paths.size() - 1);
+    /** {@code prefixPaths}: the fields a walk needs equalities on; {@code sortPaths}: the fields it is ordered by. */
+    SortedKeys(List<String> prefixPaths, List<String> sortPaths) {
+        this.prefixPaths = List.copyOf(prefixPaths);
+        this.sortPaths = List.copyOf(sortPaths);
     }
 
     /** The fields a query must hold equalities on for a walk (none for a single-field index). */
@@ -53,9 +79,9 @@ final class SortedKeys<P> {
         return prefixPaths;
     }
 
-    /** The sort field. */
-    String path() {
-        return path;
+    /** The sort fields, in order. */
+    List<String> sortPaths() {
+        return sortPaths;
     }
 
     synchronized boolean isEmpty() {
@@ -73,9 +99,15 @@ final class SortedKeys<P> {
         }
         try {
             List<Object> prefix = KeyValues.indexValues(document, prefixPaths);
-            Object value = Utils.getSubdocumentValue(document, path);
-            TreeMap<Object, P> sorted = byPrefix.computeIfAbsent(prefix, p -> new TreeMap<>(ValueComparator.asc()));
-            if (prefix.contains(KeyValues.NOT_COMPARABLE) || KeyValues.crossesArray(document, path) || sorted.containsKey(value)) {
+            List<Object> values = new ArrayList<>(sortPaths.size());
+            boolean array = false;
+            for (String path : sortPaths) {
+                values.add(Utils.getSubdocumentValue(document, path));
+                array |= KeyValues.crossesArray(document, path);
+            }
+            SortKey value = new SortKey(values, 0);
+            TreeMap<SortKey, P> sorted = byPrefix.computeIfAbsent(prefix, p -> new TreeMap<>(ORDER));
+            if (prefix.contains(KeyValues.NOT_COMPARABLE) || array || sorted.containsKey(value)) {
                 stop(); // a prefix no lookup can tell, an array, or a tie the walk would have to order as a scan does
                 return;
             }
@@ -107,7 +139,7 @@ final class SortedKeys<P> {
         if (key == null) {
             return;
         }
-        TreeMap<Object, P> sorted = byPrefix.get(key.prefix());
+        TreeMap<SortKey, P> sorted = byPrefix.get(key.prefix());
         if (sorted != null && position.equals(sorted.get(key.value()))) {
             sorted.remove(key.value());
             if (sorted.isEmpty()) {
@@ -126,15 +158,17 @@ final class SortedKeys<P> {
 
     /**
      * The positions of one prefix (normalized values of {@link #prefixPaths}) in sort order (descending
-     * when {@code ascending} is false), starting at {@code from} (null: at the first entry) — read
+     * when {@code ascending} is false), starting at {@code from}, a value of the first sort field
+     * (null: at the first entry), with the entries holding it or not ({@code inclusive}) — read
      * lazily, a step at a time.
      */
     Iterable<P> positions(List<Object> prefix, boolean ascending, Object from, boolean inclusive) {
+        // In walking order, an inclusive bound sits before the keys that start with its value, an exclusive one after them.
+        SortKey start = from == null ? null : new SortKey(List.of(from), inclusive == ascending ? -1 : 1);
         return () -> new Iterator<>() {
             private final List<P> step = new ArrayList<>();
             private int next;
-            private Object last;
-            private boolean started;
+            private SortKey last;
             private boolean exhausted;
 
             @Override
@@ -161,15 +195,15 @@ final class SortedKeys<P> {
                 step.clear();
                 next = 0;
                 synchronized (SortedKeys.this) {
-                    TreeMap<Object, P> sorted = byPrefix.get(prefix);
+                    TreeMap<SortKey, P> sorted = byPrefix.get(prefix);
                     if (sorted != null) {
-                        NavigableMap<Object, P> rest = ascending ? sorted : sorted.descendingMap();
-                        if (started) {
+                        NavigableMap<SortKey, P> rest = ascending ? sorted : sorted.descendingMap();
+                        if (last != null) {
                             rest = rest.tailMap(last, false);
-                        } else if (from != null) {
-                            rest = rest.tailMap(from, inclusive);
+                        } else if (start != null) {
+                            rest = rest.tailMap(start, true);
                         }
-                        for (Map.Entry<Object, P> entry : rest.entrySet()) {
+                        for (Map.Entry<SortKey, P> entry : rest.entrySet()) {
                             if (step.size() == STEP) {
                                 break;
                             }
@@ -178,7 +212,6 @@ final class SortedKeys<P> {
                         }
                     }
                 }
-                started = true;
                 exhausted = step.size() < STEP;
             }
         };

@@ -36,7 +36,8 @@ final class TwinnedUniqueIndex<P> extends Index<P> {
         super(unique.getName(), keys, sparse);
         this.unique = unique;
         this.prefixes = keys.size() > 1 ? new EqualityIndex<>(unique.getName(), keys) : null;
-        this.sorted = twinned(keys, sparse) ? new SortedKeys<>(keys.stream().map(IndexKey::getKey).toList()) : null;
+        List<String> paths = keys.stream().map(IndexKey::getKey).toList();
+        this.sorted = twinned(keys, sparse) ? new SortedKeys<>(paths.subList(0, paths.size() - 1), paths.subList(paths.size() - 1, paths.size())) : null;
     }
 
     /** Whether the library's index of these keys gets a twin. */
