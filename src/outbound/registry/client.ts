@@ -1,3 +1,4 @@
+import { remember } from '../../domain/objects.js';
 import type { AppError } from '../../errors.js';
 import type { RegistryHostSettings, RegistrySettings } from '../../registryConfig.js';
 import type {
@@ -15,6 +16,11 @@ import { MANIFEST_ACCEPT, OCI_INDEX, parseManifest, sha256Digest, type ParsedMan
  * because signers mix them (cosign's default writes tags even where the API exists, and its bundles
  * are referrers); asking in parallel costs one round trip. Every manifest and blob is bounded,
  * checked against its digest, and only the layers a verifier reads are fetched.
+ *
+ * What is addressed by its digest never changes, so a manifest asked for by digest and a layer, once
+ * read and checked against that digest, are kept (per host and repository, small ones, a bounded
+ * number): a promotion of a digest verified before asks only what can change — the referrers list
+ * and the two cosign tags — and the registry sees three requests instead of every artifact again.
  */
 
 /** Referrers worth reading: cosign's and Sigstore's types, and none/empty (some registries list the config type). */
@@ -24,8 +30,14 @@ interface Found { artifacts: SignatureArtifact[], skipped: SkippedArtifact[] }
 
 const isTooLarge = (err: unknown): boolean => (err as AppError | undefined)?.details?.['reason'] === 'too-large';
 
+/** Content kept by digest (`cached`): at most this many entries, each at most this many bytes (≤ 32 MiB in all). */
+const CONTENT_KEPT = 512;
+const CONTENT_BYTES_KEPT = 64 * 1024;
+
 export class RegistryClient implements ImageRegistry {
   private readonly session: RegistrySession;
+  /** Manifests and layers read by digest and checked against it, per `<host>/<repository>@<digest>`. */
+  private readonly content = new Map<string, Buffer>();
 
   constructor (settings: RegistrySettings) {
     this.session = new RegistrySession(settings);
@@ -59,6 +71,24 @@ export class RegistryClient implements ImageRegistry {
     return await this.session.request(host, { method: 'GET', path: `/v2/${repository}/${path}`, headers: { accept }, maxBytes, scope });
   }
 
+  /**
+   * A manifest or blob by digest: kept once read and checked (`check` answers whether the body is
+   * the digest's), else asked for; anything but a checked 200 is answered as the registry gave it.
+   */
+  private async byDigest (
+    host: RegistryHostSettings, repository: string, kind: 'manifests' | 'blobs', digest: string, accept: string, maxBytes: number,
+    check: (body: Buffer) => boolean,
+  ): Promise<{ status: number, body: Buffer }> {
+    const key = `${host.endpoint.origin} ${host.host}/${repository}@${digest}`;
+    const kept = this.content.get(key);
+    if (kept) return { status: 200, body: kept };
+    const answer = await this.get(host, repository, `${kind}/${digest}`, accept, maxBytes);
+    if (answer.status === 200 && answer.body.length <= CONTENT_BYTES_KEPT && check(answer.body)) {
+      remember(this.content, key, answer.body, CONTENT_KEPT);
+    }
+    return answer;
+  }
+
   /** The referrers API's index, else the referrers tag's; then each relevant referrer. */
   private async referrers (host: RegistryHostSettings, image: ImageLocator): Promise<{ api: boolean, found: Found }> {
     const limit = this.session.settings.limits.maxManifestBytes;
@@ -89,7 +119,10 @@ export class RegistryClient implements ImageRegistry {
   private async artifact (host: RegistryHostSettings, repository: string, reference: string, source: ArtifactSource): Promise<Found> {
     let body: Buffer;
     try {
-      const answer = await this.get(host, repository, `manifests/${reference}`, MANIFEST_ACCEPT, this.session.settings.limits.maxManifestBytes);
+      const limit = this.session.settings.limits.maxManifestBytes;
+      const answer = reference.startsWith('sha256:')
+        ? await this.byDigest(host, repository, 'manifests', reference, MANIFEST_ACCEPT, limit, (b) => sha256Digest(b) === reference)
+        : await this.get(host, repository, `manifests/${reference}`, MANIFEST_ACCEPT, limit);
       if (answer.status === 404) return { artifacts: [], skipped: [] };
       if (answer.status !== 200) return { artifacts: [], skipped: [{ reference, reason: 'invalid' }] };
       body = answer.body;
@@ -124,7 +157,8 @@ export class RegistryClient implements ImageRegistry {
       return undefined;
     }
     try {
-      const answer = await this.get(host, repository, `blobs/${descriptor.digest}`, '*/*', limit);
+      const answer = await this.byDigest(host, repository, 'blobs', descriptor.digest, '*/*', limit,
+        (b) => b.length === descriptor.size && sha256Digest(b) === descriptor.digest);
       if (answer.status === 200 && sha256Digest(answer.body) === descriptor.digest && answer.body.length === descriptor.size) {
         return { descriptor, bytes: answer.body };
       }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { AppError } from '../../../src/errors.js';
-import type { ImageLocator } from '../../../src/domain/ports/registry.js';
+import type { ImageLocator, SignatureArtifacts } from '../../../src/domain/ports/registry.js';
 import { compileTrustPolicy, verifyDigest, type TrustVerdict } from '../../../src/domain/trust/index.js';
 import { RegistryClient } from '../../../src/outbound/registry/index.js';
 import { registrySettingsOf, type RegistryHostConfig } from '../../../src/registryConfig.js';
@@ -90,6 +90,31 @@ describe('reading signatures from the real registry', () => {
     expect(fetched.referrersApi).toBe(false);
     expect(fetched.artifacts.map((a) => a.source)).toEqual(['referrers-tag', 'referrers-tag']);
     expect(verifyDigest({ image: image('signed-bundle'), fetched, policy }).outcome).toBe('passed');
+  });
+
+  it('asks again only what can change (the referrers list, the cosign tags); what it read by digest is kept', async () => {
+    const front = await proxy({});
+    const client = clientFor(front.url);
+    const names = ['signed', 'signed-bundle'] as const;
+    const first = await Promise.all(names.map(async (name) => await client.fetchSignatureArtifacts(image(name))));
+    const firstRequests = front.requests.splice(0);
+    expect(firstRequests.filter((r) => r.includes('/blobs/')).length).toBeGreaterThan(0);
+    const again = await Promise.all(names.map(async (name) => await client.fetchSignatureArtifacts(image(name))));
+    const asked = front.requests.splice(0);
+    // By digest: nothing again. By tag or list: every time (a signature removed or added is seen at once).
+    expect(asked.filter((r) => r.includes('/blobs/') || r.includes('/manifests/sha256:'))).toEqual([]);
+    for (const name of names) {
+      const tag = fixtureDigest(name).replace(':', '-');
+      expect(asked).toContain(`GET /v2/${FIXTURE_REPOSITORY}/manifests/${tag}.sig`);
+      expect(asked).toContain(`GET /v2/${FIXTURE_REPOSITORY}/manifests/${tag}.att`);
+      expect(asked.some((r) => r.includes(`/referrers/${fixtureDigest(name)}`) || r.endsWith(`/manifests/${tag}`))).toBe(true);
+    }
+    expect(asked.length).toBeLessThan(firstRequests.length);
+    // (The registry lists referrers in no fixed order.)
+    const byDigest = (fetched: SignatureArtifacts[]) =>
+      fetched.map((f) => ({ ...f, artifacts: [...f.artifacts].sort((a, b) => a.digest.localeCompare(b.digest)) }));
+    expect(byDigest(again)).toEqual(byDigest(first));
+    names.forEach((name, i) => expect(verifyDigest({ image: image(name), fetched: again[i] as SignatureArtifacts, policy }).outcome).toBe('passed'));
   });
 
   it('refuses each negative fixture with its own code', async () => {
