@@ -84,8 +84,9 @@ const plan = quick
       openLoop: { rounds: 2, durationMs: (r: number) => (r === 1 ? 2_000 : r === 10 ? 8_000 : 4_000), warmMs: 1_500 },
       reportSize: { rounds: 3, perBlock: (n: number) => (n <= 10 ? 60 : n <= 100 ? 30 : n <= 500 ? 6 : 4), warmMs: 1_500, bytesReports: 20 },
       readPath: { connections: 50, perBlock: 35, rounds: 3, warmMs: 1_500 },
-      // Each path at each size: one request at a time, 3 rounds of up to 150 requests or 2.5 s.
-      fleet: { rounds: 3, perBlock: 150, blockMs: 2_500, warmPerPath: 20, queryTimes: 30 },
+      // Each path at each size: one request at a time, 5 rounds of 1 s each (a block of 150 requests of a fast path
+      // lasted 0.2 s: one sweep of the server or one pause of the database decided its round).
+      fleet: { rounds: 5, perBlock: 1_000_000, blockMs: 1_000, warmPerPath: 20, queryTimes: 30 },
       // A measured block stops starting operations after this long even if its count is not reached (a loaded machine).
       blockCapMs: 5_000,
     };
