@@ -381,6 +381,16 @@ export async function afterStatusChange (deps: LifecycleDeps, serviceId: string,
 
 const isDatabaseUnavailable = (err: unknown): boolean => isAppError(err) && err.code === 'database-unavailable';
 
+/** The view, read again if a bucket a crash left ahead of the summary was brought into it (`repairBuckets`). */
+async function withBucketsRepaired (deps: LifecycleDeps, view: LifecycleView): Promise<LifecycleView> {
+  if (!view.plan || !view.state) return view;
+  const repaired = await deps.repos.statusSummaries.repairBuckets(view.serviceId, view.plan.rolloutId, deps.now());
+  if (repaired === 0) return view;
+  const message = 'status buckets left ahead of the summary by a crash were brought into it';
+  deps.log.info({ serviceId: view.serviceId, rolloutId: view.plan.rolloutId, repaired }, message);
+  return (await deps.repos.lifecycles.findLifecycle(view.serviceId)) ?? view;
+}
+
 /**
  * The sweep over the open lifecycles, in service id order, a page at a time: all of them, up to
  * SWEEP_MAX; a sweep that stops there goes on from that point at the next, so every open lifecycle
@@ -402,7 +412,7 @@ export async function sweepLifecycles (deps: LifecycleDeps, cursors: SweepCursor
         break;
       }
       try {
-        await reconcileLifecycle(deps, view);
+        await reconcileLifecycle(deps, await withBucketsRepaired(deps, view));
       } catch (err) {
         if (isDatabaseUnavailable(err)) {
           deps.log.warn({ serviceId: view.serviceId, err }, 'rollout lifecycle sweep stopped: the database is unavailable; the next sweep goes on from here');

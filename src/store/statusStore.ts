@@ -4,7 +4,7 @@ import type {
   EntryWrite, EntryWriteResult, ReportTarget, StatusEvents, StatusSummaries, ServiceRolloutState, StatusPublication, StatusSnapshot, StatusState,
 } from '../domain/ports/index.js';
 import { remember } from '../domain/objects.js';
-import { bucketDelta, bucketId, bucketOf, type BucketSums, type SummaryEntry } from '../domain/rolloutStatus.js';
+import { STATUS_BUCKETS, bucketDelta, bucketId, bucketOf, type BucketSums, type SummaryEntry } from '../domain/rolloutStatus.js';
 import { coalesced } from './coalesce.js';
 import { isDuplicateKeyError } from './driverErrors.js';
 import type { Database } from './mongo.js';
@@ -286,6 +286,31 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     this.#applied.delete(stored._id);
     const caught = await this.#syncBucket(id, rolloutId, bucket, sumsOf(stored), now);
     return caught === 'not-current' ? { current: false } : { current: true, stored: stored.entries?.[key] };
+  }
+
+  /**
+   * The rollout's buckets that a crash left ahead of the service document (the bucket written, its
+   * sums not yet in the service: fault point `after-report-bucket`), brought into it. A reporter's
+   * next report or retry does this for its own bucket; this is for a reporter that never reports
+   * again, whose last contribution would otherwise count only at its bucket's next write. Two reads
+   * (the service's bucket versions, the buckets' heads by `_id`) and a write per lagging bucket;
+   * answers how many were brought in.
+   */
+  async repairBuckets (id: string, rolloutId: string, now: number): Promise<number> {
+    const doc = await this.collection.findOne({ _id: id }, { projection: { 'rolloutStatus.rolloutId': 1, 'rolloutStatus.buckets': 1 } });
+    if (doc?.rolloutStatus?.rolloutId !== rolloutId) return 0;
+    const applied = doc.rolloutStatus.buckets ?? {};
+    const ids = Array.from({ length: STATUS_BUCKETS }, (_, b) => bucketId(rolloutId, b));
+    const heads = await this.buckets.find({ _id: { $in: ids } }, { projection: { v: 1, t: 1, m: 1 } }).toArray();
+    let repaired = 0;
+    for (const head of heads) {
+      const bucket = ids.indexOf(head._id);
+      if (bucket < 0 || (applied[bucketKey(bucket)]?.v ?? 0) >= (head.v ?? 0)) continue;
+      this.#applied.delete(head._id);
+      if (await this.#syncBucket(id, rolloutId, bucket, sumsOf(head), now) === 'not-current') break;
+      repaired++;
+    }
+    return repaired;
   }
 
   /** A new event at the next revision, if the status is still at that revision and the summary still at the state's seq. */

@@ -179,6 +179,8 @@ export interface StatusSummaries {
   readStatusState(id: string, rolloutId: string): Promise<StatusState | null>;
   /** One reporter's entry in the current rollout's summary, the summary first brought up to it (a crash may have left it behind; `now`: its time). */
   readStatusEntry(id: string, rolloutId: string, key: string, now: number): Promise<{ current: boolean, stored?: SummaryEntry }>;
+  /** The rollout's buckets a crash left ahead of the summary, brought into it (the lifecycle sweeper); how many. */
+  repairBuckets(id: string, rolloutId: string, now: number): Promise<number>;
   findRolloutState(id: string): Promise<ServiceRolloutState | null>;
 }
 

@@ -101,6 +101,32 @@ describe('snapshot reports survive a crash at every step boundary (real processe
     expect(await totalsOf(svc.id)).toMatchObject({ observed: 2, failed: 0, verified: 2 });
   }, 60_000);
 
+  it('killed after-report-bucket on a rollout\'s first report, and the agent never reports again: the lifecycle sweeper ' +
+    'brings the bucket into the summary, and the rollout succeeds', async () => {
+    const { svc, plan } = await promotedService(healthy, { admin, api }, { clusterIds: ['k1'], replicasPerNode: 1 });
+    const victim = fleet.servers[1]!;
+    await victim.restart({ FAULT_INJECTION: 'after-report-bucket' });
+    const crashed = await sendNext(httpCaller(victim.url), svc.id, plan, 's-gone', 1, 0).then((r) => r.statusCode, () => 'connection lost');
+    expect(crashed).toBe('connection lost');
+    expect(await victim.exited).toBeNull();
+    // The bucket holds the contribution; the summary does not.
+    expect(await totalsOf(svc.id)).toMatchObject({ observed: 0, verified: 0 });
+    await victim.restart({ LIFECYCLE_SWEEP_INTERVAL_MS: '200' });
+    let totals: unknown;
+    for (let waited = 0; waited < 15_000; waited += 100) {
+      totals = await totalsOf(svc.id);
+      if ((totals as { verified?: number } | undefined)?.verified === 2) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(totals).toMatchObject({ observed: 2, failed: 0, verified: 2 });
+    for (let waited = 0; waited < 15_000 && (await statusOf(svc.id)).status !== 'succeeded'; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(await statusOf(svc.id)).toMatchObject({ status: 'succeeded', verifiedReplicaCount: 2 });
+    expect(victim.logs.join('\n')).toContain('status buckets left ahead of the summary by a crash were brought into it');
+    await victim.restart();
+  }, 60_000);
+
   it('killed after-report-bucket, then the reporter\'s NEXT report through the other process (which remembers the reporter\'s ' +
     'contribution from before the crash): the summary counts both reports\' deltas', async () => {
     const { svc, plan } = await promotedService(healthy, { admin, api }, { clusterIds: ['k1'], replicasPerNode: 1 });
