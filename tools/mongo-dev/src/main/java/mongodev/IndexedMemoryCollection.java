@@ -1,22 +1,38 @@
 package mongodev;
 
+import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.List;
+import java.util.function.Supplier;
 
 import de.bwaldvogel.mongo.MongoDatabase;
+import de.bwaldvogel.mongo.backend.ArrayFilters;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
 import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.oplog.Oplog;
 
 /**
  * A memory collection whose queries use {@link IndexedQueries}. Positions are list indexes, and a scan
  * visits them in ascending order ($natural: -1 descending): the candidates are sorted the same way.
+ *
+ * <p>Its answers are snapshots. The library updates a stored document in place (its fields removed and
+ * put one by one, under the collection's lock) and answered queries and findAndModify with that stored
+ * object, which the wire encoder reads after the lock is released: a read concurrent with an update of
+ * the same document could be sent half-updated, or fail to encode (ConcurrentModificationException).
+ * Every document a client gets is now a copy of the stored one's fields taken under the lock (the
+ * values need no copy: an update puts new values, it never changes the old ones). The library's own
+ * reads inside a write (findAndModify, update, delete) still get the stored documents, which is how
+ * they change them.
  */
 final class IndexedMemoryCollection extends MemoryCollection {
 
     private final IndexedQueries<Integer> queries = new IndexedQueries<>();
+    /** How deep this thread is in one of the library's writes, whose reads must return the stored documents. */
+    private final ThreadLocal<int[]> writing = ThreadLocal.withInitial(() -> new int[1]);
 
     IndexedMemoryCollection(MongoDatabase database, String collectionName, CollectionOptions options,
                             CursorRegistry cursorRegistry) {
@@ -31,6 +47,48 @@ final class IndexedMemoryCollection extends MemoryCollection {
             () -> super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector),
             () -> matchDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector), // a scan
             (matched, positions, order) -> matchDocuments(matched, positions, order, numberToSkip, limit, batchSize, fieldSelector));
+    }
+
+    @Override
+    protected QueryResult createQueryResult(List<Document> matchedDocuments, int batchSize) {
+        if (writing.get()[0] > 0) {
+            return super.createQueryResult(matchedDocuments, batchSize);
+        }
+        List<Document> copies = new ArrayList<>(matchedDocuments.size());
+        for (Document document : matchedDocuments) {
+            copies.add(document.clone());
+        }
+        return super.createQueryResult(copies, batchSize);
+    }
+
+    @Override
+    public synchronized Document findAndModify(Document query) {
+        Document result = inWrite(() -> super.findAndModify(query));
+        if (result.get("value") instanceof Document value) {
+            result.put("value", value.clone());
+        }
+        return result;
+    }
+
+    @Override
+    public synchronized Document updateDocuments(Document selector, Document updateQuery, ArrayFilters arrayFilters,
+                                                 boolean isMulti, boolean isUpsert, Oplog oplog) {
+        return inWrite(() -> super.updateDocuments(selector, updateQuery, arrayFilters, isMulti, isUpsert, oplog));
+    }
+
+    @Override
+    public synchronized int deleteDocuments(Document selector, int limit, Oplog oplog) {
+        return inWrite(() -> super.deleteDocuments(selector, limit, oplog));
+    }
+
+    private <T> T inWrite(Supplier<T> write) {
+        int[] depth = writing.get();
+        depth[0]++;
+        try {
+            return write.get();
+        } finally {
+            depth[0]--;
+        }
     }
 
     @Override
