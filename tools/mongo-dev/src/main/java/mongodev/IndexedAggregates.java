@@ -50,9 +50,18 @@ final class IndexedAggregates {
         if (collection == null) {
             return null;
         }
-        Aggregation rest = Aggregation.fromPipeline(pipeline.subList(1, pipeline.size()), resolver, database, collection, oplog);
-        rest.validate(command);
-        List<Document> result = rest.runStages(collection.handleQueryAsStream(match));
+        Integer counted = countOf(collection, match, pipeline);
+        List<Document> result;
+        if (counted != null) {
+            Document group = new Document();
+            group.put("_id", Integer.valueOf(1));
+            group.put("n", counted);
+            result = counted == 0 ? List.of() : List.of(group);
+        } else {
+            Aggregation rest = Aggregation.fromPipeline(pipeline.subList(1, pipeline.size()), resolver, database, collection, oplog);
+            rest.validate(command);
+            result = rest.runStages(collection.handleQueryAsStream(match));
+        }
         Document cursor = new Document();
         cursor.put("id", Long.valueOf(0));
         cursor.put("ns", namespace + "." + collectionName);
@@ -61,5 +70,36 @@ final class IndexedAggregates {
         answer.put("cursor", cursor);
         answer.put("ok", 1.0);
         return answer;
+    }
+
+    /**
+     * The driver's countDocuments ({$match}, then optionally {$skip: n} and {$limit: n > 0}, then
+     * {$group: {_id: 1, n: {$sum: 1}}}), counted by the collection under its lock — the matching documents
+     * counted, not copied out, streamed and grouped, as MongoDB counts index keys — else null.
+     */
+    private static Integer countOf(MongoCollection<?> collection, Document match, List<Document> pipeline) {
+        int last = pipeline.size() - 1;
+        if (last < 1 || last > 3 || !isCountGroup(pipeline.get(last).get("$group"))) {
+            return null;
+        }
+        int skip = 0;
+        int limit = 0;
+        for (Document stage : pipeline.subList(1, last)) {
+            if (stage.get("$skip") instanceof Integer n && n >= 0 && skip == 0 && limit == 0) {
+                skip = n;
+            } else if (stage.get("$limit") instanceof Integer n && n > 0 && limit == 0) {
+                limit = n;
+            } else {
+                return null;
+            }
+        }
+        synchronized (collection) {
+            return collection.count(match, skip, limit);
+        }
+    }
+
+    private static boolean isCountGroup(Object group) {
+        return group instanceof Document g && g.size() == 2 && g.get("_id") instanceof Integer id && id == 1
+            && g.get("n") instanceof Document sum && sum.size() == 1 && sum.get("$sum") instanceof Integer one && one == 1;
     }
 }

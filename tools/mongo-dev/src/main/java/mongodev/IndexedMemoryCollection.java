@@ -61,6 +61,28 @@ final class IndexedMemoryCollection extends MemoryCollection {
         return super.createQueryResult(copies, batchSize);
     }
 
+    /**
+     * A count where an index serves the query: its candidates matched and counted, nothing copied out,
+     * sorted or projected (the driver's countDocuments, through {@link IndexedAggregates}); else the library's.
+     */
+    @Override
+    public synchronized int count(Document query, int skip, int limit) {
+        IndexedQueries.Plan<Integer> plan = query == null || query.isEmpty() || queries.libraryServes(query, getIndexes())
+            ? null : queries.plan(query, getIndexes());
+        if (plan == null) {
+            return super.count(query, skip, limit);
+        }
+        int matched = 0;
+        for (Integer position : plan.positions()) {
+            Document document = getDocument(position);
+            if (document != null && documentMatchesQuery(document, plan.query())) {
+                matched++;
+            }
+        }
+        matched = Math.max(0, matched - skip);
+        return limit > 0 ? Math.min(limit, matched) : matched;
+    }
+
     @Override
     public synchronized Document findAndModify(Document query) {
         Document result = inWrite(() -> super.findAndModify(query));
