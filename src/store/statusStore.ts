@@ -305,8 +305,10 @@ export class StatusStore implements StatusSummaries, StatusEvents {
     let repaired = 0;
     for (const head of heads) {
       const bucket = ids.indexOf(head._id);
-      if (bucket < 0 || (applied[bucketKey(bucket)]?.v ?? 0) >= (head.v ?? 0)) continue;
-      this.#applied.delete(head._id);
+      const held = bucket < 0 ? undefined : applied[bucketKey(bucket)] ?? null;
+      if (held === undefined || (held?.v ?? 0) >= (head.v ?? 0)) continue;
+      // What the service holds was just read: the sync's guarded write starts from it.
+      this.#remember(head._id, held);
       if (await this.#syncBucket(id, rolloutId, bucket, sumsOf(head), now) === 'not-current') break;
       repaired++;
     }

@@ -72,21 +72,19 @@ export class RegistryClient implements ImageRegistry {
   }
 
   /**
-   * A manifest or blob by digest: kept once read and checked (`check` answers whether the body is
-   * the digest's), else asked for; anything but a checked 200 is answered as the registry gave it.
+   * A manifest or blob by digest, and whether the body is that digest's (and `size` bytes long, when
+   * given): kept once read and so checked, else asked for; any other answer is the registry's as given.
    */
   private async byDigest (
-    host: RegistryHostSettings, repository: string, kind: 'manifests' | 'blobs', digest: string, accept: string, maxBytes: number,
-    check: (body: Buffer) => boolean,
-  ): Promise<{ status: number, body: Buffer }> {
+    host: RegistryHostSettings, repository: string, kind: 'manifests' | 'blobs', digest: string, accept: string, maxBytes: number, size?: number,
+  ): Promise<{ status: number, body: Buffer, matches: boolean }> {
     const key = `${host.endpoint.origin} ${host.host}/${repository}@${digest}`;
     const kept = this.content.get(key);
-    if (kept) return { status: 200, body: kept };
+    if (kept) return { status: 200, body: kept, matches: true };
     const answer = await this.get(host, repository, `${kind}/${digest}`, accept, maxBytes);
-    if (answer.status === 200 && answer.body.length <= CONTENT_BYTES_KEPT && check(answer.body)) {
-      remember(this.content, key, answer.body, CONTENT_KEPT);
-    }
-    return answer;
+    const matches = answer.status === 200 && (size === undefined || answer.body.length === size) && sha256Digest(answer.body) === digest;
+    if (matches && answer.body.length <= CONTENT_BYTES_KEPT) remember(this.content, key, answer.body, CONTENT_KEPT);
+    return { ...answer, matches };
   }
 
   /** The referrers API's index, else the referrers tag's; then each relevant referrer. */
@@ -117,21 +115,22 @@ export class RegistryClient implements ImageRegistry {
 
   /** One artifact manifest (by digest or cosign tag) and its verifiable layers; absent → nothing found. */
   private async artifact (host: RegistryHostSettings, repository: string, reference: string, source: ArtifactSource): Promise<Found> {
+    const byDigest = reference.startsWith('sha256:');
     let body: Buffer;
     try {
       const limit = this.session.settings.limits.maxManifestBytes;
-      const answer = reference.startsWith('sha256:')
-        ? await this.byDigest(host, repository, 'manifests', reference, MANIFEST_ACCEPT, limit, (b) => sha256Digest(b) === reference)
-        : await this.get(host, repository, `manifests/${reference}`, MANIFEST_ACCEPT, limit);
+      const answer = byDigest
+        ? await this.byDigest(host, repository, 'manifests', reference, MANIFEST_ACCEPT, limit)
+        : { ...(await this.get(host, repository, `manifests/${reference}`, MANIFEST_ACCEPT, limit)), matches: true };
       if (answer.status === 404) return { artifacts: [], skipped: [] };
       if (answer.status !== 200) return { artifacts: [], skipped: [{ reference, reason: 'invalid' }] };
+      if (!answer.matches) return { artifacts: [], skipped: [{ reference, reason: 'digest-mismatch' }] };
       body = answer.body;
     } catch (err) {
       if (isTooLarge(err)) return { artifacts: [], skipped: [{ reference, reason: 'too-large' }] };
       throw err;
     }
-    const digest = sha256Digest(body);
-    if (reference.startsWith('sha256:') && reference !== digest) return { artifacts: [], skipped: [{ reference, reason: 'digest-mismatch' }] };
+    const digest = byDigest ? reference : sha256Digest(body);
     const manifest = parseManifest(body);
     if (manifest === undefined) return { artifacts: [], skipped: [{ reference, reason: 'invalid' }] };
     const skipped: SkippedArtifact[] = [];
@@ -157,9 +156,8 @@ export class RegistryClient implements ImageRegistry {
       return undefined;
     }
     try {
-      const answer = await this.byDigest(host, repository, 'blobs', descriptor.digest, '*/*', limit,
-        (b) => b.length === descriptor.size && sha256Digest(b) === descriptor.digest);
-      if (answer.status === 200 && sha256Digest(answer.body) === descriptor.digest && answer.body.length === descriptor.size) {
+      const answer = await this.byDigest(host, repository, 'blobs', descriptor.digest, '*/*', limit, descriptor.size);
+      if (answer.matches) {
         return { descriptor, bytes: answer.body };
       }
       skipped.push({ reference: descriptor.digest, reason: answer.status === 200 ? 'digest-mismatch' : 'invalid' });

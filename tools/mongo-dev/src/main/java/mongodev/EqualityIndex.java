@@ -47,6 +47,11 @@ final class EqualityIndex<P> extends Index<P> {
     }
 
     EqualityIndex(String name, List<IndexKey> keys) {
+        this(name, keys, true);
+    }
+
+    /** {@code ordering}: whether a compound index ending in _id keeps its documents in order too (not for a unique index's twin: it has its own). */
+    EqualityIndex(String name, List<IndexKey> keys, boolean ordering) {
         // sparse = true as the library's EmptyIndex, so createIndex compares options as it did before
         // (hasSameOptions); it only changes how this index is described in an error message.
         super(name, keys, true);
@@ -54,7 +59,7 @@ final class EqualityIndex<P> extends Index<P> {
         for (int i = 0; i < paths.size(); i++) {
             levels.add(new Level<>(new HashMap<>(), new HashSet<>()));
         }
-        this.ordered = paths.size() > 1 && ID_FIELD.equals(paths.get(paths.size() - 1))
+        this.ordered = ordering && paths.size() > 1 && ID_FIELD.equals(paths.get(paths.size() - 1))
             ? new SortedKeys<>(paths.subList(0, 1), paths.subList(1, paths.size())) : null;
     }
 

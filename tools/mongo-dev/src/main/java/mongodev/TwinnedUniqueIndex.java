@@ -35,7 +35,7 @@ final class TwinnedUniqueIndex<P> extends Index<P> {
     TwinnedUniqueIndex(Index<P> unique, List<IndexKey> keys, boolean sparse) {
         super(unique.getName(), keys, sparse);
         this.unique = unique;
-        this.prefixes = keys.size() > 1 ? new EqualityIndex<>(unique.getName(), keys) : null;
+        this.prefixes = keys.size() > 1 ? new EqualityIndex<>(unique.getName(), keys, false) : null;
         List<String> paths = keys.stream().map(IndexKey::getKey).toList();
         this.sorted = twinned(keys, sparse) ? new SortedKeys<>(paths.subList(0, paths.size() - 1), paths.subList(paths.size() - 1, paths.size())) : null;
     }
